@@ -1,0 +1,89 @@
+"""Engine construction per dialect: SQLite pragmas and write locking, Postgres pool and codecs."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from sqlalchemy import event
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+
+__all__ = ["DEFAULT_URL", "READ_ONLY", "create_engine", "resolve_url"]
+
+DEFAULT_URL = "sqlite+aiosqlite:///./memstore.db"
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+# Execution option: a transaction that will not write may start with a plain
+# BEGIN on SQLite, so readers do not queue behind the write lock.
+READ_ONLY = "memstore_read_only"
+
+
+def resolve_url(url: str | None) -> str:
+    """Argument, else ``$MEMSTORE_URL``, else the embedded SQLite file; driver added if missing."""
+    raw = url or os.environ.get("MEMSTORE_URL") or DEFAULT_URL
+    parsed = make_url(raw)
+    if parsed.drivername in ("postgresql", "postgres"):
+        parsed = parsed.set(drivername="postgresql+asyncpg")
+    elif parsed.drivername == "sqlite":
+        parsed = parsed.set(drivername="sqlite+aiosqlite")
+    return parsed.render_as_string(hide_password=False)
+
+
+def create_engine(url: str | None = None, **kwargs: Any) -> AsyncEngine:
+    resolved = resolve_url(url)
+    backend = make_url(resolved).get_backend_name()
+    if backend == "sqlite":
+        engine = create_async_engine(resolved, **kwargs)
+        _configure_sqlite(engine)
+    elif backend == "postgresql":
+        kwargs.setdefault("pool_size", 5)
+        kwargs.setdefault("max_overflow", 10)
+        kwargs.setdefault("pool_pre_ping", True)
+        kwargs.setdefault("pool_recycle", 1800)
+        engine = create_async_engine(resolved, **kwargs)
+        _configure_postgres(engine)
+    else:
+        raise ValueError(f"unsupported database backend {backend!r}; use sqlite or postgresql")
+    return engine
+
+
+def _configure_sqlite(engine: AsyncEngine) -> None:
+    @event.listens_for(engine.sync_engine, "connect")
+    def on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # Take transaction control away from the sqlite3 module so BEGIN is ours.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA journal_mode = WAL")
+        cursor.execute("PRAGMA synchronous = NORMAL")
+        cursor.execute("PRAGMA foreign_keys = ON")
+        cursor.close()
+
+    @event.listens_for(engine.sync_engine, "begin")
+    def on_begin(connection: Any) -> None:
+        # A deferred transaction that reads and then writes fails with
+        # SQLITE_BUSY (no wait) if another process committed in between;
+        # IMMEDIATE takes the write lock up front and honours busy_timeout.
+        if connection.get_execution_options().get(READ_ONLY):
+            connection.exec_driver_sql("BEGIN")
+        else:
+            connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def _configure_postgres(engine: AsyncEngine) -> None:
+    @event.listens_for(engine.sync_engine, "connect")
+    def on_connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.run_async(_register_vector_codec)
+
+
+async def _register_vector_codec(connection: Any) -> None:
+    # The codec can only be registered once the extension exists (after
+    # migrations); before that there is nothing to decode.
+    has_vector = await connection.fetchval(
+        "SELECT 1 FROM pg_type WHERE typname = 'vector'"
+    )
+    if not has_vector:
+        return
+    from pgvector.asyncpg import register_vector  # lazy: optional at import time
+
+    await register_vector(connection)

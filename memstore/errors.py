@@ -1,0 +1,50 @@
+"""The one exception tree of memstore.
+
+Callers catch :class:`MemstoreError` (or a subclass); driver exceptions never
+escape the repository boundary untranslated.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "Conflict",
+    "DimensionMismatch",
+    "InvalidInput",
+    "LimitExceeded",
+    "MemstoreError",
+    "NotFound",
+    "SchemaOutOfDate",
+    "Unavailable",
+]
+
+
+class MemstoreError(Exception):
+    """Base class of every error memstore raises on purpose."""
+
+
+class InvalidInput(MemstoreError, ValueError):
+    """The caller passed something memstore refuses to store; nothing was written."""
+
+
+class NotFound(MemstoreError, LookupError):
+    """The addressed row does not exist for this tenant."""
+
+
+class Conflict(MemstoreError):
+    """A concurrent writer changed the row first, or a uniqueness rule was violated."""
+
+
+class LimitExceeded(InvalidInput):
+    """A configured size or count limit would be exceeded; nothing was written."""
+
+
+class DimensionMismatch(InvalidInput):
+    """An embedding's dimension differs from the one recorded for the store."""
+
+
+class SchemaOutOfDate(MemstoreError):
+    """The database schema is older than this version of memstore expects."""
+
+
+class Unavailable(MemstoreError):
+    """The database could not be reached; the call may be retried."""

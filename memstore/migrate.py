@@ -1,0 +1,109 @@
+"""Schema migrations: run Alembic from code and check a database is current."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy.engine import Connection
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from memstore.db.engine import create_engine
+from memstore.db.errors import translated
+from memstore.errors import SchemaOutOfDate
+
+__all__ = [
+    "alembic_config",
+    "check_schema",
+    "current_revision",
+    "downgrade",
+    "head_revision",
+    "migrations_path",
+    "upgrade",
+]
+
+
+def migrations_path() -> Path:
+    """Where the revision scripts live: inside an installed wheel, else the source tree."""
+    package = Path(__file__).resolve().parent
+    for candidate in (package / "_migrations", package.parent / "migrations"):
+        if (candidate / "env.py").is_file():
+            return candidate
+    raise FileNotFoundError("memstore's migration scripts are missing from this installation")
+
+
+def alembic_config(url: str | None = None) -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(migrations_path()))
+    if url is not None:
+        config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    return config
+
+
+def head_revision() -> str:
+    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
+    assert head is not None, "migration scripts have no head"
+    return head
+
+
+def _run(connection: Connection, action: str, revision: str) -> None:
+    config = alembic_config()
+    # env.py uses this connection instead of opening its own (connection sharing).
+    config.attributes["connection"] = connection
+    getattr(command, action)(config, revision)
+
+
+async def _with_engine(target: AsyncEngine | str | None, action: str, revision: str) -> None:
+    engine = target if isinstance(target, AsyncEngine) else create_engine(target)
+    try:
+        with translated(f"migrate ({action} {revision})"):
+            async with engine.begin() as connection:
+                await connection.run_sync(_run, action, revision)
+    finally:
+        # Pooled connections opened before the migration may lack codecs for
+        # types it created (pgvector); start afresh.
+        await engine.dispose()
+
+
+async def upgrade(target: AsyncEngine | str | None = None, revision: str = "head") -> None:
+    await _with_engine(target, "upgrade", revision)
+
+
+async def downgrade(target: AsyncEngine | str | None, revision: str) -> None:
+    await _with_engine(target, "downgrade", revision)
+
+
+def _current(connection: Connection) -> Any:
+    return MigrationContext.configure(connection).get_current_revision()
+
+
+async def current_revision(engine: AsyncEngine) -> str | None:
+    with translated("read schema revision"):
+        async with engine.connect() as connection:
+            return await connection.run_sync(_current)  # type: ignore[no-any-return]
+
+
+async def check_schema(engine: AsyncEngine) -> None:
+    current = await current_revision(engine)
+    head = head_revision()
+    if current == head:
+        return
+    if current is None:
+        raise SchemaOutOfDate(
+            "the database has no memstore schema yet; run `memstore migrate` "
+            "(or `alembic upgrade head`) against it first"
+        )
+    known = {rev.revision for rev in ScriptDirectory.from_config(alembic_config()).walk_revisions()}
+    if current not in known:
+        raise SchemaOutOfDate(
+            f"the database schema is at revision {current}, which this version of memstore "
+            "does not know (is the database newer than the code?)"
+        )
+    raise SchemaOutOfDate(
+        f"the database schema is at revision {current} but this memstore needs {head}; "
+        "run `memstore migrate` (or `alembic upgrade head`)"
+    )

@@ -1,0 +1,31 @@
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Index, String, Text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from memstore.db.base import Base
+from memstore.db.types import JSONDoc, UTCDateTime
+
+
+class EpisodeRow(Base):
+    """One agent turn. Tenant-first primary key so a tenant's rows sit together."""
+
+    __tablename__ = "episodes"
+
+    user_id: Mapped[str] = mapped_column(String(255), primary_key=True)
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    session_id: Mapped[str] = mapped_column(String(255))
+    input: Mapped[str] = mapped_column(Text)
+    output: Mapped[str] = mapped_column(Text)
+    tool_calls: Mapped[list[Any]] = mapped_column(JSONDoc)
+    meta: Mapped[dict[str, Any]] = mapped_column("metadata", JSONDoc)
+    occurred_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+    __table_args__ = (
+        Index(None, "user_id", "session_id", "occurred_at"),
+        Index(None, "user_id", "occurred_at"),
+    )

@@ -1,0 +1,151 @@
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+
+from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from memstore.db.errors import translated
+from memstore.errors import Conflict, LimitExceeded
+from memstore.models import BlockRow, BlockVersionRow
+from memstore.tenancy import public_user_id
+from memstore.types import BlockVersion, MemoryBlock
+
+__all__ = ["BlockRepository"]
+
+# A compare-and-swap that keeps losing means heavy contention on one block;
+# give up with Conflict rather than spin.
+_MAX_ATTEMPTS = 8
+
+
+def _block(row: BlockRow) -> MemoryBlock:
+    return MemoryBlock(
+        user_id=public_user_id(row.user_id),
+        name=row.name,
+        content=row.content,
+        pinned_order=row.pinned_order,
+        version=row.version,
+        updated_at=row.updated_at,
+    )
+
+
+class BlockRepository:
+    """Pinned working blocks with full version history and optimistic concurrency."""
+
+    def __init__(self, *, session: AsyncSession) -> None:
+        self._session = session
+
+    async def list(self, user_id: str) -> list[MemoryBlock]:
+        stmt = (
+            select(BlockRow)
+            .where(BlockRow.user_id == user_id)
+            .order_by(BlockRow.pinned_order, BlockRow.name)
+        )
+        return [_block(r) for r in (await self._session.scalars(stmt)).all()]
+
+    async def get(self, user_id: str, name: str) -> MemoryBlock | None:
+        row = await self._session.get(BlockRow, (user_id, name), populate_existing=True)
+        return _block(row) if row is not None else None
+
+    async def write(
+        self,
+        user_id: str,
+        name: str,
+        edit: Callable[[str], str],
+        *,
+        char_limit: int,
+        expected_version: int | None,
+        now: datetime,
+    ) -> MemoryBlock:
+        """Apply ``edit`` to the block's current content (``""`` if new) as one new version."""
+        with translated("write block"):
+            for _ in range(_MAX_ATTEMPTS):
+                current = await self.get(user_id, name)
+                if expected_version is not None:
+                    found = current.version if current is not None else 0
+                    if found != expected_version:
+                        raise Conflict(
+                            f"block {name!r} is at version {found}, not {expected_version}"
+                        )
+                content = edit(current.content if current is not None else "")
+                if len(content) > char_limit:
+                    raise LimitExceeded(
+                        f"block {name!r} would hold {len(content)} characters; "
+                        f"the limit is {char_limit}"
+                    )
+                if current is None:
+                    written = await self._try_create(user_id, name, content, now)
+                else:
+                    written = await self._try_update(user_id, current, content, now)
+                if written is not None:
+                    await self._session.execute(
+                        insert(BlockVersionRow).values(
+                            user_id=user_id, name=name, version=written.version,
+                            content=content, created_at=now,
+                        )
+                    )
+                    return written
+            raise Conflict(f"block {name!r} kept changing under us; try again")
+
+    async def _try_create(
+        self, user_id: str, name: str, content: str, now: datetime
+    ) -> MemoryBlock | None:
+        next_order = select(func.coalesce(func.max(BlockRow.pinned_order) + 1, 0)).where(
+            BlockRow.user_id == user_id
+        ).scalar_subquery()
+        try:
+            # A savepoint so losing a creation race does not abort the caller's transaction.
+            async with self._session.begin_nested():
+                await self._session.execute(
+                    insert(BlockRow).values(
+                        user_id=user_id, name=name, content=content,
+                        pinned_order=next_order, version=1, updated_at=now,
+                    )
+                )
+        except IntegrityError:
+            return None
+        return await self.get(user_id, name)
+
+    async def _try_update(
+        self, user_id: str, current: MemoryBlock, content: str, now: datetime
+    ) -> MemoryBlock | None:
+        result = await self._session.execute(
+            update(BlockRow)
+            .where(
+                BlockRow.user_id == user_id,
+                BlockRow.name == current.name,
+                BlockRow.version == current.version,
+            )
+            .values(content=content, version=current.version + 1, updated_at=now)
+        )
+        if not result.rowcount:  # type: ignore[attr-defined]
+            return None
+        return await self.get(user_id, current.name)
+
+    async def history(self, user_id: str, name: str) -> list[BlockVersion]:
+        stmt = (
+            select(BlockVersionRow)
+            .where(BlockVersionRow.user_id == user_id, BlockVersionRow.name == name)
+            .order_by(BlockVersionRow.version)
+        )
+        return [
+            BlockVersion(name=r.name, version=r.version, content=r.content, created_at=r.created_at)
+            for r in (await self._session.scalars(stmt)).all()
+        ]
+
+    async def delete(self, user_id: str, name: str) -> int:
+        await self._session.execute(
+            delete(BlockVersionRow).where(
+                BlockVersionRow.user_id == user_id, BlockVersionRow.name == name
+            )
+        )
+        result = await self._session.execute(
+            delete(BlockRow).where(BlockRow.user_id == user_id, BlockRow.name == name)
+        )
+        return int(result.rowcount or 0)  # type: ignore[attr-defined]
+
+    async def count(self, user_id: str) -> int:
+        stmt = select(func.count()).select_from(BlockRow).where(BlockRow.user_id == user_id)
+        return int((await self._session.scalar(stmt)) or 0)

@@ -1,0 +1,133 @@
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import delete, func, insert, or_, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from memstore.db.errors import translated
+from memstore.models import EpisodeRow
+from memstore.tenancy import public_user_id
+from memstore.types import Episode
+
+__all__ = ["EpisodeRepository", "episode_from_row"]
+
+
+def episode_from_row(row: EpisodeRow) -> Episode:
+    return Episode(
+        id=row.id,
+        user_id=public_user_id(row.user_id),
+        session_id=row.session_id,
+        input=row.input,
+        output=row.output,
+        tool_calls=list(row.tool_calls or []),
+        metadata=dict(row.meta or {}),
+        occurred_at=row.occurred_at,
+    )
+
+
+class EpisodeRepository:
+    """Episodes of one tenant at a time; every statement filters by ``user_id``."""
+
+    def __init__(self, *, session: AsyncSession) -> None:
+        self._session = session
+
+    async def add_many(self, user_id: str, episodes: Sequence[Episode], now: datetime) -> None:
+        rows: list[dict[str, Any]] = [
+            {
+                "user_id": user_id,
+                "id": ep.id,
+                "session_id": ep.session_id,
+                "input": ep.input,
+                "output": ep.output,
+                "tool_calls": ep.tool_calls,
+                "meta": ep.metadata,
+                "occurred_at": ep.occurred_at,
+                "created_at": now,
+            }
+            for ep in episodes
+        ]
+        with translated("remember episodes"):
+            await self._session.execute(insert(EpisodeRow), rows)
+
+    async def get(self, user_id: str, episode_id: str) -> Episode | None:
+        row = await self._session.get(EpisodeRow, (user_id, episode_id))
+        return episode_from_row(row) if row is not None else None
+
+    async def keyword_candidates(
+        self,
+        user_id: str,
+        tokens: Sequence[str],
+        *,
+        time_range: tuple[datetime, datetime] | None,
+        limit: int,
+    ) -> list[Episode]:
+        """Newest episodes mentioning any token; all newest ones when there are no tokens."""
+        stmt = select(EpisodeRow).where(EpisodeRow.user_id == user_id)
+        if time_range is not None:
+            stmt = stmt.where(EpisodeRow.occurred_at.between(*time_range))
+        if tokens:
+            haystack = func.lower(EpisodeRow.input + " " + EpisodeRow.output)
+            stmt = stmt.where(or_(*(haystack.contains(t, autoescape=True) for t in tokens)))
+        stmt = stmt.order_by(EpisodeRow.occurred_at.desc(), EpisodeRow.id).limit(limit)
+        with translated("recall episodes"):
+            rows = (await self._session.scalars(stmt)).all()
+        return [episode_from_row(r) for r in rows]
+
+    async def latest_in_session(self, user_id: str, session_id: str, limit: int) -> list[Episode]:
+        stmt = (
+            select(EpisodeRow)
+            .where(EpisodeRow.user_id == user_id, EpisodeRow.session_id == session_id)
+            .order_by(EpisodeRow.occurred_at.desc(), EpisodeRow.id.desc())
+            .limit(limit)
+        )
+        rows = (await self._session.scalars(stmt)).all()
+        return [episode_from_row(r) for r in reversed(rows)]
+
+    async def count(self, user_id: str) -> int:
+        stmt = select(func.count()).select_from(EpisodeRow).where(EpisodeRow.user_id == user_id)
+        return int((await self._session.scalar(stmt)) or 0)
+
+    async def last_seen(self, user_id: str) -> datetime | None:
+        # ORDER BY ... LIMIT 1 rather than max(): keeps the column's UTC type on SQLite.
+        stmt = (
+            select(EpisodeRow.occurred_at)
+            .where(EpisodeRow.user_id == user_id)
+            .order_by(EpisodeRow.occurred_at.desc())
+            .limit(1)
+        )
+        return await self._session.scalar(stmt)
+
+    async def recent_sessions(self, user_id: str, limit: int) -> list[str]:
+        last = func.max(EpisodeRow.occurred_at).label("last")
+        stmt = (
+            select(EpisodeRow.session_id, last)
+            .where(EpisodeRow.user_id == user_id)
+            .group_by(EpisodeRow.session_id)
+            .order_by(last.desc(), EpisodeRow.session_id)
+            .limit(limit)
+        )
+        return [r.session_id for r in (await self._session.execute(stmt)).all()]
+
+    async def delete(
+        self, user_id: str, *, session_id: str | None = None, before: datetime | None = None
+    ) -> int:
+        stmt = delete(EpisodeRow).where(EpisodeRow.user_id == user_id)
+        if session_id is not None:
+            stmt = stmt.where(EpisodeRow.session_id == session_id)
+        if before is not None:
+            stmt = stmt.where(EpisodeRow.occurred_at < before)
+        with translated("forget episodes"):
+            result = await self._session.execute(stmt)
+        return int(result.rowcount or 0)  # type: ignore[attr-defined]
+
+    async def stream(self, user_id: str) -> AsyncIterator[Episode]:
+        stmt = (
+            select(EpisodeRow)
+            .where(EpisodeRow.user_id == user_id)
+            .order_by(EpisodeRow.occurred_at, EpisodeRow.id)
+        )
+        async for row in await self._session.stream_scalars(stmt):
+            yield episode_from_row(row)

@@ -1,0 +1,283 @@
+from __future__ import annotations
+
+import hashlib
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+
+from sqlalchemy import and_, func, insert, or_, select, text, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from memstore.db.errors import translated
+from memstore.models import FactRow
+from memstore.tenancy import public_user_id
+from memstore.types import Fact, new_id
+
+__all__ = ["AssertOutcome", "FactChange", "FactRepository", "fact_from_row", "same_object"]
+
+
+def fact_from_row(row: FactRow) -> Fact:
+    return Fact(
+        id=row.id,
+        fact_id=row.fact_id,
+        user_id=public_user_id(row.user_id),
+        subject=row.subject,
+        predicate=row.predicate,
+        object=row.object,
+        single_valued=row.single_valued,
+        confidence=row.confidence,
+        sources=tuple(row.sources or ()),
+        valid_from=row.valid_from,
+        valid_to=row.valid_to,
+        recorded_at=row.recorded_at,
+        superseded_at=row.superseded_at,
+    )
+
+
+def same_object(a: str, b: str) -> bool:
+    return " ".join(a.casefold().split()) == " ".join(b.casefold().split())
+
+
+def reinforce(old: float, new: float) -> float:
+    """Independent confirmations raise confidence (noisy-OR), never above 1."""
+    return min(1.0, 1.0 - (1.0 - old) * (1.0 - new))
+
+
+class FactChange(StrEnum):
+    ADDED = "added"
+    REINFORCED = "reinforced"
+    SUPERSEDED = "superseded"
+    UNCHANGED = "unchanged"
+
+
+@dataclass(frozen=True)
+class AssertOutcome:
+    change: FactChange
+    fact_id: str
+
+
+class FactRepository:
+    """Bi-temporal fact versions of one tenant at a time.
+
+    Rows are inserted and, at most once, closed in transaction time
+    (``superseded_at``); nothing else is ever updated.
+    """
+
+    def __init__(self, *, session: AsyncSession) -> None:
+        self._session = session
+
+    async def _lock_key(self, user_id: str, subject: str, predicate: str) -> None:
+        # Serialise writers of one (tenant, subject, predicate) on Postgres; an
+        # empty FOR UPDATE would lock nothing when the first value is written.
+        # SQLite write transactions are already serial (BEGIN IMMEDIATE).
+        if self._session.bind.dialect.name != "postgresql":
+            return
+        digest = hashlib.blake2b(
+            f"{user_id}\x1f{subject}\x1f{predicate}".encode(), digest_size=8
+        ).digest()
+        key = int.from_bytes(digest, "big", signed=True)
+        await self._session.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": key})
+
+    async def _current(self, user_id: str, subject: str, predicate: str) -> list[FactRow]:
+        stmt = select(FactRow).where(
+            FactRow.user_id == user_id,
+            FactRow.subject == subject,
+            FactRow.predicate == predicate,
+            FactRow.superseded_at.is_(None),
+        )
+        return list((await self._session.scalars(stmt)).all())
+
+    async def _close(self, row: FactRow, now: datetime) -> None:
+        await self._session.execute(
+            update(FactRow)
+            .where(FactRow.user_id == row.user_id, FactRow.id == row.id)
+            .values(superseded_at=now)
+        )
+
+    async def _insert(self, user_id: str, **values: object) -> str:
+        row_id = new_id()
+        values.setdefault("fact_id", row_id)
+        await self._session.execute(insert(FactRow).values(user_id=user_id, id=row_id, **values))
+        return row_id
+
+    async def assert_fact(
+        self,
+        user_id: str,
+        fact: Fact,
+        *,
+        single_valued: bool,
+        valid_from: datetime,
+        now: datetime,
+    ) -> AssertOutcome:
+        """Record ``fact`` (already validated and normalised) as the tenant now believes it."""
+        with translated("add fact"):
+            await self._lock_key(user_id, fact.subject, fact.predicate)
+            current = await self._current(user_id, fact.subject, fact.predicate)
+            statement = {
+                "subject": fact.subject,
+                "predicate": fact.predicate,
+                "single_valued": single_valued,
+            }
+
+            identical = next(
+                (r for r in current
+                 if same_object(r.object, fact.object) and r.valid_to == fact.valid_to),
+                None,
+            )
+            if identical is not None:
+                sources = list(dict.fromkeys([*identical.sources, *fact.sources]))
+                confidence = reinforce(identical.confidence, fact.confidence)
+                earliest = min(identical.valid_from, valid_from)
+                if (sources == list(identical.sources) and confidence == identical.confidence
+                        and earliest == identical.valid_from):
+                    return AssertOutcome(FactChange.UNCHANGED, identical.fact_id)
+                await self._close(identical, now)
+                await self._insert(
+                    user_id, **statement, fact_id=identical.fact_id, object=identical.object,
+                    confidence=confidence, sources=sources, valid_from=earliest,
+                    valid_to=identical.valid_to, recorded_at=now,
+                )
+                return AssertOutcome(FactChange.REINFORCED, identical.fact_id)
+
+            change = FactChange.ADDED
+            valid_to = fact.valid_to
+            if single_valued:
+                change, valid_to = await self._make_room(
+                    user_id, statement, current, valid_from, valid_to, now
+                )
+            fact_id = await self._insert(
+                user_id, **statement, object=fact.object, confidence=fact.confidence,
+                sources=list(dict.fromkeys(fact.sources)), valid_from=valid_from,
+                valid_to=valid_to, recorded_at=now,
+            )
+            return AssertOutcome(change, fact_id)
+
+    async def _make_room(
+        self,
+        user_id: str,
+        statement: dict[str, object],
+        current: list[FactRow],
+        start: datetime,
+        end: datetime | None,
+        now: datetime,
+    ) -> tuple[FactChange, datetime | None]:
+        """Keep a single-valued statement's current intervals disjoint around [start, end).
+
+        Values that began earlier are cut at ``start`` (a correction: the old row
+        is superseded and a shortened copy recorded); a value that begins later
+        bounds the new one's end. Returns the change and the new value's end.
+        """
+        change = FactChange.ADDED
+        later = [r.valid_from for r in current if r.valid_from > start]
+        if later:
+            end = min([*later, end]) if end is not None else min(later)
+        for row in current:
+            overlaps = row.valid_from <= start and (row.valid_to is None or row.valid_to > start)
+            if not overlaps:
+                continue
+            await self._close(row, now)
+            change = FactChange.SUPERSEDED
+            kept = {
+                **statement, "object": row.object, "confidence": row.confidence,
+                "sources": list(row.sources), "recorded_at": now,
+            }
+            if row.valid_from < start:
+                await self._insert(user_id, **kept, fact_id=row.fact_id,
+                                   valid_from=row.valid_from, valid_to=start)
+            if end is not None and (row.valid_to is None or row.valid_to > end):
+                # The old value resumes after a bounded new one; a new logical fact
+                # because its first part is already current under the old id.
+                await self._insert(user_id, **kept, valid_from=end, valid_to=row.valid_to)
+        return change, end
+
+    async def retract(self, user_id: str, fact_id: str, now: datetime) -> int:
+        stmt = (
+            update(FactRow)
+            .where(
+                FactRow.user_id == user_id,
+                or_(FactRow.fact_id == fact_id, FactRow.id == fact_id),
+                FactRow.superseded_at.is_(None),
+            )
+            .values(superseded_at=now)
+        )
+        with translated("retract fact"):
+            result = await self._session.execute(stmt)
+        return int(result.rowcount or 0)  # type: ignore[attr-defined]
+
+    def _as_of(self, valid_at: datetime, known_at: datetime) -> list[object]:
+        return [
+            FactRow.valid_from <= valid_at,
+            or_(FactRow.valid_to.is_(None), FactRow.valid_to > valid_at),
+            FactRow.recorded_at <= known_at,
+            or_(FactRow.superseded_at.is_(None), FactRow.superseded_at > known_at),
+        ]
+
+    async def text_candidates(
+        self,
+        user_id: str,
+        tokens: Sequence[str],
+        *,
+        valid_at: datetime,
+        known_at: datetime,
+        limit: int,
+    ) -> list[Fact]:
+        stmt = select(FactRow).where(FactRow.user_id == user_id, *self._as_of(valid_at, known_at))
+        if tokens:
+            haystack = func.lower(FactRow.subject + " " + FactRow.predicate + " " + FactRow.object)
+            stmt = stmt.where(or_(*(haystack.contains(t, autoescape=True) for t in tokens)))
+        stmt = stmt.order_by(FactRow.recorded_at.desc(), FactRow.id).limit(limit)
+        with translated("recall facts"):
+            rows = (await self._session.scalars(stmt)).all()
+        return [fact_from_row(r) for r in rows]
+
+    async def history(
+        self,
+        user_id: str,
+        *,
+        subject: str | None = None,
+        predicate: str | None = None,
+        fact_id: str | None = None,
+    ) -> list[Fact]:
+        conditions = [FactRow.user_id == user_id]
+        if subject is not None:
+            conditions.append(FactRow.subject == subject)
+        if predicate is not None:
+            conditions.append(FactRow.predicate == predicate)
+        if fact_id is not None:
+            conditions.append(FactRow.fact_id == fact_id)
+        stmt = (
+            select(FactRow)
+            .where(and_(*conditions))
+            .order_by(FactRow.valid_from, FactRow.recorded_at, FactRow.id)
+        )
+        return [fact_from_row(r) for r in (await self._session.scalars(stmt)).all()]
+
+    async def get_version(self, user_id: str, version_id: str) -> Fact | None:
+        row = await self._session.get(FactRow, (user_id, version_id))
+        return fact_from_row(row) if row is not None else None
+
+    async def count_current(self, user_id: str) -> int:
+        stmt = select(func.count()).select_from(FactRow).where(
+            FactRow.user_id == user_id, FactRow.superseded_at.is_(None)
+        )
+        return int((await self._session.scalar(stmt)) or 0)
+
+    async def latest_current(self, user_id: str, limit: int) -> list[Fact]:
+        stmt = (
+            select(FactRow)
+            .where(FactRow.user_id == user_id, FactRow.superseded_at.is_(None),
+                   FactRow.valid_to.is_(None))
+            .order_by(FactRow.recorded_at.desc(), FactRow.id)
+            .limit(limit)
+        )
+        return [fact_from_row(r) for r in (await self._session.scalars(stmt)).all()]
+
+    async def stream(self, user_id: str) -> AsyncIterator[Fact]:
+        stmt = (
+            select(FactRow)
+            .where(FactRow.user_id == user_id)
+            .order_by(FactRow.recorded_at, FactRow.id)
+        )
+        async for row in await self._session.stream_scalars(stmt):
+            yield fact_from_row(row)

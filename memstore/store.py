@@ -1,0 +1,465 @@
+"""The MemoryStore facade: the public API agent code calls."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import replace
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+
+from memstore.db.engine import READ_ONLY, create_engine
+from memstore.errors import InvalidInput, NotFound
+from memstore.migrate import check_schema, upgrade
+from memstore.predicates import is_single_valued, normalize_predicate
+from memstore.repositories.blocks import BlockRepository
+from memstore.repositories.episodes import EpisodeRepository
+from memstore.repositories.facts import AssertOutcome, FactRepository
+from memstore.repositories.tenants import TenantRepository, tenant_tables
+from memstore.tenancy import public_user_id, storage_user_id
+from memstore.text import keyword_tokens
+from memstore.types import (
+    BlockVersion,
+    Episode,
+    EpisodeMatch,
+    Fact,
+    MemoryBlock,
+    Message,
+    Profile,
+    Role,
+    utcnow,
+)
+from memstore.validation import (
+    MAX_IDENTIFIER_CHARS,
+    MAX_TEXT_CHARS,
+    check_aware,
+    check_identifier,
+    check_json,
+    check_limit,
+    check_text,
+)
+
+__all__ = ["EXPORT_FORMAT", "MemoryStore"]
+
+EXPORT_FORMAT = "memstore-export/1"
+DEFAULT_BLOCK_CHAR_LIMIT = 5_000
+MAX_FACT_FIELD_CHARS = 2_000
+MAX_BATCH = 10_000
+# How many keyword candidates recall scores in Python before cutting to `limit`.
+_CANDIDATES = 200
+# Recency half-life for the small recency prior in keyword recall.
+_RECENCY_HALF_LIFE_DAYS = 30.0
+_RECENCY_WEIGHT = 0.1
+
+Clock = Callable[[], datetime]
+
+
+class MemoryStore:
+    """Durable agent memory over SQLite or Postgres.
+
+    Open with :meth:`open`; every method runs in its own short transaction.
+    """
+
+    def __init__(
+        self,
+        *,
+        engine: AsyncEngine,
+        block_char_limit: int = DEFAULT_BLOCK_CHAR_LIMIT,
+        clock: Clock = utcnow,
+    ) -> None:
+        self.engine = engine
+        self.block_char_limit = block_char_limit
+        self._clock = clock
+        self._sessions = async_sessionmaker(engine, expire_on_commit=False)
+        self._read_sessions = async_sessionmaker(
+            engine.execution_options(**{READ_ONLY: True}), expire_on_commit=False
+        )
+
+    # ---- lifecycle --------------------------------------------------------
+
+    @classmethod
+    @asynccontextmanager
+    async def open(
+        cls,
+        url: str | None = None,
+        *,
+        embedder: Any = None,
+        auto_migrate: bool = False,
+        block_char_limit: int = DEFAULT_BLOCK_CHAR_LIMIT,
+        clock: Clock = utcnow,
+    ) -> AsyncIterator[MemoryStore]:
+        """Open a store on ``url`` (else ``$MEMSTORE_URL``, else ``./memstore.db``).
+
+        Raises :class:`SchemaOutOfDate` unless the schema is current;
+        ``auto_migrate=True`` upgrades it first (handy for the embedded default).
+        """
+        engine = create_engine(url)
+        try:
+            if auto_migrate:
+                await upgrade(engine)
+            await check_schema(engine)
+            yield cls(engine=engine, block_char_limit=block_char_limit, clock=clock)
+        finally:
+            await engine.dispose()
+
+    def now(self) -> datetime:
+        return check_aware("clock()", self._clock())
+
+    @asynccontextmanager
+    async def _write(self) -> AsyncIterator[AsyncSession]:
+        async with self._sessions.begin() as session:
+            yield session
+
+    @asynccontextmanager
+    async def _read(self) -> AsyncIterator[AsyncSession]:
+        async with self._read_sessions.begin() as session:
+            yield session
+
+    # ---- episodes -----------------------------------------------------------
+
+    def _valid_episode(self, episode: Episode) -> tuple[str, Episode]:
+        if not isinstance(episode, Episode):
+            raise InvalidInput(f"expected an Episode, got {type(episode).__name__}")
+        user = storage_user_id(episode.user_id)
+        check_identifier("episode.id", episode.id)
+        check_identifier("session_id", episode.session_id)
+        check_text("episode.input", episode.input, allow_empty=True)
+        check_text("episode.output", episode.output, allow_empty=True)
+        if not (episode.input.strip() or episode.output.strip()):
+            raise InvalidInput("an episode needs a non-empty input or output")
+        if not isinstance(episode.tool_calls, list):
+            raise InvalidInput("episode.tool_calls must be a list")
+        check_json("episode.tool_calls", episode.tool_calls)
+        if not isinstance(episode.metadata, dict):
+            raise InvalidInput("episode.metadata must be a dict")
+        check_json("episode.metadata", episode.metadata)
+        check_aware("episode.occurred_at", episode.occurred_at)
+        return user, episode
+
+    async def remember(self, episode: Episode) -> str:
+        """Store one agent turn; returns its id."""
+        (episode_id,) = await self.remember_many([episode])
+        return episode_id
+
+    async def remember_many(self, episodes: Sequence[Episode]) -> list[str]:
+        """Store many turns in one transaction (all or nothing); returns their ids."""
+        episodes = list(episodes)
+        if not episodes:
+            return []
+        if len(episodes) > MAX_BATCH:
+            raise InvalidInput(f"at most {MAX_BATCH} episodes per call")
+        checked = [self._valid_episode(e) for e in episodes]
+        if len({(u, e.id) for u, e in checked}) != len(checked):
+            raise InvalidInput("duplicate episode ids in one batch")
+        now = self.now()
+        by_user: dict[str, list[Episode]] = {}
+        for user, episode in checked:
+            by_user.setdefault(user, []).append(episode)
+        async with self._write() as session:
+            repo = EpisodeRepository(session=session)
+            for user, group in by_user.items():
+                await repo.add_many(user, group, now)
+        return [e.id for _, e in checked]
+
+    async def get_episode(self, episode_id: str, *, user_id: str | None = None) -> Episode:
+        user = storage_user_id(user_id)
+        check_identifier("episode_id", episode_id)
+        async with self._read() as session:
+            found = await EpisodeRepository(session=session).get(user, episode_id)
+        if found is None:
+            raise NotFound(f"no episode {episode_id!r} for this user")
+        return found
+
+    async def recall_scored(
+        self,
+        query: str,
+        *,
+        user_id: str | None = None,
+        limit: int = 5,
+        time_range: tuple[datetime, datetime] | None = None,
+    ) -> list[EpisodeMatch]:
+        """Episodes ranked by keyword overlap with ``query`` plus a small recency prior."""
+        user = storage_user_id(user_id)
+        check_text("query", query, allow_empty=True, max_chars=10_000)
+        check_limit("limit", limit)
+        if time_range is not None:
+            start, end = time_range
+            check_aware("time_range[0]", start)
+            check_aware("time_range[1]", end)
+        tokens = keyword_tokens(query)
+        async with self._read() as session:
+            repo = EpisodeRepository(session=session)
+            candidates = await repo.keyword_candidates(
+                user, tokens, time_range=time_range, limit=max(_CANDIDATES, limit)
+            )
+        now = self.now()
+        matches = []
+        for episode in candidates:
+            text = f"{episode.input} {episode.output}".lower()
+            keyword = (sum(t in text for t in tokens) / len(tokens)) if tokens else 0.0
+            age_days = max(0.0, (now - episode.occurred_at).total_seconds() / 86_400)
+            recency = math.exp(-math.log(2) * age_days / _RECENCY_HALF_LIFE_DAYS)
+            score = keyword + _RECENCY_WEIGHT * recency
+            matches.append(
+                EpisodeMatch(episode=episode, score=score,
+                             parts={"keyword": keyword, "recency": recency})
+            )
+        matches.sort(key=lambda m: (-m.score, -m.episode.occurred_at.timestamp(), m.episode.id))
+        return matches[:limit]
+
+    async def recall(
+        self,
+        query: str,
+        *,
+        user_id: str | None = None,
+        limit: int = 5,
+        time_range: tuple[datetime, datetime] | None = None,
+    ) -> list[Episode]:
+        matches = await self.recall_scored(
+            query, user_id=user_id, limit=limit, time_range=time_range
+        )
+        return [m.episode for m in matches]
+
+    async def session_messages(
+        self, session_id: str, *, user_id: str | None = None, limit: int = 20
+    ) -> list[Message]:
+        """The latest turns of a session as user/assistant messages, oldest first."""
+        user = storage_user_id(user_id)
+        check_identifier("session_id", session_id)
+        check_limit("limit", limit)
+        async with self._read() as session:
+            episodes = await EpisodeRepository(session=session).latest_in_session(
+                user, session_id, max(1, limit // 2)
+            )
+        messages: list[Message] = []
+        for ep in episodes:
+            if ep.input:
+                messages.append(Message(role=Role.USER, content=ep.input, episode_id=ep.id))
+            if ep.output:
+                messages.append(Message(role=Role.ASSISTANT, content=ep.output, episode_id=ep.id))
+        return messages[-limit:]
+
+    # ---- facts ------------------------------------------------------------------
+
+    def _valid_fact(self, fact: Fact) -> tuple[str, Fact, bool, datetime]:
+        if not isinstance(fact, Fact):
+            raise InvalidInput(f"expected a Fact, got {type(fact).__name__}")
+        user = storage_user_id(fact.user_id)
+        subject = check_text("fact.subject", fact.subject, max_chars=MAX_FACT_FIELD_CHARS).strip()
+        obj = check_text("fact.object", fact.object, max_chars=MAX_FACT_FIELD_CHARS).strip()
+        check_text("fact.predicate", fact.predicate, max_chars=MAX_IDENTIFIER_CHARS)
+        predicate = normalize_predicate(fact.predicate)
+        confidence = fact.confidence
+        if isinstance(confidence, bool) or not isinstance(confidence, int | float) or not (
+            0.0 <= confidence <= 1.0
+        ):
+            raise InvalidInput("fact.confidence must be a number between 0 and 1")
+        sources = tuple(fact.sources)
+        for source in sources:
+            check_identifier("fact.sources[]", source)
+        valid_from = check_aware("fact.valid_from", fact.valid_from) if (
+            fact.valid_from is not None) else self.now()
+        if fact.valid_to is not None:
+            check_aware("fact.valid_to", fact.valid_to)
+            if fact.valid_to <= valid_from:
+                raise InvalidInput("fact.valid_to must be later than fact.valid_from")
+        single = fact.single_valued if fact.single_valued is not None else (
+            is_single_valued(predicate))
+        cleaned = replace(fact, subject=subject, object=obj, predicate=predicate,
+                          confidence=float(confidence), sources=sources)
+        return user, cleaned, bool(single), valid_from
+
+    async def assert_fact(self, fact: Fact) -> AssertOutcome:
+        """Like :meth:`add_fact`, but also says whether it added, reinforced or superseded."""
+        user, cleaned, single, valid_from = self._valid_fact(fact)
+        async with self._write() as session:
+            return await FactRepository(session=session).assert_fact(
+                user, cleaned, single_valued=single, valid_from=valid_from, now=self.now()
+            )
+
+    async def add_fact(self, fact: Fact) -> str:
+        """Record a fact; returns its logical id (stable across its versions)."""
+        return (await self.assert_fact(fact)).fact_id
+
+    async def retract_fact(self, fact_id: str, *, user_id: str | None = None) -> None:
+        """Stop believing a fact from now on (closes transaction time; history stays)."""
+        user = storage_user_id(user_id)
+        check_identifier("fact_id", fact_id)
+        async with self._write() as session:
+            closed = await FactRepository(session=session).retract(user, fact_id, self.now())
+        if not closed:
+            raise NotFound(f"no current fact {fact_id!r} for this user")
+
+    async def fact_history(
+        self,
+        *,
+        user_id: str | None = None,
+        subject: str | None = None,
+        predicate: str | None = None,
+        fact_id: str | None = None,
+    ) -> list[Fact]:
+        """Every stored version, ordered by valid_from then recorded_at."""
+        user = storage_user_id(user_id)
+        if subject is not None:
+            subject = check_text("subject", subject, max_chars=MAX_FACT_FIELD_CHARS).strip()
+        if predicate is not None:
+            predicate = normalize_predicate(check_text("predicate", predicate))
+        if fact_id is not None:
+            check_identifier("fact_id", fact_id)
+        async with self._read() as session:
+            return await FactRepository(session=session).history(
+                user, subject=subject, predicate=predicate, fact_id=fact_id
+            )
+
+    async def recall_facts(
+        self,
+        query: str,
+        *,
+        user_id: str | None = None,
+        limit: int = 5,
+        valid_at: datetime | None = None,
+        known_at: datetime | None = None,
+    ) -> list[Fact]:
+        """Facts true at ``valid_at`` as believed at ``known_at`` (both default to now)."""
+        user = storage_user_id(user_id)
+        check_text("query", query, allow_empty=True, max_chars=10_000)
+        check_limit("limit", limit)
+        now = self.now()
+        valid_at = check_aware("valid_at", valid_at) if valid_at is not None else now
+        known_at = check_aware("known_at", known_at) if known_at is not None else now
+        tokens = keyword_tokens(query)
+        async with self._read() as session:
+            candidates = await FactRepository(session=session).text_candidates(
+                user, tokens, valid_at=valid_at, known_at=known_at, limit=max(_CANDIDATES, limit)
+            )
+
+        def hits(fact: Fact) -> int:
+            text = f"{fact.subject} {fact.predicate} {fact.object}".lower()
+            return sum(t in text for t in tokens)
+
+        candidates.sort(key=lambda f: -hits(f))  # stable: newest first among equals
+        return candidates[:limit]
+
+    # ---- working blocks -------------------------------------------------------------
+
+    @property
+    def _content_cap(self) -> int:
+        # The block limit itself is enforced on the edited content by the repository.
+        return max(self.block_char_limit, MAX_TEXT_CHARS)
+
+    async def _write_block(
+        self, name: str, edit: Callable[[str], str], user_id: str | None,
+        expected_version: int | None,
+    ) -> MemoryBlock:
+        user = storage_user_id(user_id)
+        check_identifier("block name", name)
+        if expected_version is not None and (
+            isinstance(expected_version, bool) or not isinstance(expected_version, int)
+            or expected_version < 0
+        ):
+            raise InvalidInput("expected_version must be a non-negative integer")
+        async with self._write() as session:
+            return await BlockRepository(session=session).write(
+                user, name, edit, char_limit=self.block_char_limit,
+                expected_version=expected_version, now=self.now(),
+            )
+
+    async def update_block(
+        self, name: str, content: str, *, user_id: str | None = None,
+        expected_version: int | None = None,
+    ) -> MemoryBlock:
+        """Replace a block's content (creating it if new).
+
+        Pass ``expected_version`` (0 for "must not exist yet") to fail with
+        :class:`Conflict` instead of overwriting someone else's change.
+        """
+        check_text("content", content, allow_empty=True, max_chars=self._content_cap)
+        return await self._write_block(name, lambda _old: content, user_id, expected_version)
+
+    async def append_block(
+        self, name: str, content: str, *, user_id: str | None = None,
+        expected_version: int | None = None,
+    ) -> MemoryBlock:
+        """Append to a block atomically: concurrent appends all land, in some order."""
+        check_text("content", content, max_chars=self._content_cap)
+        return await self._write_block(name, lambda old: old + content, user_id, expected_version)
+
+    async def working(self, *, user_id: str | None = None) -> list[MemoryBlock]:
+        """The user's pinned blocks, ordered by ``pinned_order``."""
+        user = storage_user_id(user_id)
+        async with self._read() as session:
+            return await BlockRepository(session=session).list(user)
+
+    async def block_history(self, name: str, *, user_id: str | None = None) -> list[BlockVersion]:
+        user = storage_user_id(user_id)
+        check_identifier("block name", name)
+        async with self._read() as session:
+            return await BlockRepository(session=session).history(user, name)
+
+    async def delete_block(self, name: str, *, user_id: str | None = None) -> None:
+        user = storage_user_id(user_id)
+        check_identifier("block name", name)
+        async with self._write() as session:
+            if not await BlockRepository(session=session).delete(user, name):
+                raise NotFound(f"no block {name!r} for this user")
+
+    # ---- tenant-wide ------------------------------------------------------------------
+
+    async def profile(self, *, user_id: str | None = None) -> Profile:
+        user = storage_user_id(user_id)
+        async with self._read() as session:
+            episodes = EpisodeRepository(session=session)
+            facts = FactRepository(session=session)
+            return Profile(
+                user_id=public_user_id(user),
+                episode_count=await episodes.count(user),
+                fact_count=await facts.count_current(user),
+                block_count=await BlockRepository(session=session).count(user),
+                last_seen=await episodes.last_seen(user),
+                recent_sessions=await episodes.recent_sessions(user, 10),
+                sample_facts=await facts.latest_current(user, 10),
+            )
+
+    async def forget(
+        self,
+        *,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        before: datetime | None = None,
+    ) -> int:
+        """Erase memory; returns the number of rows deleted.
+
+        With neither ``session_id`` nor ``before``, everything the tenant has in
+        every table is erased (GDPR erasure). ``session_id`` and ``before``
+        narrow it to matching episodes.
+        """
+        user = storage_user_id(user_id)
+        if session_id is not None:
+            check_identifier("session_id", session_id)
+        if before is not None:
+            check_aware("before", before)
+        async with self._write() as session:
+            if session_id is None and before is None:
+                removed = await TenantRepository(session=session).erase(user)
+                return sum(removed.values())
+            return await EpisodeRepository(session=session).delete(
+                user, session_id=session_id, before=before
+            )
+
+    async def export(self, *, user_id: str | None = None) -> dict[str, Any]:
+        """Everything stored for one tenant, table by table, JSON-serialisable."""
+        user = storage_user_id(user_id)
+        tables: dict[str, list[dict[str, Any]]] = {}
+        async with self._read() as session:
+            repo = TenantRepository(session=session)
+            for table in reversed(tenant_tables()):
+                tables[table.name] = [row async for row in repo.rows(user, table)]
+        return {
+            "format": EXPORT_FORMAT,
+            "user_id": public_user_id(user),
+            "exported_at": self.now().isoformat(),
+            "tables": tables,
+        }

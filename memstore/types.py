@@ -1,0 +1,118 @@
+"""Public value objects. Immutable so a caller cannot mistake them for live rows."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+__all__ = [
+    "BlockVersion",
+    "Episode",
+    "EpisodeMatch",
+    "Fact",
+    "MemoryBlock",
+    "Message",
+    "Profile",
+    "Role",
+    "new_id",
+    "utcnow",
+]
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def new_id() -> str:
+    return str(uuid.uuid4())
+
+
+@dataclass(frozen=True, kw_only=True)
+class Episode:
+    """One agent turn."""
+
+    session_id: str
+    input: str = ""
+    output: str = ""
+    user_id: str | None = None
+    tool_calls: list[Any] = field(default_factory=list)
+    metadata: dict[str, Any] = field(default_factory=dict)
+    occurred_at: datetime = field(default_factory=utcnow)
+    id: str = field(default_factory=new_id)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Fact:
+    """A (subject, predicate, object) statement with two time axes.
+
+    As input to ``add_fact`` only the statement, ``confidence``, ``sources`` and
+    valid time matter; ``single_valued=None`` defers to the predicate registry.
+    Read back, every field describes one stored version.
+    """
+
+    subject: str
+    predicate: str
+    object: str
+    user_id: str | None = None
+    confidence: float = 1.0
+    sources: tuple[str, ...] = ()
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+    single_valued: bool | None = None
+    id: str | None = None
+    fact_id: str | None = None
+    recorded_at: datetime | None = None
+    superseded_at: datetime | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class MemoryBlock:
+    name: str
+    content: str
+    pinned_order: int
+    version: int
+    updated_at: datetime
+    user_id: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class BlockVersion:
+    name: str
+    version: int
+    content: str
+    created_at: datetime
+
+
+class Role(StrEnum):
+    USER = "user"
+    ASSISTANT = "assistant"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Message:
+    role: Role
+    content: str
+    episode_id: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class EpisodeMatch:
+    """A recalled episode with its fused score and the parts it was made of."""
+
+    episode: Episode
+    score: float
+    parts: dict[str, float]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Profile:
+    user_id: str | None
+    episode_count: int
+    fact_count: int
+    block_count: int
+    last_seen: datetime | None
+    recent_sessions: list[str]
+    sample_facts: list[Fact]

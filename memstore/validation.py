@@ -1,0 +1,102 @@
+"""Input checks shared by every write path: bad input raises InvalidInput before any SQL."""
+
+from __future__ import annotations
+
+import json
+import math
+import unicodedata
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from memstore.errors import InvalidInput
+
+__all__ = [
+    "MAX_IDENTIFIER_CHARS",
+    "MAX_JSON_BYTES",
+    "MAX_TEXT_CHARS",
+    "check_aware",
+    "check_identifier",
+    "check_json",
+    "check_limit",
+    "check_text",
+    "check_vector",
+]
+
+MAX_IDENTIFIER_CHARS = 255
+MAX_TEXT_CHARS = 100_000
+MAX_JSON_BYTES = 1_000_000
+
+
+def _has_nul(value: str) -> bool:
+    # PostgreSQL text and jsonb cannot hold U+0000; refusing it everywhere keeps
+    # SQLite and Postgres stores interchangeable.
+    return "\x00" in value
+
+
+def check_identifier(field: str, value: object) -> str:
+    if not isinstance(value, str):
+        raise InvalidInput(f"{field} must be a string, got {type(value).__name__}")
+    if not value or not value.strip():
+        raise InvalidInput(f"{field} must not be empty")
+    if len(value) > MAX_IDENTIFIER_CHARS:
+        raise InvalidInput(f"{field} is longer than {MAX_IDENTIFIER_CHARS} characters")
+    if any(unicodedata.category(ch) == "Cc" for ch in value):
+        raise InvalidInput(f"{field} must not contain control characters")
+    return value
+
+
+def check_text(field: str, value: object, *, allow_empty: bool = False,
+               max_chars: int = MAX_TEXT_CHARS) -> str:
+    if not isinstance(value, str):
+        raise InvalidInput(f"{field} must be a string, got {type(value).__name__}")
+    if not allow_empty and not value.strip():
+        raise InvalidInput(f"{field} must not be empty")
+    if len(value) > max_chars:
+        raise InvalidInput(f"{field} is {len(value)} characters; the limit is {max_chars}")
+    if _has_nul(value):
+        raise InvalidInput(f"{field} must not contain NUL characters")
+    return value
+
+
+def check_aware(field: str, value: object) -> datetime:
+    if not isinstance(value, datetime):
+        raise InvalidInput(f"{field} must be a datetime, got {type(value).__name__}")
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise InvalidInput(f"{field} is a naive datetime; pass a timezone-aware one")
+    return value
+
+
+def check_json(field: str, value: Any) -> Any:
+    """Return ``value`` unchanged if it round-trips through strict JSON."""
+    try:
+        encoded = json.dumps(value, allow_nan=False, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise InvalidInput(f"{field} is not JSON-serialisable: {exc}") from exc
+    if len(encoded.encode()) > MAX_JSON_BYTES:
+        raise InvalidInput(f"{field} is larger than {MAX_JSON_BYTES} bytes as JSON")
+    if "\\u0000" in encoded or _has_nul(encoded):
+        raise InvalidInput(f"{field} must not contain NUL characters")
+    if json.loads(encoded) != value:
+        # e.g. tuples, int dict keys or non-string keys would silently change shape.
+        raise InvalidInput(f"{field} does not round-trip through JSON unchanged")
+    return value
+
+
+def check_limit(field: str, value: object, *, maximum: int = 10_000) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidInput(f"{field} must be an integer")
+    if not 1 <= value <= maximum:
+        raise InvalidInput(f"{field} must be between 1 and {maximum}")
+    return value
+
+
+def check_vector(field: str, value: Sequence[float], dim: int | None = None) -> list[float]:
+    out = [float(x) for x in value]
+    if dim is not None and len(out) != dim:
+        from memstore.errors import DimensionMismatch
+
+        raise DimensionMismatch(f"{field} has dimension {len(out)}; the store uses {dim}")
+    if not all(math.isfinite(x) for x in out):
+        raise InvalidInput(f"{field} contains NaN or infinite values")
+    return out

@@ -1,0 +1,147 @@
+"""Fixtures: every storage test runs on SQLite and on a real PostgreSQL + pgvector.
+
+PostgreSQL comes from the ``pgserver`` package (PostgreSQL 16 + pgvector binaries
+on PyPI), started once per session in a temporary directory. Set
+``MEMSTORE_TEST_PG_URL`` to use a server of your own instead (its database is
+wiped). Select one backend with ``-m sqlite`` or ``-m postgres``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.engine import make_url
+
+from memstore import MemoryStore
+from memstore.db.engine import create_engine
+from memstore.migrate import upgrade
+from memstore.repositories.tenants import tenant_tables
+
+BACKENDS = [
+    pytest.param("sqlite", marks=pytest.mark.sqlite),
+    pytest.param("postgres", marks=pytest.mark.postgres),
+]
+_db_counter = itertools.count()
+
+
+class PostgresCluster:
+    """A running server on which tests create throw-away databases."""
+
+    def __init__(self, admin_url: str) -> None:
+        self.admin_url = admin_url
+
+    def url_for(self, database: str) -> str:
+        return make_url(self.admin_url).set(database=database).render_as_string(
+            hide_password=False
+        )
+
+    def create_database(self, prefix: str = "t") -> str:
+        name = f"{prefix}_{os.getpid()}_{next(_db_counter)}"
+
+        async def create() -> None:
+            engine = create_engine(self.admin_url, isolation_level="AUTOCOMMIT")
+            try:
+                async with engine.connect() as conn:
+                    await conn.execute(text(f'DROP DATABASE IF EXISTS "{name}"'))
+                    await conn.execute(text(f'CREATE DATABASE "{name}"'))
+            finally:
+                await engine.dispose()
+
+        asyncio.run(create())
+        return self.url_for(name)
+
+
+@pytest.fixture(scope="session")
+def pg_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PostgresCluster]:
+    external = os.environ.get("MEMSTORE_TEST_PG_URL")
+    if external:
+        yield PostgresCluster(external)
+        return
+    import pgserver
+
+    server = pgserver.get_server(tmp_path_factory.mktemp("pgdata"), cleanup_mode="stop")
+    url = make_url(server.get_uri()).set(drivername="postgresql+asyncpg")
+    yield PostgresCluster(url.render_as_string(hide_password=False))
+
+
+@pytest.fixture(scope="session")
+def migrated_urls(
+    tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> dict[str, str]:
+    """One migrated database per backend, created lazily and shared by the session."""
+    return {}
+
+
+def _migrated_url(backend: str, cache: dict[str, str], request: pytest.FixtureRequest,
+                  tmp_dir: Path) -> str:
+    if backend not in cache:
+        if backend == "sqlite":
+            url = f"sqlite+aiosqlite:///{tmp_dir / 'shared.db'}"
+        else:
+            url = request.getfixturevalue("pg_cluster").create_database("shared")
+        asyncio.run(upgrade(url))
+        cache[backend] = url
+    return cache[backend]
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def db_url(backend: str, migrated_urls: dict[str, str], request: pytest.FixtureRequest,
+           tmp_path_factory: pytest.TempPathFactory) -> str:
+    """URL of a migrated database of ``backend`` whose tenant tables are empty."""
+    url = _migrated_url(backend, migrated_urls, request, tmp_path_factory.getbasetemp())
+    asyncio.run(_wipe(url))
+    return url
+
+
+@pytest.fixture
+def empty_db_url(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """URL of a brand-new database with no schema at all."""
+    if backend == "sqlite":
+        return f"sqlite+aiosqlite:///{tmp_path / 'empty.db'}"
+    cluster: PostgresCluster = request.getfixturevalue("pg_cluster")
+    return cluster.create_database("empty")
+
+
+async def _wipe(url: str) -> None:
+    engine = create_engine(url)
+    try:
+        async with engine.begin() as conn:
+            tables = tenant_tables()
+            if conn.dialect.name == "postgresql":
+                names = ", ".join(f'"{t.name}"' for t in tables)
+                await conn.execute(text(f"TRUNCATE {names}"))
+            else:
+                for table in tables:
+                    await conn.execute(table.delete())
+    finally:
+        await engine.dispose()
+
+
+@pytest.fixture
+async def store(db_url: str) -> AsyncIterator[MemoryStore]:
+    async with MemoryStore.open(db_url) as opened:
+        yield opened
+
+
+async def table_counts(store: MemoryStore, user_id: str | None = None) -> dict[str, int]:
+    """Rows per tenant table (optionally of one stored tenant id), by scanning the tables."""
+    counts: dict[str, int] = {}
+    async with store.engine.connect() as conn:
+        for table in tenant_tables():
+            stmt: Any = table.select()
+            if user_id is not None:
+                stmt = stmt.where(table.c.user_id == user_id)
+            counts[table.name] = len((await conn.execute(stmt)).all())
+    return counts
