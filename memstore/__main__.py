@@ -1,0 +1,3 @@
+from memstore.cli import main
+
+raise SystemExit(main())

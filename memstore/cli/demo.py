@@ -1,0 +1,18 @@
+from __future__ import annotations
+
+import argparse
+import asyncio
+from typing import Any
+
+
+def register(subparsers: Any) -> None:
+    demo = subparsers.add_parser("demo", help="run the short end-to-end demo")
+    demo.add_argument("--url", help="database URL (default: a fresh ./memstore-demo.db)")
+    demo.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from memstore.demo import run_demo
+
+    asyncio.run(run_demo(args.url))
+    return 0

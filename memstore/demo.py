@@ -1,0 +1,91 @@
+"""The main job in miniature: remember turns, keep facts, recall, travel in time, export."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from memstore import Episode, Fact, MemoryStore
+
+__all__ = ["run_demo"]
+
+DEMO_DB = Path("memstore-demo.db")
+
+
+def _say(title: str, body: object = "") -> None:
+    print(f"\n== {title}")
+    if body != "":
+        print(body)
+
+
+async def run_demo(url: str | None = None) -> None:
+    if url is None:
+        # A fresh embedded database every run, so the demo's output is repeatable.
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{DEMO_DB}{suffix}").unlink(missing_ok=True)
+        url = f"sqlite+aiosqlite:///{DEMO_DB}"
+    async with MemoryStore.open(url, auto_migrate=True) as store:
+        march = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+        turns = [
+            ("alice", "s1", march, "Hi, I'm Alice. I just moved to Paris for a job at Acme.",
+             "Welcome to Paris, Alice! How is the new job at Acme?"),
+            ("alice", "s1", march + timedelta(minutes=3), "I love the bakeries near my flat.",
+             "Parisian bakeries are hard to beat. Any favourite pastry?"),
+            ("bob", "b1", march + timedelta(days=1), "Bob here. I work on Rust compilers.",
+             "Nice to meet you, Bob. What part of the compiler?"),
+            ("alice", "s2", march + timedelta(days=90), "Big news: I relocated to London.",
+             "Congratulations on the move to London!"),
+        ]
+        ids = await store.remember_many(
+            [Episode(user_id=u, session_id=s, occurred_at=t, input=i, output=o)
+             for u, s, t, i, o in turns]
+        )
+        _say("remembered", f"{len(ids)} turns for alice and bob")
+
+        await store.add_fact(Fact(user_id="alice", subject="alice", predicate="lives_in",
+                                  object="Paris", valid_from=march, sources=(ids[0],)))
+        await store.add_fact(Fact(user_id="alice", subject="alice", predicate="works_at",
+                                  object="Acme", valid_from=march, sources=(ids[0],)))
+        before_correction = store.now()
+        await store.add_fact(Fact(user_id="alice", subject="alice", predicate="lives_in",
+                                  object="London", valid_from=turns[3][2], sources=(ids[3],)))
+        await store.update_block("persona", "Friendly assistant. Keep answers short.",
+                                 user_id="alice")
+        await store.append_block("persona", " Alice prefers metric units.", user_id="alice")
+
+        hits = await store.recall("where does alice live? moved", user_id="alice", limit=3)
+        _say("recall('where does alice live? moved')",
+             "\n".join(f"  [{e.occurred_at:%Y-%m-%d}] {e.input}" for e in hits))
+        bob_view = await store.recall("Paris", user_id="bob")
+        _say("bob recalls 'Paris' (tenant isolation)", f"  {len(bob_view)} results")
+
+        now_facts = await store.recall_facts("lives", user_id="alice")
+        _say("where alice lives — as known now",
+             "\n".join(f"  {f.object} (valid {f.valid_from:%Y-%m-%d} → "
+                       f"{f.valid_to:%Y-%m-%d})" if f.valid_to else
+                       f"  {f.object} (valid since {f.valid_from:%Y-%m-%d})" for f in now_facts))
+        april = march + timedelta(days=40)
+        in_april = await store.recall_facts("lives", user_id="alice", valid_at=april)
+        _say("where did alice live in April? (valid time)",
+             "  " + ", ".join(f.object for f in in_april))
+        believed = await store.recall_facts("lives", user_id="alice",
+                                            valid_at=store.now(), known_at=before_correction)
+        _say("what did we believe before the correction? (transaction time)",
+             "  " + ", ".join(f.object for f in believed))
+        history = await store.fact_history(user_id="alice", subject="alice",
+                                           predicate="lives_in")
+        _say("fact_history(alice, lives_in)", "\n".join(
+            f"  {f.object:<7} valid {f.valid_from:%Y-%m-%d}→"
+            f"{f.valid_to.strftime('%Y-%m-%d') if f.valid_to else '…':<10} "
+            f"{'current' if f.superseded_at is None else 'superseded'}" for f in history))
+
+        blocks = await store.working(user_id="alice")
+        _say("working blocks", "\n".join(f"  {b.name} v{b.version}: {b.content}" for b in blocks))
+        profile = await store.profile(user_id="alice")
+        _say("profile", f"  {profile.episode_count} episodes, {profile.fact_count} current "
+             f"fact rows, sessions {profile.recent_sessions}")
+        dump = await store.export(user_id="alice")
+        size = len(json.dumps(dump))
+        _say("export(alice)", "  " + ", ".join(
+            f"{name}: {len(rows)}" for name, rows in dump["tables"].items()) + f" ({size} bytes)")
