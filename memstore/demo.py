@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from memstore import Episode, Fact, MemoryStore
 
-__all__ = ["run_demo"]
+__all__ = ["main", "run_demo"]
 
 DEMO_DB = Path("memstore-demo.db")
 
@@ -19,12 +20,16 @@ def _say(title: str, body: object = "") -> None:
         print(body)
 
 
-async def run_demo(url: str | None = None) -> None:
+def main(url: str | None = None) -> None:
+    """Run the demo; without a URL on a fresh ``./memstore-demo.db`` so output is repeatable."""
     if url is None:
-        # A fresh embedded database every run, so the demo's output is repeatable.
         for suffix in ("", "-wal", "-shm"):
             Path(f"{DEMO_DB}{suffix}").unlink(missing_ok=True)
         url = f"sqlite+aiosqlite:///{DEMO_DB}"
+    asyncio.run(run_demo(url))
+
+
+async def run_demo(url: str) -> None:
     async with MemoryStore.open(url, auto_migrate=True) as store:
         march = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
         turns = [

@@ -84,7 +84,7 @@ def _current(connection: Connection) -> Any:
 async def current_revision(engine: AsyncEngine) -> str | None:
     with translated("read schema revision"):
         async with engine.connect() as connection:
-            return await connection.run_sync(_current)  # type: ignore[no-any-return]
+            return await connection.run_sync(_current)
 
 
 async def check_schema(engine: AsyncEngine) -> None:

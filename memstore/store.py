@@ -391,7 +391,7 @@ class MemoryStore:
         """The user's pinned blocks, ordered by ``pinned_order``."""
         user = storage_user_id(user_id)
         async with self._read() as session:
-            return await BlockRepository(session=session).list(user)
+            return await BlockRepository(session=session).in_order(user)
 
     async def block_history(self, name: str, *, user_id: str | None = None) -> list[BlockVersion]:
         user = storage_user_id(user_id)

@@ -1,9 +1,8 @@
-"""Run the memstore demo on the embedded SQLite default: `python scripts/demo.py`."""
+"""Run the memstore demo on the embedded SQLite default: `python scripts/demo.py [URL]`."""
 
-import asyncio
 import sys
 
-from memstore.demo import run_demo
+from memstore.demo import main
 
 if __name__ == "__main__":
-    asyncio.run(run_demo(sys.argv[1] if len(sys.argv) > 1 else None))
+    main(sys.argv[1] if len(sys.argv) > 1 else None)

@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 from typing import Any
 
 
@@ -12,7 +11,7 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from memstore.demo import run_demo
+    from memstore.demo import main
 
-    asyncio.run(run_demo(args.url))
+    main(args.url)
     return 0

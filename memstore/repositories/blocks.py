@@ -37,7 +37,7 @@ class BlockRepository:
     def __init__(self, *, session: AsyncSession) -> None:
         self._session = session
 
-    async def list(self, user_id: str) -> list[MemoryBlock]:
+    async def in_order(self, user_id: str) -> list[MemoryBlock]:
         stmt = (
             select(BlockRow)
             .where(BlockRow.user_id == user_id)

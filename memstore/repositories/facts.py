@@ -8,6 +8,7 @@ from enum import StrEnum
 
 from sqlalchemy import and_, func, insert, or_, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.sql.elements import ColumnElement
 
 from memstore.db.errors import translated
 from memstore.models import FactRow
@@ -71,7 +72,7 @@ class FactRepository:
         # Serialise writers of one (tenant, subject, predicate) on Postgres; an
         # empty FOR UPDATE would lock nothing when the first value is written.
         # SQLite write transactions are already serial (BEGIN IMMEDIATE).
-        if self._session.bind.dialect.name != "postgresql":
+        if self._session.get_bind().dialect.name != "postgresql":
             return
         digest = hashlib.blake2b(
             f"{user_id}\x1f{subject}\x1f{predicate}".encode(), digest_size=8
@@ -205,7 +206,7 @@ class FactRepository:
             result = await self._session.execute(stmt)
         return int(result.rowcount or 0)  # type: ignore[attr-defined]
 
-    def _as_of(self, valid_at: datetime, known_at: datetime) -> list[object]:
+    def _as_of(self, valid_at: datetime, known_at: datetime) -> list[ColumnElement[bool]]:
         return [
             FactRow.valid_from <= valid_at,
             or_(FactRow.valid_to.is_(None), FactRow.valid_to > valid_at),
