@@ -1,4 +1,4 @@
-"""Thread context buffers (seed 000/001) on both backends: append, reads, immutability, limits, GC."""
+"""Thread context buffers (seed 000/001): append, reads, immutability, limits, GC."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from dataclasses import FrozenInstanceError, dataclass
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from sqlalchemy import text, update
-from sqlalchemy import exc as sa_exc
-
 from conftest import table_counts
+from sqlalchemy import exc as sa_exc
+from sqlalchemy import text, update
+
 from memstore import InvalidInput, LimitExceeded, MemoryStore, NotFound
 from memstore.cli import main as cli_main
 from memstore.models import SlotRow

@@ -1,4 +1,4 @@
-"""Scoped working memory (seed 002) on both backends: keys, TTL, task state, scratchpad, checkpoints."""
+"""Scoped working memory (seed 002): keys, TTL, task state, scratchpad, checkpoints."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
-
 from conftest import table_counts
+
 from memstore import InvalidInput, MemoryStore, NotFound, ScopeLevel, TaskState
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
