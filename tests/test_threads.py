@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 from dataclasses import FrozenInstanceError, dataclass
 from datetime import UTC, datetime, timedelta
@@ -311,6 +312,16 @@ async def test_store_gc_covers_every_tenant_and_sweeps_working_memory(
     assert [r.thread_id for r in one.threads] == ["b"]
     assert await clocked.threads.length("b", user_id="bob") == 1
 
+    # Idle TTL across every tenant: only the thread appended to recently survives.
+    clock.advance(hours=1)
+    await fill(clocked, "c", 1, user_id="bob")
+    idle = await clocked.gc(all_tenants=True, thread_idle_ttl_seconds=1800)
+    assert sorted((r.user_id or "", r.thread_id, r.reason) for r in idle.threads) == [
+        ("", "b", "idle"), ("", "c", "idle"), ("alice", "c", "idle"), ("bob", "b", "idle"),
+        ("carol", "solo", "idle")]
+    assert (await table_counts(clocked))["threads"] == 1
+    assert await clocked.threads.length("c", user_id="bob") == 2
+
 
 async def test_concurrent_appends_in_one_process(store: MemoryStore) -> None:
     slots = await asyncio.gather(*(
@@ -342,7 +353,7 @@ async def test_forget_removes_threads_slots_and_working_memory(store: MemoryStor
         "v": 1}
 
 
-def test_cli_gc(db_url: str) -> None:
+def test_cli_gc(db_url: str, capsys: pytest.CaptureFixture[str]) -> None:
     """``memstore gc`` against a real database (sync test: the CLI runs its own loop)."""
     old = Clock(datetime.now(UTC) - timedelta(days=2))
 
@@ -365,3 +376,17 @@ def test_cli_gc(db_url: str) -> None:
     assert asyncio.run(remaining()) == ["fresh"]
     assert cli_main(["gc", "--url", db_url, "--max-threads", "0"]) == 1  # refused, no change
     assert asyncio.run(remaining()) == ["fresh"]
+    assert "removed 3 threads (6 slots)" in capsys.readouterr().out
+
+    # Every tenant, JSON report: the anonymous tenant's idle thread goes too.
+    asyncio.run(setup_anonymous(db_url))
+    assert cli_main(["gc", "--url", db_url, "--idle-ttl-seconds", "3600", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["threads"] == [
+        {"user_id": None, "thread_id": "anon", "slot_count": 2, "reason": "idle"}]
+    assert asyncio.run(remaining()) == ["fresh"]
+
+
+async def setup_anonymous(db_url: str) -> None:
+    async with MemoryStore.open(db_url, clock=Clock(datetime.now(UTC) - timedelta(days=1))) as s:
+        await fill(s, "anon", 2, user_id=None)
