@@ -139,22 +139,14 @@ class ThreadBuffer:
                     f"thread {thread_id!r} already holds {self.max_slots_per_thread} slots "
                     "(max_slots_per_thread)"
                 )
-            fields = {
-                "from_id": from_id, "to_id": to_id, "payload_type": payload_type,
-                "own_name": own_name, "is_self_call": is_self_call,
-                "usage_instructions": usage_instructions, "todo_nudge": todo_nudge,
-            }
-            await repo.add_slot(user, {
-                "thread_id": thread_id, "slot_index": index, "payload": value,
-                "created_at": now, **fields,
-            })
-        return Slot(
-            payload=value,
-            metadata=SlotMetadata(
-                thread_id=thread_id, slot_index=index, timestamp=now,
-                user_id=public_user_id(user), **fields,
-            ),
-        )
+            metadata = SlotMetadata(
+                thread_id=thread_id, from_id=from_id, to_id=to_id, slot_index=index,
+                timestamp=now, payload_type=payload_type, own_name=own_name,
+                is_self_call=is_self_call, usage_instructions=usage_instructions,
+                todo_nudge=todo_nudge, user_id=public_user_id(user),
+            )
+            await repo.add_slot(user, metadata, value)
+        return Slot(payload=value, metadata=metadata)
 
     async def delete_thread(self, thread_id: str, *, user_id: str | None = None) -> bool:
         """Delete a thread and all its slots; False if it did not exist."""
@@ -263,7 +255,7 @@ class ThreadBuffer:
         """The tenant's threads, oldest first."""
         user = storage_user_id(user_id)
         async with self._store._read() as session:
-            return await ThreadRepository(session=session).list(user)
+            return await ThreadRepository(session=session).list_threads(user)
 
     async def stats(self, *, user_id: str | None = None) -> dict[str, Any]:
         """Counts for one tenant, shaped like the seed's ``get_stats``."""
@@ -271,7 +263,7 @@ class ThreadBuffer:
         async with self._store._read() as session:
             repo = ThreadRepository(session=session)
             thread_count, total_slots = await repo.totals(user)
-            threads = [t.thread_id for t in await repo.list(user)]
+            threads = [t.thread_id for t in await repo.list_threads(user)]
         return {
             "thread_count": thread_count,
             "total_slots": total_slots,

@@ -341,6 +341,10 @@ async def test_forget_removes_threads_slots_and_working_memory(store: MemoryStor
         await wm.append_scratchpad("note")
         await wm.create_checkpoint("cp")
     before = await table_counts(store, "alice")
+    dump = await store.export(user_id="alice")  # the new tables are exported too
+    assert [row["slot_index"] for row in dump["tables"]["slots"]] == [0, 1, 2]
+    assert dump["tables"]["working_memory_checkpoints"][0]["description"] == "cp"
+    json.dumps(dump)
     for table in ("threads", "slots", "working_memory", "working_memory_checkpoints"):
         assert before[table] > 0, table
 

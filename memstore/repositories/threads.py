@@ -56,7 +56,7 @@ class ThreadRepository:
         self._session = session
 
     def _upsert(self) -> Any:
-        name = self._session.bind.dialect.name
+        name = self._session.get_bind().dialect.name
         return (postgresql.insert if name == "postgresql" else sqlite.insert)(ThreadRow)
 
     async def claim_index(
@@ -84,9 +84,23 @@ class ThreadRepository:
             claimed = (await self._session.execute(stmt)).scalar_one_or_none()
         return None if claimed is None else int(claimed) - 1
 
-    async def add_slot(self, user_id: str, values: dict[str, Any]) -> None:
+    async def add_slot(self, user_id: str, metadata: SlotMetadata, payload: Any) -> None:
+        stmt = insert(SlotRow).values(
+            user_id=user_id,
+            thread_id=metadata.thread_id,
+            slot_index=metadata.slot_index,
+            from_id=metadata.from_id,
+            to_id=metadata.to_id,
+            payload_type=metadata.payload_type,
+            payload=payload,
+            own_name=metadata.own_name,
+            is_self_call=metadata.is_self_call,
+            usage_instructions=metadata.usage_instructions,
+            todo_nudge=metadata.todo_nudge,
+            created_at=metadata.timestamp,
+        )
         with translated("append slot"):
-            await self._session.execute(insert(SlotRow).values(user_id=user_id, **values))
+            await self._session.execute(stmt)
 
     async def info(self, user_id: str, thread_id: str) -> ThreadInfo | None:
         row = await self._session.get(ThreadRow, (user_id, thread_id), populate_existing=True)
@@ -166,7 +180,7 @@ class ThreadRepository:
         )
         return (await self._session.scalar(stmt)) is not None
 
-    async def list(self, user_id: str) -> list[ThreadInfo]:
+    async def list_threads(self, user_id: str) -> list[ThreadInfo]:
         stmt = (
             select(ThreadRow)
             .where(ThreadRow.user_id == user_id)

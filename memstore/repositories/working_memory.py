@@ -29,6 +29,12 @@ class StoredKey(NamedTuple):
     expires_at: datetime | None
 
 
+_KEY_COLUMNS = [
+    WorkingMemoryRow.user_id, WorkingMemoryRow.project_id, WorkingMemoryRow.agent_id,
+    WorkingMemoryRow.session_id, WorkingMemoryRow.key,
+]
+
+
 def _in_scope(model: Any, user_id: str, scope: ScopeKey) -> list[Any]:
     return [
         model.user_id == user_id,
@@ -55,7 +61,7 @@ class WorkingMemoryRepository:
         self._session = session
 
     def _insert(self) -> Any:
-        name = self._session.bind.dialect.name
+        name = self._session.get_bind().dialect.name
         return (postgresql.insert if name == "postgresql" else sqlite.insert)(WorkingMemoryRow)
 
     def _where(self, user_id: str, scope: ScopeKey) -> list[Any]:
@@ -102,10 +108,7 @@ class WorkingMemoryRepository:
             updated_at=now,
         )
         stmt = stmt.on_conflict_do_update(
-            index_elements=[
-                WorkingMemoryRow.user_id, WorkingMemoryRow.project_id,
-                WorkingMemoryRow.agent_id, WorkingMemoryRow.session_id, WorkingMemoryRow.key,
-            ],
+            index_elements=_KEY_COLUMNS,
             set_={
                 "value": stmt.excluded.value,
                 "expires_at": stmt.excluded.expires_at,
@@ -142,12 +145,12 @@ class WorkingMemoryRepository:
         self, user_id: str, scope: ScopeKey, now: datetime, *, internal: bool | None = None
     ) -> int:
         """Delete keys of the scope (``internal`` as in :meth:`live`); returns the live count."""
-        stmt = delete(WorkingMemoryRow).where(*self._where(user_id, scope))
+        conditions = self._where(user_id, scope)
         if internal is True:
-            stmt = stmt.where(_internal())
+            conditions.append(_internal())
         elif internal is False:
-            stmt = stmt.where(~_internal())
-        stmt = stmt.returning(WorkingMemoryRow.expires_at)
+            conditions.append(~_internal())
+        stmt = delete(WorkingMemoryRow).where(*conditions).returning(WorkingMemoryRow.expires_at)
         with translated("clear working memory"):
             rows = (await self._session.execute(stmt)).all()
         return sum(r.expires_at is None or r.expires_at > now for r in rows)
@@ -165,8 +168,19 @@ class WorkingMemoryRepository:
             }
             for k in keys
         ]
+        # An upsert, so a key another process set between our delete and this
+        # insert is overwritten by the restore instead of failing it.
+        stmt = self._insert()
+        stmt = stmt.on_conflict_do_update(
+            index_elements=_KEY_COLUMNS,
+            set_={
+                "value": stmt.excluded.value,
+                "expires_at": stmt.excluded.expires_at,
+                "updated_at": stmt.excluded.updated_at,
+            },
+        )
         with translated("restore working memory"):
-            await self._session.execute(insert(WorkingMemoryRow), rows)
+            await self._session.execute(stmt, rows)
 
     async def sweep(self, user_id: str, now: datetime) -> int:
         """Delete the tenant's expired keys; returns how many."""
