@@ -1,8 +1,9 @@
 """ORM models. Importing this package registers every table on ``Base.metadata``."""
 
 from memstore.db.base import Base
+from memstore.models.access import AccessStatRow
 from memstore.models.blocks import BlockRow, BlockVersionRow
 from memstore.models.episodes import EpisodeRow
 from memstore.models.facts import FactRow
 
-__all__ = ["Base", "BlockRow", "BlockVersionRow", "EpisodeRow", "FactRow"]
+__all__ = ["AccessStatRow", "Base", "BlockRow", "BlockVersionRow", "EpisodeRow", "FactRow"]
