@@ -14,7 +14,6 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from memstore.agent.access import AccessTracker
 from memstore.agent.context import Context, ContextItem
 from memstore.agent.tokens import TokenCounter
-
 from memstore.db.engine import READ_ONLY, create_engine
 from memstore.errors import InvalidInput, NotFound
 from memstore.migrate import check_schema, upgrade
@@ -456,7 +455,7 @@ class MemoryStore:
         if before is not None:
             check_aware("before", before)
         if session_id is None and before is None:
-            self.access_tracker.discard(user)
+            await self.access_tracker.discard(user)
         async with self._write() as session:
             if session_id is None and before is None:
                 removed = await TenantRepository(session=session).erase(user)

@@ -99,8 +99,15 @@ class AccessTracker:
                 out[item_id] = entry[0]
         return out
 
-    def discard(self, user_id: str) -> None:
-        """Drop buffered increments of a tenant (its memory is being erased)."""
+    async def discard(self, user_id: str) -> None:
+        """Drop buffered increments of a tenant (its memory is being erased).
+
+        Waits for a flush in flight first, so it cannot write them back after
+        the erase.
+        """
+        task = self._task
+        if task is not None and not task.done():
+            await asyncio.gather(task, return_exceptions=True)
         for key in [k for k in self._pending if k[0] == user_id]:
             del self._pending[key]
 

@@ -89,6 +89,8 @@ class Context:
 
     items: list[ContextItem]
     max_tokens: int
+    # The larger of the packer's accounting and both renderings' real counts;
+    # never above ``max_tokens``.
     used_tokens: int
     dropped: list[str]
     message_overhead: int = DEFAULT_MESSAGE_OVERHEAD
@@ -200,7 +202,8 @@ def pack(
             return max(line, counter.count(item.text) + message_overhead)
         return line
 
-    used = counter.count(_HEADER) + counter.count(_FOOTER) + 2 + message_overhead
+    fixed = counter.count(_HEADER) + counter.count(_FOOTER) + 2 + message_overhead
+    used = fixed
     chosen: list[ContextItem] = []
     dropped: list[str] = []
     opened: set[ItemKind] = set()
@@ -235,9 +238,18 @@ def pack(
 
     while chosen and not fits(chosen):
         dropped.append(chosen.pop().id)
-    used_tokens = max(
-        render_tokens(chosen, counter), message_tokens(chosen, counter, message_overhead)
-    ) if chosen else 0
+    if chosen:
+        kinds = {i.kind for i in chosen}
+        accounted = fixed + sum(i.tokens for i in chosen) + sum(
+            counter.count(_SECTION_TITLES[k]) + 1 for k in kinds
+        )
+        used_tokens = max(
+            accounted,
+            render_tokens(chosen, counter),
+            message_tokens(chosen, counter, message_overhead),
+        )
+    else:
+        used_tokens = 0
     return Context(
         items=chosen,
         max_tokens=max_tokens,

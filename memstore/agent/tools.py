@@ -37,6 +37,7 @@ __all__ = [
 ToolStyle = Literal["openai", "anthropic"]
 ID_PATTERN = r"^(episode|fact|block):\S.*$"
 MAX_SEARCH_LIMIT = 20
+_NOT_BLANK = r"\S"
 
 TOOL_SCHEMAS: dict[str, dict[str, Any]] = {
     "search_memory": {
@@ -49,7 +50,7 @@ TOOL_SCHEMAS: dict[str, dict[str, Any]] = {
             "type": "object",
             "properties": {
                 "query": {
-                    "type": "string", "minLength": 1, "maxLength": 2000,
+                    "type": "string", "minLength": 1, "maxLength": 2000, "pattern": _NOT_BLANK,
                     "description": "What to look for, in natural language or keywords.",
                 },
                 "kind": {
@@ -92,12 +93,16 @@ TOOL_SCHEMAS: dict[str, dict[str, Any]] = {
         "parameters": {
             "type": "object",
             "properties": {
-                "subject": {"type": "string", "minLength": 1, "maxLength": 2000},
+                "subject": {
+                    "type": "string", "minLength": 1, "maxLength": 2000, "pattern": _NOT_BLANK,
+                },
                 "predicate": {
-                    "type": "string", "minLength": 1, "maxLength": 255,
+                    "type": "string", "minLength": 1, "maxLength": 255, "pattern": _NOT_BLANK,
                     "description": "A short relation name such as lives_in or likes.",
                 },
-                "object": {"type": "string", "minLength": 1, "maxLength": 2000},
+                "object": {
+                    "type": "string", "minLength": 1, "maxLength": 2000, "pattern": _NOT_BLANK,
+                },
                 "confidence": {
                     "type": "number", "minimum": 0, "maximum": 1,
                     "description": "How sure you are (default 1).",
@@ -198,7 +203,7 @@ def validate_arguments(name: str, arguments: Any) -> dict[str, Any]:
             raise InvalidInput(
                 f"{name}: argument {field!r} must be one of {rule['enum']}, got {value!r:.80}"
             )
-        if "minimum" in rule and value < rule["minimum"] or (
+        if ("minimum" in rule and value < rule["minimum"]) or (
             "maximum" in rule and value > rule["maximum"]
         ):
             raise InvalidInput(
