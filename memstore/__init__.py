@@ -1,5 +1,6 @@
 """memstore: durable, SQL-backed memory for AI agents."""
 
+from memstore.agent import AccessStat, ApproxTokenCounter, Context, ContextItem, TokenCounter
 from memstore.errors import (
     Conflict,
     DimensionMismatch,
@@ -24,9 +25,13 @@ from memstore.types import (
 )
 
 __all__ = [
+    "AccessStat",
+    "ApproxTokenCounter",
     "AssertOutcome",
     "BlockVersion",
     "Conflict",
+    "Context",
+    "ContextItem",
     "DimensionMismatch",
     "Episode",
     "EpisodeMatch",
@@ -42,5 +47,6 @@ __all__ = [
     "Profile",
     "Role",
     "SchemaOutOfDate",
+    "TokenCounter",
     "Unavailable",
 ]

@@ -460,9 +460,11 @@ class MemoryStore:
             if session_id is None and before is None:
                 removed = await TenantRepository(session=session).erase(user)
                 return sum(removed.values())
-            return await EpisodeRepository(session=session).delete(
+            deleted = await EpisodeRepository(session=session).delete(
                 user, session_id=session_id, before=before
             )
+            await AccessRepository(session=session).prune_episodes(user)
+            return deleted
 
     async def export(self, *, user_id: str | None = None) -> dict[str, Any]:
         """Everything stored for one tenant, table by table, JSON-serialisable."""

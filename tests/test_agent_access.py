@@ -161,3 +161,15 @@ async def test_prefetch_returns_hottest_items(store: MemoryStore) -> None:
     before = await store.access_counts("fact", [hot], user_id="u")
     await store.prefetch(user_id="u", session_id="today")
     assert await store.access_counts("fact", [hot], user_id="u") == before  # not self-feeding
+
+
+async def test_forgetting_a_session_drops_its_episode_counters(store: MemoryStore) -> None:
+    gone = await store.remember(Episode(user_id="u", session_id="old", input="drop me"))
+    kept = await store.remember(Episode(user_id="u", session_id="new", input="keep me"))
+    other = await store.remember(Episode(user_id="v", session_id="old", input="not yours"))
+    for episode_id, user in ((gone, "u"), (kept, "u"), (other, "v")):
+        await store.get_episode(episode_id, user_id=user)
+    await store.flush_access()
+    assert await store.forget(user_id="u", session_id="old") == 1
+    assert await counts_of(store, "u") == {("episode", kept): 1}
+    assert await counts_of(store, "v") == {("episode", other): 1}

@@ -80,6 +80,8 @@ class AccessTracker:
         if self._muted.get():
             return
         for item_id in item_ids:
+            if not item_id:
+                continue
             key = (user_id, kind, item_id)
             count, _ = self._pending.get(key, (0, now))
             if count == 0 and len(self._pending) >= _MAX_PENDING_ITEMS:

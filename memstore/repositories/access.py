@@ -5,13 +5,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import case, select
+from sqlalchemy import case, delete, exists, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from memstore.db.errors import translated
-from memstore.models import AccessStatRow
+from memstore.models import AccessStatRow, EpisodeRow
 
 __all__ = ["AccessDelta", "AccessRepository", "AccessStat"]
 
@@ -113,3 +113,15 @@ class AccessRepository:
                        last_accessed_at=r.last_accessed_at)
             for r in rows
         ]
+
+    async def prune_episodes(self, user_id: str) -> int:
+        """Drop counters of the tenant's episodes that no longer exist (after a forget)."""
+        gone = ~exists().where(
+            EpisodeRow.user_id == user_id, EpisodeRow.id == AccessStatRow.item_id
+        )
+        stmt = delete(AccessStatRow).where(
+            AccessStatRow.user_id == user_id, AccessStatRow.kind == "episode", gone
+        )
+        with translated("prune access counts"):
+            result = await self._session.execute(stmt)
+        return int(result.rowcount or 0)  # type: ignore[attr-defined]
