@@ -112,8 +112,17 @@ async def build_context(
          for rank, f in enumerate(facts)),
         key=lambda t: (-t[0], t[1]),
     )[:fact_limit]
+    # Scores are normalised to the best match first, so the prior stays small
+    # whatever scale the recall implementation scores on (keyword, RRF, ...).
+    # (Without positive scores, fall back to the reciprocal rank like facts.)
+    best = max((m.score for m in episodes), default=0.0)
+
+    def relevance(rank: int, score: float) -> float:
+        return score / best if best > 0 else 1.0 / (1 + rank)
+
     scored_episodes = sorted(
-        ((m.score + access_prior(episode_counts.get(m.episode.id, 0)), rank, m.episode)
+        ((relevance(rank, m.score) + access_prior(episode_counts.get(m.episode.id, 0)),
+          rank, m.episode)
          for rank, m in enumerate(episodes)),
         key=lambda t: (-t[0], t[1]),
     )[:episode_limit]
