@@ -1,5 +1,6 @@
 """memstore: durable, SQL-backed memory for AI agents."""
 
+from memstore.agent import AccessStat, ApproxTokenCounter, Context, ContextItem, TokenCounter
 from memstore.errors import (
     Conflict,
     DimensionMismatch,
@@ -29,9 +30,13 @@ from memstore.types import (
 from memstore.working_memory import WorkingMemory
 
 __all__ = [
+    "AccessStat",
+    "ApproxTokenCounter",
     "AssertOutcome",
     "BlockVersion",
     "Conflict",
+    "Context",
+    "ContextItem",
     "DimensionMismatch",
     "Episode",
     "EpisodeMatch",
@@ -56,6 +61,7 @@ __all__ = [
     "TaskState",
     "ThreadBuffer",
     "ThreadInfo",
+    "TokenCounter",
     "Unavailable",
     "WorkingMemory",
 ]
