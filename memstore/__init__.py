@@ -1,5 +1,7 @@
 """memstore: durable, SQL-backed memory for AI agents."""
 
+from memstore.consolidation.errors import ExtractionError, LLMEndpointError, LLMResponseError
+from memstore.consolidation.types import ConsolidationResult
 from memstore.errors import (
     Conflict,
     DimensionMismatch,
@@ -27,12 +29,16 @@ __all__ = [
     "AssertOutcome",
     "BlockVersion",
     "Conflict",
+    "ConsolidationResult",
     "DimensionMismatch",
     "Episode",
     "EpisodeMatch",
+    "ExtractionError",
     "Fact",
     "FactChange",
     "InvalidInput",
+    "LLMEndpointError",
+    "LLMResponseError",
     "LimitExceeded",
     "MemoryBlock",
     "MemoryStore",

@@ -170,20 +170,22 @@ class Consolidator:
         user, episodes = claimed
         try:
             candidates = await self._extract(episodes)
+            async with self._sessions.begin() as session:
+                repo = ConsolidationRepository(session=session)
+                ours = await repo.still_leased(user, [e.id for e in episodes], self.worker_id)
+                kept = [e for e in episodes if e.id in ours]
+                kept_ids = {e.id for e in kept}
+                result = await self._write(
+                    session, user, kept, [c for c in candidates if c.episode_id in kept_ids])
+                await repo.complete_leases(user, list(kept_ids), self.worker_id,
+                                           self.store.now())
         except BaseException:
-            # Let the next run retry at once instead of waiting for the lease.
+            # The batch transaction rolled back; let the next run retry at once
+            # instead of waiting for the lease to expire.
             async with self._sessions.begin() as session:
                 await ConsolidationRepository(session=session).release_leases(
                     user, [e.id for e in episodes], self.worker_id)
             raise
-        async with self._sessions.begin() as session:
-            repo = ConsolidationRepository(session=session)
-            ours = await repo.still_leased(user, [e.id for e in episodes], self.worker_id)
-            kept = [e for e in episodes if e.id in ours]
-            kept_ids = {e.id for e in kept}
-            result = await self._write(
-                session, user, kept, [c for c in candidates if c.episode_id in kept_ids])
-            await repo.complete_leases(user, list(kept_ids), self.worker_id, self.store.now())
         return result
 
     async def _lease(self, size: int, only: str | None) -> tuple[str, list[Episode]] | None:
