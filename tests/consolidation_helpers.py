@@ -11,6 +11,8 @@ from memstore import Episode, MemoryStore
 from memstore.models import EpisodeConsolidationRow, FactRow
 
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
+MARCH = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+JUNE = datetime(2026, 6, 1, 9, 0, tzinfo=UTC)
 
 # Statements whose facts exercise add, reinforce and supersede across a user's history.
 LINES = [

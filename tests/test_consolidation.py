@@ -16,14 +16,14 @@ from memstore.consolidation import CandidateFact, Consolidator
 from memstore.repositories.consolidation import ConsolidationRepository
 from conftest import table_counts
 from consolidation_helpers import (
+    JUNE,
+    MARCH,
     T0,
     consolidation_marks,
     current_facts,
     user_episodes,
 )
 
-MARCH = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
-JUNE = datetime(2026, 6, 1, 9, 0, tzinfo=UTC)
 ROOT = Path(__file__).resolve().parent.parent
 
 
