@@ -8,6 +8,7 @@ import signal
 import sys
 import time
 from datetime import UTC, datetime
+from collections.abc import Sequence
 from typing import Any, TextIO
 
 from memstore.consolidation.consolidator import (
@@ -15,8 +16,14 @@ from memstore.consolidation.consolidator import (
     DEFAULT_LEASE_SECONDS,
     Consolidator,
 )
-from memstore.consolidation.types import BatchResult, ConsolidationResult, Extractor
+from memstore.consolidation.types import (
+    BatchResult,
+    CandidateFact,
+    ConsolidationResult,
+    Extractor,
+)
 from memstore.errors import MemstoreError
+from memstore.types import Episode
 
 __all__ = ["register", "run"]
 
@@ -61,16 +68,39 @@ def register(subparsers: Any) -> None:
     # Test hook: pause after every fact write inside the batch transaction, so a
     # test can SIGKILL the process mid-batch deterministically.
     p.add_argument("--debug-write-delay", type=float, default=0.0, help=argparse.SUPPRESS)
+    # Test hook: pause per episode during extraction (outside SQLite's write lock),
+    # so concurrent test workers genuinely overlap.
+    p.add_argument("--debug-extract-delay", type=float, default=0.0, help=argparse.SUPPRESS)
     p.set_defaults(handler=run)
 
 
-def _extractor(args: argparse.Namespace) -> Extractor | None:
-    if args.extractor == "rules":
-        return None
-    from memstore.consolidation.llm import LLMConfig, LLMExtractor
+class _Slowed:
+    """Test hook: an extractor that first sleeps ``delay`` seconds per episode."""
 
-    return LLMExtractor(LLMConfig.from_env(base_url=args.llm_url, model=args.llm_model,
-                                           timeout=args.llm_timeout))
+    def __init__(self, inner: Extractor, delay: float) -> None:
+        self.inner = inner
+        self.delay = delay
+        self.name = inner.name
+
+    async def extract(self, episodes: Sequence[Episode]) -> list[CandidateFact]:
+        await asyncio.sleep(self.delay * len(episodes))
+        return await self.inner.extract(episodes)
+
+
+def _extractor(args: argparse.Namespace) -> Extractor:
+    extractor: Extractor
+    if args.extractor == "rules":
+        from memstore.consolidation.rules import RuleExtractor
+
+        extractor = RuleExtractor()
+    else:
+        from memstore.consolidation.llm import LLMConfig, LLMExtractor
+
+        extractor = LLMExtractor(LLMConfig.from_env(base_url=args.llm_url, model=args.llm_model,
+                                                    timeout=args.llm_timeout))
+    if args.debug_extract_delay > 0:
+        extractor = _Slowed(extractor, args.debug_extract_delay)
+    return extractor
 
 
 class _Progress:
