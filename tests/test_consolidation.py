@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -254,6 +255,31 @@ def test_cli_failure_exits_non_zero_with_cause(empty_db_url: str) -> None:
     done = _cli("--url", empty_db_url)
     assert done.returncode == 1
     assert "SchemaOutOfDate" in done.stderr
-    bad = _cli("--url", empty_db_url, "--batch-size", "0")
-    assert bad.returncode == 2 and "must be positive" in bad.stderr
 
+
+def test_cli_rejects_bad_options(capsys: pytest.CaptureFixture[str]) -> None:
+    from memstore.cli import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(["consolidate", "--batch-size", "0"])
+    assert exited.value.code == 2
+    assert "must be positive" in capsys.readouterr().err
+
+
+
+def test_cli_loop_stops_on_max_seconds_and_on_sigterm(db_url: str) -> None:
+    done = _cli("--loop", "--interval", "0.2", "--max-seconds", "0.5", "--url", db_url)
+    assert done.returncode == 0, done.stderr
+    assert "consolidated 0 episodes" in done.stdout
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    service = subprocess.Popen(
+        [sys.executable, "-m", "memstore", "consolidate", "--loop", "--interval", "3600",
+         "--url", db_url], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        cwd=ROOT)
+    assert service.stderr is not None
+    assert "loop every 3600s" in service.stderr.readline()  # handlers are installed by now
+    service.send_signal(signal.SIGTERM)
+    out, err = service.communicate(timeout=60)
+    assert service.returncode == 0, err
+    assert "consolidated 0 episodes" in out

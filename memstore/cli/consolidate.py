@@ -148,6 +148,10 @@ async def _run(args: argparse.Namespace) -> int:
     total = ConsolidationResult()
     started = time.monotonic()
     async with MemoryStore.open(args.url) as store:
+        mode = f"loop every {args.interval:g}s" if args.loop else "once"
+        print(f"memstore consolidate: {mode}, extractor={extractor.name}, "
+              f"batch-size={args.batch_size}, user={args.user or 'all'}",
+              file=sys.stderr, flush=True)
         after_fact = None
         if args.debug_write_delay > 0:
             async def after_fact() -> None:
