@@ -7,7 +7,7 @@ import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from memstore import Episode, Fact, MemoryStore
+from memstore import Episode, MemoryStore
 
 __all__ = ["run_demo"]
 

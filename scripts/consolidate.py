@@ -1,4 +1,6 @@
-"""Run the consolidation job: `python scripts/consolidate.py --once` (same as `memstore consolidate`).
+"""Run the consolidation job: `python scripts/consolidate.py --once`.
+
+Same as `memstore consolidate`.
 
 Every option of `memstore consolidate --help` applies; exit code 0 on success.
 """

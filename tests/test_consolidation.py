@@ -7,14 +7,10 @@ import signal
 import subprocess
 import sys
 from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
-
-from memstore import Episode, ExtractionError, MemoryStore
-from memstore.consolidation import CandidateFact, Consolidator
-from memstore.repositories.consolidation import ConsolidationRepository
 from conftest import table_counts
 from consolidation_helpers import (
     JUNE,
@@ -24,6 +20,10 @@ from consolidation_helpers import (
     current_facts,
     user_episodes,
 )
+
+from memstore import Episode, ExtractionError, MemoryStore
+from memstore.consolidation import CandidateFact, Consolidator
+from memstore.repositories.consolidation import ConsolidationRepository
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -283,3 +283,28 @@ def test_cli_loop_stops_on_max_seconds_and_on_sigterm(db_url: str) -> None:
     out, err = service.communicate(timeout=60)
     assert service.returncode == 0, err
     assert "consolidated 0 episodes" in out
+
+
+async def test_migration_0004_downgrades_and_upgrades(empty_db_url: str) -> None:
+    from sqlalchemy import inspect
+
+    from memstore.db.engine import create_engine
+    from memstore.migrate import downgrade, upgrade
+
+    async def tables() -> set[str]:
+        engine = create_engine(empty_db_url)
+        try:
+            async with engine.connect() as conn:
+                return set(await conn.run_sync(lambda c: inspect(c).get_table_names()))
+        finally:
+            await engine.dispose()
+
+    await upgrade(empty_db_url)
+    assert "episode_consolidation" in await tables()
+    await downgrade(empty_db_url, "0003")
+    assert "episode_consolidation" not in await tables()
+    assert "episodes" in await tables()
+    await upgrade(empty_db_url)
+    async with MemoryStore.open(empty_db_url) as store:
+        await store.remember(ep("I love tea.", MARCH))
+        assert (await store.consolidate()).added == 1

@@ -18,7 +18,6 @@ from memstore.consolidation import LLMConfig, LLMExtractor
 from memstore.errors import InvalidInput
 
 
-
 class ChatServer:
     """Speaks just enough of POST /v1/chat/completions; ``mode`` picks the behaviour."""
 

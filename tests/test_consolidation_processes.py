@@ -69,7 +69,7 @@ async def test_three_processes_consolidate_each_episode_exactly_once(
     workers = [_worker(db_url, "--batch-size", "25", "--debug-extract-delay", "0.005")
                for _ in range(3)]
     outputs = [w.communicate(timeout=300) for w in workers]
-    for worker, (out, err) in zip(workers, outputs, strict=True):
+    for worker, (_out, err) in zip(workers, outputs, strict=True):
         assert worker.returncode == 0, err
     # The workers' own counts add up to 600: no episode was processed twice.
     assert sum(_processed(out) for out, _err in outputs) == 600

@@ -28,7 +28,7 @@ def facts(text: str) -> set[tuple[str, str]]:
     ("I'm based in New York City these days.", {("lives_in", "New York City")}),
     ("I grew up in Lyon.", {("hometown", "Lyon")}),
     ("I was born in Kraków.", {("born_in", "Kraków")}),
-    ("I’m a software engineer at Google.",
+    ("I\u2019m a software engineer at Google.",  # typographic apostrophe
      {("job_title", "software engineer"), ("works_at", "Google")}),
     ("I work as a nurse.", {("job_title", "nurse")}),
     ("I joined Stripe last month.", {("works_at", "Stripe")}),

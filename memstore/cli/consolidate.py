@@ -7,8 +7,8 @@ import asyncio
 import signal
 import sys
 import time
-from datetime import UTC, datetime
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from memstore.consolidation.consolidator import (

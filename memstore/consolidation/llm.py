@@ -150,7 +150,7 @@ class LLMExtractor:
             if error.code == 429 or error.code >= 500:
                 raise _Retryable(failure) from error
             raise failure from error
-        except (TimeoutError, socket.timeout) as error:
+        except TimeoutError as error:
             raise _Retryable(LLMEndpointError(
                 f"LLM endpoint timed out after {self.config.timeout}s")) from error
         except (urllib.error.URLError, ConnectionError, OSError) as error:

@@ -145,9 +145,9 @@ def _plan(m: re.Match[str], spoken: datetime) -> Iterator[_Hit]:
 
 _RULES: list[tuple[re.Pattern[str], Builder]] = [
     (re.compile(rf"(?i:\bmy\s+name\s+is|\bcall\s+me|{_I}am\s+called)\s+(?P<obj>{_PN})"), _name),
-    (re.compile(rf"^(?i:(?:hi|hello|hey)(?:\s+there)?[,!]?\s+(?:I\s+am|this\s+is|it\s+is))\s+"
-                rf"(?P<obj>(?!I\b)[A-Z][\w'-]*)(?=\s*(?:[,.!]|$))"), _name),
-    (re.compile(rf"^(?P<obj>(?!I\b)[A-Z][\w'-]*)\s+(?i:here)\s*[,.!]"), _name),
+    (re.compile(r"^(?i:(?:hi|hello|hey)(?:\s+there)?[,!]?\s+(?:I\s+am|this\s+is|it\s+is))\s+"
+                r"(?P<obj>(?!I\b)[A-Z][\w'-]*)(?=\s*(?:[,.!]|$))"), _name),
+    (re.compile(r"^(?P<obj>(?!I\b)[A-Z][\w'-]*)\s+(?i:here)\s*[,.!]"), _name),
     (re.compile(rf"{_I}(?i:live|am\s+living|have\s+been\s+living|am\s+based|reside|am\s+settled)"
                 rf"\s+in\s+(?P<obj>{_PN})"), _simple("lives_in", 0.9)),
     (re.compile(rf"{_I}(?i:(?:have\s+)?moved|(?:have\s+)?relocated|settled)\s+(?:back\s+)?to\s+"

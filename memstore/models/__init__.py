@@ -6,4 +6,11 @@ from memstore.models.consolidation import EpisodeConsolidationRow
 from memstore.models.episodes import EpisodeRow
 from memstore.models.facts import FactRow
 
-__all__ = ["Base", "BlockRow", "BlockVersionRow", "EpisodeConsolidationRow", "EpisodeRow", "FactRow"]
+__all__ = [
+    "Base",
+    "BlockRow",
+    "BlockVersionRow",
+    "EpisodeConsolidationRow",
+    "EpisodeRow",
+    "FactRow",
+]

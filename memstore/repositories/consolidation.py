@@ -48,10 +48,6 @@ class ConsolidationRepository:
     def __init__(self, *, session: AsyncSession) -> None:
         self._session = session
 
-    @property
-    def dialect(self) -> str:
-        return self._session.bind.dialect.name
-
     async def pending_users(self, user_id: str | None = None) -> list[str]:
         """Tenants with unconsolidated episodes, longest-waiting first."""
         oldest = func.min(EpisodeRow.occurred_at)
@@ -94,7 +90,7 @@ class ConsolidationRepository:
 
     async def lock_pending(self, user_id: str, limit: int) -> list[Episode]:
         """The tenant's oldest unconsolidated episodes, row-locked; locked ones skipped."""
-        stmt = self._oldest_pending(user_id, limit).with_for_update(  # type: ignore[attr-defined]
+        stmt = self._oldest_pending(user_id, limit).with_for_update(
             skip_locked=True, of=EpisodeRow
         )
         with translated("claim episodes"):
