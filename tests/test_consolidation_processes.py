@@ -18,10 +18,10 @@ from consolidation_helpers import (
     reset_consolidation,
     user_episodes,
 )
-from sqlalchemy import select
+from sqlalchemy import func, select, text
 
 from memstore import MemoryStore
-from memstore.models import FactRow
+from memstore.models import EpisodeConsolidationRow, FactRow
 
 pytestmark = pytest.mark.slow
 
@@ -91,19 +91,37 @@ async def test_sigkill_mid_batch_then_rerun_equals_uninterrupted_run(
     worker = _worker(db_url, "--batch-size", "20", "--lease-seconds", str(lease),
                      "--debug-write-delay", "0.05")
     assert worker.stderr is not None
-    first = worker.stderr.readline()  # a batch line is printed after each commit
-    if "batch user=" not in first:
-        worker.kill()
-        pytest.fail(f"worker did not commit a batch: {first}{worker.stderr.read()}")
+    seen = ""
+    while "batch user=" not in seen:  # a batch line is printed after each commit
+        line = worker.stderr.readline()
+        if not line:
+            worker.kill()
+            pytest.fail(f"worker did not commit a batch: {seen}{worker.stderr.read()}")
+        seen += line
     claimed_at = time.monotonic()
     # The next batch writes ~30 facts at 50 ms each: this lands inside it.
     await asyncio.sleep(0.5)
+    if backend == "postgres":
+        # The worker's batch transaction is open (it pauses between fact writes).
+        async with store.engine.connect() as conn:
+            open_batches = await conn.scalar(text(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                "AND pid <> pg_backend_pid() AND xact_start IS NOT NULL"))
+        assert open_batches == 1
     worker.send_signal(signal.SIGKILL)
     worker.communicate(timeout=60)
     assert worker.returncode == -signal.SIGKILL
 
     marks = await consolidation_marks(store)
     assert 0 < len(marks) < len(episodes), "the kill must land mid-run"
+    if backend == "sqlite":
+        # The dead worker still holds the lease of the batch it was writing.
+        async with store.engine.connect() as conn:
+            leased = await conn.scalar(
+                select(func.count()).select_from(EpisodeConsolidationRow).where(
+                    EpisodeConsolidationRow.claimed_by.is_not(None),
+                    EpisodeConsolidationRow.consolidated_at.is_(None)))
+        assert leased == 20
     assert len(marks) % 20 == 0, "only whole batches are ever committed"
     async with store.engine.connect() as conn:
         sources = (await conn.execute(select(FactRow.sources))).scalars().all()
