@@ -308,3 +308,17 @@ async def test_migration_0004_downgrades_and_upgrades(empty_db_url: str) -> None
     async with MemoryStore.open(empty_db_url) as store:
         await store.remember(ep("I love tea.", MARCH))
         assert (await store.consolidate()).added == 1
+
+
+async def test_demo_consolidates_then_time_travels(db_url: str,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    from memstore.demo import run_demo
+
+    await run_demo(db_url)
+    out = capsys.readouterr().out
+    assert "== consolidate\n  consolidated 3 episodes" in out
+    assert "alice lives_in Paris" in out and "alice works_at Acme" in out
+    assert "1 superseded" in out
+    assert "where did alice live in April? (valid time)\n  Paris" in out
+    assert "what did we believe before the correction? (transaction time)\n  Paris" in out
+    assert "London (valid since" in out

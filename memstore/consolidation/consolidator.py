@@ -28,6 +28,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -43,6 +44,9 @@ from memstore.repositories.consolidation import ConsolidationRepository
 from memstore.repositories.facts import FactChange, FactRepository
 from memstore.tenancy import public_user_id, storage_user_id
 from memstore.types import Episode, Fact
+
+if TYPE_CHECKING:
+    from memstore.store import MemoryStore
 
 __all__ = ["DEFAULT_BATCH_SIZE", "DEFAULT_LEASE_SECONDS", "Consolidator", "default_worker_id"]
 
@@ -64,7 +68,7 @@ class Consolidator:
 
     def __init__(
         self,
-        store: object,
+        store: MemoryStore,
         *,
         extractor: Extractor | None = None,
         batch_size: int = DEFAULT_BATCH_SIZE,
