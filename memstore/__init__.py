@@ -1,6 +1,8 @@
 """memstore: durable, SQL-backed memory for AI agents."""
 
 from memstore.agent import AccessStat, ApproxTokenCounter, Context, ContextItem, TokenCounter
+from memstore.consolidation.errors import ExtractionError, LLMEndpointError, LLMResponseError
+from memstore.consolidation.types import ConsolidationResult
 from memstore.errors import (
     Conflict,
     DimensionMismatch,
@@ -35,15 +37,19 @@ __all__ = [
     "AssertOutcome",
     "BlockVersion",
     "Conflict",
+    "ConsolidationResult",
     "Context",
     "ContextItem",
     "DimensionMismatch",
     "Episode",
     "EpisodeMatch",
+    "ExtractionError",
     "Fact",
     "FactChange",
     "GcReport",
     "InvalidInput",
+    "LLMEndpointError",
+    "LLMResponseError",
     "LimitExceeded",
     "MemoryBlock",
     "MemoryStore",

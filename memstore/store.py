@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
@@ -53,6 +53,9 @@ from memstore.validation import (
     check_text,
 )
 from memstore.working_memory import DEFAULT_SCRATCHPAD_LIMIT, WorkingMemory
+
+if TYPE_CHECKING:
+    from memstore.consolidation.types import ConsolidationResult, Extractor
 
 __all__ = ["EXPORT_FORMAT", "MemoryStore"]
 
@@ -500,6 +503,29 @@ class MemoryStore:
         )
 
     # ---- tenant-wide ------------------------------------------------------------------
+
+    # ---- consolidation ------------------------------------------------------------
+
+    async def consolidate(
+        self,
+        limit: int | None = None,
+        user_id: str | None = None,
+        extractor: Extractor | None = None,
+        *,
+        batch_size: int | None = None,
+        max_seconds: float | None = None,
+    ) -> ConsolidationResult:
+        """Turn unconsolidated episodes into facts (rule extractor unless ``extractor``).
+
+        ``user_id=None`` consolidates every tenant; ``limit`` caps the episodes.
+        Safe to run from several processes at once: each episode is consolidated
+        exactly once (see :mod:`memstore.consolidation.consolidator`).
+        """
+        from memstore.consolidation.consolidator import DEFAULT_BATCH_SIZE, Consolidator
+
+        consolidator = Consolidator(self, extractor=extractor,
+                                    batch_size=batch_size or DEFAULT_BATCH_SIZE)
+        return await consolidator.run(limit=limit, user_id=user_id, max_seconds=max_seconds)
 
     async def profile(self, *, user_id: str | None = None) -> Profile:
         user = storage_user_id(user_id)

@@ -3,6 +3,7 @@
 from memstore.db.base import Base
 from memstore.models.access import AccessStatRow
 from memstore.models.blocks import BlockRow, BlockVersionRow
+from memstore.models.consolidation import EpisodeConsolidationRow
 from memstore.models.episodes import EpisodeRow
 from memstore.models.facts import FactRow
 from memstore.models.threads import SlotRow, ThreadRow
@@ -13,6 +14,7 @@ __all__ = [
     "Base",
     "BlockRow",
     "BlockVersionRow",
+    "EpisodeConsolidationRow",
     "EpisodeRow",
     "FactRow",
     "SlotRow",
