@@ -52,6 +52,7 @@ EXPORT_FORMAT = "memstore-export/1"
 DEFAULT_BLOCK_CHAR_LIMIT = 5_000
 MAX_FACT_FIELD_CHARS = 2_000
 MAX_BATCH = 10_000
+MAX_EPISODE_ID_CHARS = 36
 # How many keyword candidates recall scores in Python before cutting to `limit`.
 _CANDIDATES = 200
 # Recency half-life for the small recency prior in keyword recall.
@@ -176,7 +177,8 @@ class MemoryStore:
         if not isinstance(episode, Episode):
             raise InvalidInput(f"expected an Episode, got {type(episode).__name__}")
         user = storage_user_id(episode.user_id)
-        check_identifier("episode.id", episode.id)
+        # The id column is String(36) (a UUID): longer ids would fit SQLite only.
+        check_identifier("episode.id", episode.id, max_chars=MAX_EPISODE_ID_CHARS)
         check_identifier("session_id", episode.session_id)
         check_text("episode.input", episode.input, allow_empty=True)
         check_text("episode.output", episode.output, allow_empty=True)
