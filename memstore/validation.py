@@ -20,6 +20,7 @@ __all__ = [
     "check_identifier",
     "check_json",
     "check_limit",
+    "check_storable",
     "check_text",
     "check_vector",
 ]
@@ -95,7 +96,7 @@ def check_aware(field: str, value: object) -> datetime:
 
 def check_json(field: str, value: Any) -> Any:
     """Return ``value`` unchanged if it round-trips through strict JSON."""
-    _check_tree(field, value)
+    check_storable(field, value)
     try:
         encoded = json.dumps(value, allow_nan=False, ensure_ascii=False)
     except (TypeError, ValueError, RecursionError) as exc:
@@ -108,8 +109,9 @@ def check_json(field: str, value: Any) -> Any:
     return value
 
 
-def _check_tree(field: str, value: Any) -> None:
-    """Depth cap and storable strings (keys too), without recursion."""
+def check_storable(field: str, value: Any) -> None:
+    """Every string in ``value`` (a scalar or JSON document, keys included) can be
+    stored by both backends, and documents respect the depth cap. No recursion."""
     stack: list[tuple[Any, int]] = [(value, 0)]
     while stack:
         item, depth = stack.pop()

@@ -18,6 +18,9 @@ __all__ = ["main"]
 COMMAND_MODULES = [
     "memstore.cli.migrate",
     "memstore.cli.demo",
+    "memstore.cli.rls",
+    "memstore.cli.export",
+    "memstore.cli.import_dump",
 ]
 
 

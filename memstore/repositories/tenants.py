@@ -6,12 +6,14 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Column, Integer, Table, delete, func, insert, select, text
+from sqlalchemy import Column, Integer, String, Table, delete, func, insert, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.types import TypeDecorator
 
 from memstore.db.base import Base
 from memstore.db.errors import translated
 from memstore.errors import InvalidInput
+from memstore.validation import check_storable
 
 __all__ = ["TenantRepository", "from_jsonable", "tenant_table", "tenant_tables"]
 
@@ -33,29 +35,43 @@ def tenant_table(name: object) -> Table:
     raise InvalidInput(f"unknown tenant table {name!r}")
 
 
-def _python_type(column: Column[Any]) -> type | None:
+def _python_type(column: Column[Any]) -> Any:
+    kind = column.type
+    while isinstance(kind, TypeDecorator):  # e.g. UTCDateTime: what it stores
+        kind = kind.impl_instance
     try:
-        return column.type.python_type
+        return kind.python_type
     except NotImplementedError:  # e.g. pgvector: its bind processor takes the list
         return None
 
 
 def from_jsonable(column: Column[Any], value: Any) -> Any:
-    """Inverse of the export encoding, driven by the column's type."""
+    """Inverse of the export encoding (:func:`_jsonable`), driven by the column's type.
+
+    Strings go back to datetimes and bytes where the column stores those; all
+    other values (JSON documents, lists for vector types) pass through to the
+    column type's own bind processing.
+    """
     if value is None:
         return None
+    where = f"{column.table.name}.{column.name}"
+    # Same rules as the API's validation, so a dump a backend accepted is
+    # accepted by every backend (SQLite would store NUL or overlong ids).
+    check_storable(where, value)
+    length = getattr(column.type, "length", None)
+    if isinstance(value, str) and isinstance(column.type, String) and length and (
+            len(value) > length):
+        raise InvalidInput(f"{where}: longer than {length} characters")
     kind = _python_type(column)
     try:
-        if kind is datetime:
-            if not isinstance(value, str):
-                raise ValueError("expected an ISO 8601 string")
+        if kind is datetime and isinstance(value, str):
             return datetime.fromisoformat(value)
-        if kind is bytes:
+        if kind is bytes and isinstance(value, str) and not isinstance(
+                column.type, TypeDecorator):
             return base64.b64decode(value, validate=True)
-        if kind is float and isinstance(value, int | float) and not isinstance(value, bool):
+        if kind is float and isinstance(value, int) and not isinstance(value, bool):
             return float(value)
-    except (ValueError, TypeError, binascii.Error) as exc:
-        where = f"{column.table.name}.{column.name}"
+    except (ValueError, binascii.Error) as exc:
         raise InvalidInput(f"{where}: bad value {value!r}: {exc}") from exc
     return value
 
