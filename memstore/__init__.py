@@ -7,6 +7,7 @@ from memstore.errors import (
     LimitExceeded,
     MemstoreError,
     NotFound,
+    PermissionDenied,
     SchemaOutOfDate,
     Unavailable,
 )
@@ -39,6 +40,7 @@ __all__ = [
     "MemstoreError",
     "Message",
     "NotFound",
+    "PermissionDenied",
     "Profile",
     "Role",
     "SchemaOutOfDate",

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 
 from sqlalchemy import exc as sa_exc
 
-from memstore.errors import Conflict, InvalidInput, MemstoreError, Unavailable
+from memstore.errors import Conflict, InvalidInput, MemstoreError, PermissionDenied, Unavailable
 
 __all__ = ["constraint_name", "sqlstate", "translated"]
 
@@ -84,6 +84,8 @@ def translated(what: str) -> Iterator[None]:
             or _unavailable_state(code)
         ):
             raise Unavailable(f"{what}: database unavailable ({orig})") from error
+        if code == "42501":  # insufficient_privilege, incl. row-level security refusals
+            raise PermissionDenied(f"{what}: {orig}") from error
         if code in ("40001", "40P01"):
             raise Conflict(f"{what}: concurrent transaction conflict; retry ({orig})") from error
         if isinstance(error, sa_exc.DataError):
