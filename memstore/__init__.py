@@ -12,7 +12,7 @@ from memstore.errors import (
     Unavailable,
 )
 from memstore.repositories.facts import AssertOutcome, FactChange
-from memstore.store import MemoryStore
+from memstore.store import FROM_DUMP, MemoryStore
 from memstore.types import (
     BlockVersion,
     Episode,
@@ -25,6 +25,7 @@ from memstore.types import (
 )
 
 __all__ = [
+    "FROM_DUMP",
     "AssertOutcome",
     "BlockVersion",
     "Conflict",

@@ -151,7 +151,7 @@ class TenantRepository:
 
     async def advance_sequences(self, table: Table) -> None:
         """After explicit ids were imported, move Postgres sequences past them."""
-        if self._session.bind.dialect.name != "postgresql":
+        if self._session.get_bind().dialect.name != "postgresql":
             return
         for column in table.columns:
             if not isinstance(column.type, Integer):
@@ -162,7 +162,7 @@ class TenantRepository:
                 )
                 if seq is None:
                     continue
-                quote = self._session.bind.dialect.identifier_preparer.quote
+                quote = self._session.get_bind().dialect.identifier_preparer.quote
                 # Never move a sequence backwards: other tenants' ids came from it.
                 await self._session.execute(
                     text(
