@@ -20,6 +20,8 @@ from tests.conftest import table_counts
 
 pytestmark = pytest.mark.slow
 WORKER = Path(__file__).with_name("fault_worker.py")
+# Guards against a stuck worker hanging CI; never reached when things behave.
+HANG_GUARD_S = 120
 
 
 class Worker:
@@ -35,6 +37,11 @@ class Worker:
             if line.startswith(prefix):
                 return line.strip()
         raise AssertionError(f"worker exited before {prefix!r}: {self.proc.stderr.read()}")  # type: ignore[union-attr]
+
+    async def expect(self, prefix: str) -> str:
+        """The next line starting with ``prefix`` (fails rather than hangs)."""
+        async with asyncio.timeout(HANG_GUARD_S):
+            return await asyncio.to_thread(self.wait_for, prefix)
 
     def kill(self) -> None:
         os.kill(self.proc.pid, signal.SIGKILL)
@@ -74,7 +81,7 @@ async def test_killed_bulk_insert_leaves_nothing(store: MemoryStore, db_url: str
     before = await table_counts(store)
     worker = Worker("pause-batch", db_url, "3000")
     workers.append(worker)
-    await asyncio.to_thread(worker.wait_for, "PAUSED")
+    await worker.expect("PAUSED")
     await assert_inside_a_transaction(store)
     worker.kill()
 
@@ -91,7 +98,7 @@ async def test_killed_fact_correction_leaves_the_old_belief(store: MemoryStore, 
     history = await store.fact_history(user_id="alice")
     worker = Worker("pause-fact", db_url)
     workers.append(worker)
-    await asyncio.to_thread(worker.wait_for, "PAUSED")
+    await worker.expect("PAUSED")
     await assert_inside_a_transaction(store)
     worker.kill()
 
@@ -109,7 +116,7 @@ async def test_kill_at_an_arbitrary_point_of_a_write_stream(store: MemoryStore, 
     workers.append(worker)
     last = 0
     for _ in range(12):  # kill somewhere after the 12th acknowledgement
-        last = int((await asyncio.to_thread(worker.wait_for, "ACK")).split()[1])
+        last = int((await worker.expect("ACK")).split()[1])
     worker.kill()
 
     counts: dict[str, int] = {}

@@ -26,7 +26,7 @@ async def test_eight_processes_write_one_file(tmp_path: Path) -> None:
     workers = [Worker("contend", url, f"w{n}", str(ROUNDS)) for n in range(WRITERS)]
     try:
         for worker in workers:
-            await asyncio.to_thread(worker.wait_for, "READY")
+            await worker.expect("READY")
         for worker in workers:  # all start writing at once
             assert worker.proc.stdin is not None
             worker.proc.stdin.write("go\n")
