@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy import Table, func, select
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
-from memstore.db.engine import READ_ONLY, create_engine
+from memstore.db.engine import READ_ONLY, create_engine, resolve_url
 from memstore.db.errors import translated
 from memstore.errors import Conflict, InvalidInput, NotFound
 from memstore.migrate import check_schema, current_revision, upgrade
@@ -124,7 +124,10 @@ class MemoryStore:
         engine = create_engine(url, **dict(engine_options or {}))
         try:
             if auto_migrate:
-                await upgrade(engine)
+                # Postgres migrations run on their own engine, without the
+                # per-statement timeout (index builds may take long).
+                postgres = engine.dialect.name == "postgresql"
+                await upgrade(resolve_url(url) if postgres else engine)
             await check_schema(engine)
             yield cls(engine=engine, block_char_limit=block_char_limit, clock=clock, rls=rls)
         finally:
