@@ -28,6 +28,20 @@ def database_url() -> str | None:
     )
 
 
+# Search structures that only migrations manage, because the ORM cannot express
+# them portably: SQLite FTS5 tables (and their shadow and key-map tables) and
+# the Postgres HNSW / full-text GIN indexes of revision 0003. Autogenerate and
+# `alembic check` would otherwise report them as objects to drop.
+MIGRATION_ONLY = ("_fts", "_embedding_hnsw")
+
+
+def include_object(obj: object, name: str | None, type_: str, reflected: bool,
+                   compare_to: object) -> bool:
+    if reflected and compare_to is None and name and any(m in name for m in MIGRATION_ONLY):
+        return False
+    return True
+
+
 def do_run_migrations(connection: Connection) -> None:
     context.configure(
         connection=connection,
@@ -35,6 +49,7 @@ def do_run_migrations(connection: Connection) -> None:
         # SQLite cannot ALTER most things in place; batch mode rebuilds tables.
         render_as_batch=connection.dialect.name == "sqlite",
         compare_type=True,
+        include_object=include_object,
     )
     with context.begin_transaction():
         context.run_migrations()
