@@ -9,18 +9,27 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
+import numpy as np
+from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from memstore.db.engine import READ_ONLY, create_engine
-from memstore.errors import InvalidInput, NotFound
+from memstore.embeddings.base import Embedder, embed_checked
+from memstore.embeddings.hashing import HashingEmbedder
+from memstore.errors import DimensionMismatch, InvalidInput, NotFound
 from memstore.migrate import check_schema, upgrade
+from memstore.models import ConfigRow, EpisodeRow
+from memstore.models.config import EMBEDDING_DIM_KEY
 from memstore.predicates import is_single_valued, normalize_predicate
+from memstore.recall.backends import backend_for
+from memstore.recall.fusion import RecallTuning
+from memstore.recall.hybrid import HybridRecall
+from memstore.recall.lexical import date_words
 from memstore.repositories.blocks import BlockRepository
-from memstore.repositories.episodes import EpisodeRepository
-from memstore.repositories.facts import AssertOutcome, FactRepository
+from memstore.repositories.episodes import EpisodeRepository, episode_from_row
+from memstore.repositories.facts import AssertOutcome, FactRepository, fact_from_row
 from memstore.repositories.tenants import TenantRepository, tenant_tables
 from memstore.tenancy import public_user_id, storage_user_id
-from memstore.text import keyword_tokens
 from memstore.types import (
     BlockVersion,
     Episode,
@@ -48,13 +57,51 @@ EXPORT_FORMAT = "memstore-export/1"
 DEFAULT_BLOCK_CHAR_LIMIT = 5_000
 MAX_FACT_FIELD_CHARS = 2_000
 MAX_BATCH = 10_000
-# How many keyword candidates recall scores in Python before cutting to `limit`.
-_CANDIDATES = 200
-# Recency half-life for the small recency prior in keyword recall.
-_RECENCY_HALF_LIFE_DAYS = 30.0
-_RECENCY_WEIGHT = 0.1
 
 Clock = Callable[[], datetime]
+
+
+def episode_text(episode: Episode) -> str:
+    """What an episode's embedding is computed from."""
+    return "\n".join(part for part in (episode.input, episode.output) if part)
+
+
+def episode_search_text(episode: Episode) -> str:
+    """What keyword search indexes: the text plus the day it happened, in words."""
+    return f"{episode_text(episode)}\n{date_words(episode.occurred_at)}"
+
+
+def fact_text(fact: Fact) -> str:
+    return f"{fact.subject} {fact.predicate.replace('_', ' ')} {fact.object}"
+
+
+async def recorded_embedding_dim(engine: AsyncEngine) -> int:
+    """The embedding width fixed when the database was migrated."""
+    async with engine.connect() as conn:
+        value = await conn.scalar(
+            select(ConfigRow.value).where(ConfigRow.key == EMBEDDING_DIM_KEY)
+        )
+    if value is None:
+        raise DimensionMismatch("the database records no embedding dimension; run migrations")
+    return int(value)
+
+
+async def _next_turns(session: AsyncSession, user: str, session_ids: list[str]) -> Any:
+    """A counter handing out each session's next turn numbers (insertion order)."""
+    distinct = sorted(set(session_ids))
+    stmt = (
+        select(EpisodeRow.session_id, func.max(EpisodeRow.turn))
+        .where(EpisodeRow.user_id == user, EpisodeRow.session_id.in_(distinct))
+        .group_by(EpisodeRow.session_id)
+    )
+    last = {sid: (n if n is not None else -1)
+            for sid, n in (await session.execute(stmt)).all()}
+
+    def take(session_id: str) -> int:
+        last[session_id] = last.get(session_id, -1) + 1
+        return last[session_id]
+
+    return take
 
 
 class MemoryStore:
@@ -69,8 +116,17 @@ class MemoryStore:
         engine: AsyncEngine,
         block_char_limit: int = DEFAULT_BLOCK_CHAR_LIMIT,
         clock: Clock = utcnow,
+        embedder: Embedder | None = None,
+        recall_tuning: RecallTuning | None = None,
+        exact_scan_threshold: int | None = None,
     ) -> None:
         self.engine = engine
+        self.embedder: Embedder = embedder if embedder is not None else HashingEmbedder()
+        options = {} if exact_scan_threshold is None else {"exact_threshold": exact_scan_threshold}
+        self.search = backend_for(engine, **options)
+        self._recall = HybridRecall(
+            embedder=self.embedder, backend=self.search, tuning=recall_tuning
+        )
         self.block_char_limit = block_char_limit
         self._clock = clock
         self._sessions = async_sessionmaker(engine, expire_on_commit=False)
@@ -86,22 +142,40 @@ class MemoryStore:
         cls,
         url: str | None = None,
         *,
-        embedder: Any = None,
+        embedder: Embedder | None = None,
         auto_migrate: bool = False,
         block_char_limit: int = DEFAULT_BLOCK_CHAR_LIMIT,
         clock: Clock = utcnow,
+        recall_tuning: RecallTuning | None = None,
+        exact_scan_threshold: int | None = None,
     ) -> AsyncIterator[MemoryStore]:
         """Open a store on ``url`` (else ``$MEMSTORE_URL``, else ``./memstore.db``).
 
         Raises :class:`SchemaOutOfDate` unless the schema is current;
         ``auto_migrate=True`` upgrades it first (handy for the embedded default).
+        ``embedder`` defaults to the deterministic :class:`HashingEmbedder` at the
+        database's recorded width; an embedder of another width raises
+        :class:`DimensionMismatch`.
         """
         engine = create_engine(url)
         try:
             if auto_migrate:
                 await upgrade(engine)
             await check_schema(engine)
-            yield cls(engine=engine, block_char_limit=block_char_limit, clock=clock)
+            dim = await recorded_embedding_dim(engine)
+            if embedder is None:
+                embedder = HashingEmbedder(dim)
+            elif int(embedder.dim) != dim:
+                raise DimensionMismatch(
+                    f"the embedder produces {embedder.dim}-dimensional vectors but this "
+                    f"database stores {dim}; open it with a {dim}-dimensional embedder "
+                    "(the width is fixed when migrating, see README 'Recall')"
+                )
+            yield cls(
+                engine=engine, block_char_limit=block_char_limit, clock=clock,
+                embedder=embedder, recall_tuning=recall_tuning,
+                exact_scan_threshold=exact_scan_threshold,
+            )
         finally:
             await engine.dispose()
 
@@ -154,14 +228,22 @@ class MemoryStore:
         checked = [self._valid_episode(e) for e in episodes]
         if len({(u, e.id) for u, e in checked}) != len(checked):
             raise InvalidInput("duplicate episode ids in one batch")
+        # Embed before taking the write lock: inference can be slow.
+        vectors = await embed_checked(self.embedder, [episode_text(e) for _, e in checked])
         now = self.now()
-        by_user: dict[str, list[Episode]] = {}
-        for user, episode in checked:
-            by_user.setdefault(user, []).append(episode)
+        by_user: dict[str, list[tuple[Episode, np.ndarray]]] = {}
+        for (user, episode), vector in zip(checked, vectors, strict=True):
+            by_user.setdefault(user, []).append((episode, vector))
         async with self._write() as session:
             repo = EpisodeRepository(session=session)
             for user, group in by_user.items():
-                await repo.add_many(user, group, now)
+                turns = await _next_turns(session, user, [e.session_id for e, _ in group])
+                extras = [
+                    {"embedding": vector, "search_text": episode_search_text(e),
+                     "turn": turns(e.session_id)}
+                    for e, vector in group
+                ]
+                await repo.add_many(user, [e for e, _ in group], now, extras=extras)
         return [e.id for _, e in checked]
 
     async def get_episode(self, episode_id: str, *, user_id: str | None = None) -> Episode:
@@ -180,8 +262,15 @@ class MemoryStore:
         user_id: str | None = None,
         limit: int = 5,
         time_range: tuple[datetime, datetime] | None = None,
+        recency_weight: float = 0.0,
     ) -> list[EpisodeMatch]:
-        """Episodes ranked by keyword overlap with ``query`` plus a small recency prior."""
+        """Episodes ranked by hybrid recall, with the score's parts.
+
+        Parts: ``dense`` (cosine), ``keyword`` (BM25), their z-scores
+        ``dense_z``/``keyword_z`` and sum ``fused``, the context terms ``neighbour``
+        and ``session``, and ``recency`` when ``recency_weight`` is set (added as
+        ``recency_weight * 2^(-age / 30 days)``).
+        """
         user = storage_user_id(user_id)
         check_text("query", query, allow_empty=True, max_chars=10_000)
         check_limit("limit", limit)
@@ -189,24 +278,26 @@ class MemoryStore:
             start, end = time_range
             check_aware("time_range[0]", start)
             check_aware("time_range[1]", end)
-        tokens = keyword_tokens(query)
+        if isinstance(recency_weight, bool) or not isinstance(recency_weight, int | float) or (
+            not math.isfinite(recency_weight) or recency_weight < 0
+        ):
+            raise InvalidInput("recency_weight must be a non-negative number")
+        qvec = await self._recall.embed_query(query)
         async with self._read() as session:
-            repo = EpisodeRepository(session=session)
-            candidates = await repo.keyword_candidates(
-                user, tokens, time_range=time_range, limit=max(_CANDIDATES, limit)
+            ranked = await self._recall.episodes(
+                session, user, query, time_range=time_range, now=self.now(),
+                recency_weight=float(recency_weight), qvec=qvec,
             )
-        now = self.now()
-        matches = []
-        for episode in candidates:
-            text = f"{episode.input} {episode.output}".lower()
-            keyword = (sum(t in text for t in tokens) / len(tokens)) if tokens else 0.0
-            age_days = max(0.0, (now - episode.occurred_at).total_seconds() / 86_400)
-            recency = math.exp(-math.log(2) * age_days / _RECENCY_HALF_LIFE_DAYS)
-            score = keyword + _RECENCY_WEIGHT * recency
-            matches.append(
-                EpisodeMatch(episode=episode, score=score,
-                             parts={"keyword": keyword, "recency": recency})
-            )
+            # Load a few more than needed so ties can be broken newest-first.
+            wanted = [s.id for s in ranked[: limit * 2 + 10]]
+            rows = (await session.scalars(select(EpisodeRow).where(
+                EpisodeRow.user_id == user, EpisodeRow.id.in_(wanted)
+            ))).all() if wanted else []
+        episodes = {r.id: episode_from_row(r) for r in rows}
+        matches = [
+            EpisodeMatch(episode=episodes[s.id], score=s.score, parts=s.parts)
+            for s in ranked[: len(wanted)] if s.id in episodes
+        ]
         matches.sort(key=lambda m: (-m.score, -m.episode.occurred_at.timestamp(), m.episode.id))
         return matches[:limit]
 
@@ -217,9 +308,12 @@ class MemoryStore:
         user_id: str | None = None,
         limit: int = 5,
         time_range: tuple[datetime, datetime] | None = None,
+        recency_weight: float = 0.0,
     ) -> list[Episode]:
+        """The ``limit`` episodes that best match ``query`` (hybrid: vector + keyword)."""
         matches = await self.recall_scored(
-            query, user_id=user_id, limit=limit, time_range=time_range
+            query, user_id=user_id, limit=limit, time_range=time_range,
+            recency_weight=recency_weight,
         )
         return [m.episode for m in matches]
 
@@ -275,9 +369,11 @@ class MemoryStore:
     async def assert_fact(self, fact: Fact) -> AssertOutcome:
         """Like :meth:`add_fact`, but also says whether it added, reinforced or superseded."""
         user, cleaned, single, valid_from = self._valid_fact(fact)
+        (vector,) = await embed_checked(self.embedder, [fact_text(cleaned)])
         async with self._write() as session:
             return await FactRepository(session=session).assert_fact(
-                user, cleaned, single_valued=single, valid_from=valid_from, now=self.now()
+                user, cleaned, single_valued=single, valid_from=valid_from, now=self.now(),
+                embedding=vector,
             )
 
     async def add_fact(self, fact: Fact) -> str:
@@ -330,18 +426,20 @@ class MemoryStore:
         now = self.now()
         valid_at = check_aware("valid_at", valid_at) if valid_at is not None else now
         known_at = check_aware("known_at", known_at) if known_at is not None else now
-        tokens = keyword_tokens(query)
+        qvec = await self._recall.embed_query(query)
         async with self._read() as session:
-            candidates = await FactRepository(session=session).text_candidates(
-                user, tokens, valid_at=valid_at, known_at=known_at, limit=max(_CANDIDATES, limit)
+            facts = FactRepository(session=session)
+            ranked = await self._recall.facts(
+                session, user, query, where=facts.as_of(valid_at, known_at), qvec=qvec
             )
-
-        def hits(fact: Fact) -> int:
-            text = f"{fact.subject} {fact.predicate} {fact.object}".lower()
-            return sum(t in text for t in tokens)
-
-        candidates.sort(key=lambda f: -hits(f))  # stable: newest first among equals
-        return candidates[:limit]
+            wanted = [s.id for s in ranked[: limit * 2 + 10]]
+            rows = await facts.rows_by_id(user, wanted)
+        score = {s.id: s.score for s in ranked}
+        found = [fact_from_row(r) for r in rows]
+        # Ties (e.g. an empty query) go to the most recently recorded.
+        found.sort(key=lambda f: (-score[f.id or ""], -(f.recorded_at or now).timestamp(),
+                                  f.id or ""))
+        return found[:limit]
 
     # ---- working blocks -------------------------------------------------------------
 

@@ -85,4 +85,6 @@ class Vector(TypeDecorator[np.ndarray]):
             return None
         if isinstance(value, bytes | bytearray | memoryview):
             return np.frombuffer(bytes(value), dtype=np.float32)
+        if hasattr(value, "to_numpy"):  # pgvector.Vector from the asyncpg codec
+            value = value.to_numpy()
         return np.asarray(value, dtype=np.float32)

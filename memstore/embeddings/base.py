@@ -45,7 +45,9 @@ async def embed_checked(embedder: Embedder, texts: Sequence[str]) -> npt.NDArray
         try:
             block = np.asarray(vectors, dtype=np.float64)
         except (TypeError, ValueError) as exc:
-            raise InvalidInput(f"the embedder returned something that is not numbers: {exc}")
+            raise InvalidInput(
+                f"the embedder returned something that is not numbers: {exc}"
+            ) from exc
         if block.ndim != 2 or block.shape[0] != len(chunk):
             raise InvalidInput(
                 f"the embedder returned shape {block.shape} for {len(chunk)} texts"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Sequence
+from itertools import pairwise
 
 import numpy as np
 
@@ -43,7 +44,7 @@ class HashingEmbedder:
     def _features(self, text: str) -> list[tuple[str, float]]:
         words = _WORD.findall(text.lower())
         features = [(f"w:{w}", 1.0) for w in words]
-        features += [(f"b:{a} {b}", 0.7) for a, b in zip(words, words[1:], strict=False)]
+        features += [(f"b:{a} {b}", 0.7) for a, b in pairwise(words)]
         for word in words:
             padded = f"<{word}>"
             features += [(f"c:{padded[i:i + 3]}", 0.3) for i in range(len(padded) - 2)]

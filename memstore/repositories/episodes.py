@@ -34,7 +34,11 @@ class EpisodeRepository:
     def __init__(self, *, session: AsyncSession) -> None:
         self._session = session
 
-    async def add_many(self, user_id: str, episodes: Sequence[Episode], now: datetime) -> None:
+    async def add_many(
+        self, user_id: str, episodes: Sequence[Episode], now: datetime,
+        *, extras: Sequence[dict[str, Any]] | None = None,
+    ) -> None:
+        """Insert ``episodes``; ``extras`` adds per-row columns (embedding, search text, turn)."""
         rows: list[dict[str, Any]] = [
             {
                 "user_id": user_id,
@@ -49,6 +53,9 @@ class EpisodeRepository:
             }
             for ep in episodes
         ]
+        if extras is not None:
+            for row, extra in zip(rows, extras, strict=True):
+                row.update(extra)
         with translated("remember episodes"):
             await self._session.execute(insert(EpisodeRow), rows)
 
