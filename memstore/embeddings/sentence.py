@@ -48,7 +48,10 @@ class SentenceTransformerEmbedder:
         self.model_name = str(model if model is not None else bundled_minilm_path())
         self._model: Any = SentenceTransformer(self.model_name, device=device)
         self._batch_size = batch_size
-        dim = self._model.get_sentence_embedding_dimension()
+        # Renamed in sentence-transformers 6; older releases have only the long name.
+        size = getattr(self._model, "get_embedding_dimension", None) or (
+            self._model.get_sentence_embedding_dimension)
+        dim = size()
         if not dim:
             raise ValueError(f"model {self.model_name!r} does not report its embedding size")
         self._dim = int(dim)

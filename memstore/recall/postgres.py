@@ -40,6 +40,8 @@ __all__ = ["DEFAULT_EXACT_THRESHOLD", "MAX_EF_SEARCH", "PostgresSearch"]
 DEFAULT_EXACT_THRESHOLD = 20_000
 MAX_EF_SEARCH = 1000  # pgvector's upper bound for hnsw.ef_search
 _OVERFETCH = 2.0
+# Floor for ef_search on the ANN paths (pgvector default 40 is tuned for speed).
+_MIN_EF_SEARCH = 100
 
 _TSV = {
     "episodes": "to_tsvector('simple', coalesce(episodes.search_text, ''))",
@@ -109,7 +111,7 @@ class PostgresSearch:
     ) -> dict[str, float]:
         self.last_plan = "hnsw-iterative"
         await session.execute(text("SET LOCAL hnsw.iterative_scan = strict_order"))
-        ef = min(MAX_EF_SEARCH, max(100, depth))
+        ef = min(MAX_EF_SEARCH, max(_MIN_EF_SEARCH, depth))
         await session.execute(text(f"SET LOCAL hnsw.ef_search = {ef}"))
         stmt = (
             select(model.id, distance.label("d"))
@@ -137,7 +139,7 @@ class PostgresSearch:
         if fetch > MAX_EF_SEARCH:
             return await self._exact(session, model, user_id, distance, depth, ())
         self.last_plan = f"hnsw-overfetch({fetch})"
-        await session.execute(text(f"SET LOCAL hnsw.ef_search = {max(fetch, 40)}"))
+        await session.execute(text(f"SET LOCAL hnsw.ef_search = {max(fetch, _MIN_EF_SEARCH)}"))
         nearest = (
             select(model.id, model.user_id, distance.label("d"))
             .where(model.embedding.is_not(None))
