@@ -5,8 +5,8 @@ metadata, the session's date as ``occurred_at``). Every QA item with evidence is
 through ``store.recall``; recall@k is the fraction of its evidence turns in the top k.
 Categories 1-4 are reported per category and overall; category 5 separately.
 
-    python scripts/eval_locomo.py                              # SQLite temp file, MiniLM if installed
-    python scripts/eval_locomo.py --url postgresql+asyncpg://…  # any migrated or empty database
+    python scripts/eval_locomo.py                        # temp SQLite; MiniLM if installed
+    python scripts/eval_locomo.py --url postgresql+asyncpg://…  # or Postgres
     python scripts/eval_locomo.py path/to/locomo.json --embedder hashing
 """
 
