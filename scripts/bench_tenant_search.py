@@ -20,6 +20,7 @@ import asyncio
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -35,8 +36,9 @@ DIM = 384
 
 
 def vectors(n: int, seed: int) -> np.ndarray:
+    basis = np.random.default_rng(0).normal(size=(32, DIM))  # shared by rows and queries
     rng = np.random.default_rng(seed)
-    v = rng.normal(size=(n, 32)) @ rng.normal(size=(32, DIM)) + 0.2 * rng.normal(size=(n, DIM))
+    v = rng.normal(size=(n, 32)) @ basis + 0.2 * rng.normal(size=(n, DIM))
     return (v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float32)
 
 
@@ -46,26 +48,21 @@ async def main(args: argparse.Namespace) -> None:
     n_big, n_small = int(n * args.big_share), n // 100
     owner = ["big"] * n_big + ["small"] * n_small
     owner += [f"t{i % 40}" for i in range(n - len(owner))]
-    data = vectors(n + args.queries, seed=3)
-    queries = data[n:]
+    data = vectors(n, seed=3)
+    queries = vectors(args.queries, seed=4)
     async with MemoryStore.open(args.url) as store:
+        build = 0.0
+        reuse = args.reuse and await _scalar(store, "SELECT count(*) FROM episodes") == n
         async with store.engine.begin() as conn:
-            await conn.execute(text("TRUNCATE episodes"))
-            await conn.execute(text("DROP INDEX IF EXISTS ix_episodes_embedding_hnsw"))
-            raw = await conn.get_raw_connection()
-            records = [(owner[i], f"e{i}", "s", "", "", "[]", "{}", data[i])
-                       for i in range(n)]
-            await raw.driver_connection.executemany(  # type: ignore[union-attr]
-                "INSERT INTO episodes (user_id, id, session_id, input, output, tool_calls, "
-                "metadata, occurred_at, created_at, embedding) "
-                "VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7::jsonb, now(), now(), $8)", records)
-            started = time.perf_counter()
-            await conn.execute(text("SET maintenance_work_mem = '256MB'"))
-            await conn.execute(text(
-                "CREATE INDEX ix_episodes_embedding_hnsw ON episodes "
-                "USING hnsw (embedding vector_cosine_ops)"))
-            await conn.execute(text("ANALYZE episodes"))
-            build = time.perf_counter() - started
+            if not reuse:
+                await _load(conn, owner, data, n)
+                started = time.perf_counter()
+                await conn.execute(text("SET maintenance_work_mem = '256MB'"))
+                await conn.execute(text(
+                    "CREATE INDEX ix_episodes_embedding_hnsw ON episodes "
+                    "USING hnsw (embedding vector_cosine_ops)"))
+                await conn.execute(text("ANALYZE episodes"))
+                build = time.perf_counter() - started
         version = await _scalar(store, "SELECT extversion FROM pg_extension WHERE extname='vector'")
         print(f"rows={n} dim={DIM} pgvector={version} hnsw build={build:.0f}s "
               f"k={args.k} queries={args.queries}")
@@ -99,6 +96,17 @@ async def main(args: argparse.Namespace) -> None:
             print("over-fetch subquery plan:", " / ".join(r[0].strip() for r in plan)[:200])
 
 
+async def _load(conn: Any, owner: list[str], data: np.ndarray, n: int) -> None:
+    await conn.execute(text("TRUNCATE episodes"))
+    await conn.execute(text("DROP INDEX IF EXISTS ix_episodes_embedding_hnsw"))
+    raw = await conn.get_raw_connection()
+    records = [(owner[i], f"e{i}", "s", "", "", "[]", "{}", data[i]) for i in range(n)]
+    await raw.driver_connection.executemany(
+        "INSERT INTO episodes (user_id, id, session_id, input, output, tool_calls, "
+        "metadata, occurred_at, created_at, embedding) "
+        "VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7::jsonb, now(), now(), $8)", records)
+
+
 async def _scalar(store: MemoryStore, sql: str) -> object:
     async with store.engine.connect() as conn:
         return await conn.scalar(text(sql))
@@ -111,4 +119,5 @@ if __name__ == "__main__":
     parser.add_argument("--big-share", type=float, default=0.6)
     parser.add_argument("--queries", type=int, default=50)
     parser.add_argument("--k", type=int, default=10)
+    parser.add_argument("--reuse", action="store_true", help="keep already loaded rows")
     asyncio.run(main(parser.parse_args()))

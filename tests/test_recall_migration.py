@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import pytest
 from alembic import command
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
@@ -52,3 +53,31 @@ async def test_upgrade_populated_database_then_downgrade(empty_db_url: str) -> N
         await engine.dispose()
     assert ids == ["old-1"]
     await upgrade(empty_db_url)
+
+
+async def test_reembed_switches_dimension_and_backfills(db_url: str) -> None:
+    from memstore import DimensionMismatch, Episode, Fact
+    from memstore.embeddings import HashingEmbedder
+    from memstore.recall.reembed import reembed
+
+    async with MemoryStore.open(db_url) as store:
+        await store.remember(Episode(session_id="s", user_id="alice", input="red bicycle"))
+        await store.add_fact(Fact(user_id="alice", subject="alice", predicate="owns",
+                                  object="a red bicycle"))
+        result = await reembed(store.engine, HashingEmbedder(48))
+    assert (result.previous_dimension, result.dimension) == (384, 48)
+    assert (result.episodes, result.facts) == (1, 1)
+    try:
+        with pytest.raises(DimensionMismatch):
+            async with MemoryStore.open(db_url, embedder=HashingEmbedder(384)):
+                pass
+        async with MemoryStore.open(db_url) as store:
+            assert store.embedder.dim == 48
+            hits = await store.recall_scored("bicycle", user_id="alice")
+            assert hits[0].parts["dense"] > 0.3
+            assert [f.object for f in await store.recall_facts("bicycle", user_id="alice")] == [
+                "a red bicycle"]
+    finally:
+        # The session-shared database must go back to the default width.
+        async with MemoryStore.open(db_url) as store:
+            await reembed(store.engine, HashingEmbedder(384))
