@@ -50,7 +50,7 @@ async def main(args: argparse.Namespace) -> None:
     owner += [f"t{i % 40}" for i in range(n - len(owner))]
     data = vectors(n, seed=3)
     queries = vectors(args.queries, seed=4)
-    async with MemoryStore.open(args.url) as store:
+    async with MemoryStore.open(args.url, exact_scan_threshold=args.threshold) as store:
         build = 0.0
         reuse = args.reuse and await _scalar(store, "SELECT count(*) FROM episodes") == n
         async with store.engine.begin() as conn:
@@ -119,5 +119,7 @@ if __name__ == "__main__":
     parser.add_argument("--big-share", type=float, default=0.6)
     parser.add_argument("--queries", type=int, default=50)
     parser.add_argument("--k", type=int, default=10)
+    parser.add_argument("--threshold", type=int, default=None,
+                        help="exact-scan threshold (default: memstore's)")
     parser.add_argument("--reuse", action="store_true", help="keep already loaded rows")
     asyncio.run(main(parser.parse_args()))

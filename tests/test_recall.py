@@ -129,6 +129,28 @@ async def test_nan_and_inf_vectors_are_invalid_input(db_url: str, bad: float) ->
         assert sum((await table_counts(store)).values()) == 0
 
 
+class CountingEmbedder(HashingEmbedder):
+    def __init__(self) -> None:
+        super().__init__(384)
+        self.calls: list[int] = []
+
+    async def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.calls.append(len(texts))
+        return self.embed_sync(texts)
+
+
+async def test_remember_many_embeds_in_batches_and_stores_vectors(db_url: str) -> None:
+    embedder = CountingEmbedder()
+    async with MemoryStore.open(db_url, embedder=embedder) as store:
+        await store.remember_many([ep(f"turn number {i}") for i in range(130)])
+        assert embedder.calls == [64, 64, 2]
+        async with store.engine.connect() as conn:
+            rows = (await conn.execute(
+                EpisodeRow.__table__.select().where(EpisodeRow.turn == 129))).all()
+        (row,) = rows
+        assert np.allclose(row.embedding, embedder.embed_sync(["turn number 129"])[0])
+
+
 # ---- hybrid behaviour -------------------------------------------------------------------
 
 
