@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from sqlalchemy import func, select
@@ -121,7 +121,9 @@ class MemoryStore:
         exact_scan_threshold: int | None = None,
     ) -> None:
         self.engine = engine
-        self.embedder: Embedder = embedder if embedder is not None else HashingEmbedder()
+        self.embedder: Embedder = embedder if embedder is not None else cast(
+            Embedder, HashingEmbedder()
+        )
         options = {} if exact_scan_threshold is None else {"exact_threshold": exact_scan_threshold}
         self.search = backend_for(engine, **options)
         self._recall = HybridRecall(
@@ -164,7 +166,7 @@ class MemoryStore:
             await check_schema(engine)
             dim = await recorded_embedding_dim(engine)
             if embedder is None:
-                embedder = HashingEmbedder(dim)
+                embedder = cast(Embedder, HashingEmbedder(dim))
             elif int(embedder.dim) != dim:
                 raise DimensionMismatch(
                     f"the embedder produces {embedder.dim}-dimensional vectors but this "

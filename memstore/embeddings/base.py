@@ -3,20 +3,24 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
 
 from memstore.errors import DimensionMismatch, InvalidInput
 
-__all__ = ["DEFAULT_DIM", "EMBED_BATCH", "Embedder", "embed_checked", "normalized"]
+__all__ = ["DEFAULT_DIM", "EMBED_BATCH", "EmbedOutput", "Embedder", "embed_checked", "normalized"]
 
 # all-MiniLM-L6-v2's width; also the default width of the hashing embedder, so
 # a database migrated with defaults accepts either.
 DEFAULT_DIM = 384
 # Texts per embed() call: bounds memory for large remember_many batches.
 EMBED_BATCH = 64
+
+
+# A list of float lists or a 2-D numpy array, one row per text.
+EmbedOutput = Sequence[Sequence[float]] | npt.NDArray[Any]
 
 
 @runtime_checkable
@@ -26,7 +30,7 @@ class Embedder(Protocol):
     @property
     def dim(self) -> int: ...
 
-    async def embed(self, texts: Sequence[str]) -> Sequence[Sequence[float]]: ...
+    async def embed(self, texts: Sequence[str]) -> EmbedOutput: ...
 
 
 def normalized(matrix: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:

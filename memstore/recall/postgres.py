@@ -164,7 +164,7 @@ class PostgresSearch:
     ) -> list[tuple[str, str]]:
         if not terms:
             return []
-        tsv = literal_column(_TSV[model.__tablename__])
+        tsv: ColumnElement[Any] = literal_column(_TSV[model.__tablename__])
         query = func.to_tsquery(literal_column("'simple'"), tsquery(terms))
         stmt = (
             select(model.id, row_text(model))

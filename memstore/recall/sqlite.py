@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from sqlalchemy import ColumnElement, column, select, table, text
+from sqlalchemy import ColumnElement, TableClause, column, select, table, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from memstore.recall.backends import RecallTable, row_text
@@ -14,7 +14,7 @@ from memstore.recall.lexical import fts5_query
 __all__ = ["SqliteSearch"]
 
 
-def _fts_tables(model: RecallTable) -> tuple[object, object]:
+def _fts_tables(model: RecallTable) -> tuple[TableClause, TableClause]:
     name = model.__tablename__
     fts = table(f"{name}_fts", column("rowid"), column("text"), column("rank"))
     keys = table(f"{name}_fts_keys", column("rowid"), column("user_id"), column("id"))
@@ -50,16 +50,16 @@ class SqliteSearch:
         stmt = (
             select(model.id, row_text(model))
             .select_from(fts)
-            .join(keys, keys.c.rowid == fts.c.rowid)  # type: ignore[attr-defined]
-            .join(model, (model.user_id == keys.c.user_id) & (model.id == keys.c.id))  # type: ignore[attr-defined]
+            .join(keys, keys.c.rowid == fts.c.rowid)
+            .join(model, (model.user_id == keys.c.user_id) & (model.id == keys.c.id))
             .where(
                 text(f"{model.__tablename__}_fts MATCH :fts_query").bindparams(
                     fts_query=fts5_query(terms)
                 ),
-                keys.c.user_id == user_id,  # type: ignore[attr-defined]
+                keys.c.user_id == user_id,
                 *where,
             )
-            .order_by(fts.c.rank)  # type: ignore[attr-defined]
+            .order_by(fts.c.rank)
             .limit(cap)
         )
         return [(r[0], r[1]) for r in (await session.execute(stmt)).all()]
