@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import Any, cast
 
 import numpy as np
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from memstore.db.engine import READ_ONLY, create_engine
@@ -18,13 +18,13 @@ from memstore.embeddings.base import Embedder, embed_checked
 from memstore.embeddings.hashing import HashingEmbedder
 from memstore.errors import DimensionMismatch, InvalidInput, NotFound
 from memstore.migrate import check_schema, upgrade
-from memstore.models import ConfigRow, EpisodeRow
-from memstore.models.config import EMBEDDING_DIM_KEY
+from memstore.models import EpisodeRow
 from memstore.predicates import is_single_valued, normalize_predicate
 from memstore.recall.backends import backend_for
+from memstore.recall.documents import episode_search_text, episode_text, fact_text
 from memstore.recall.fusion import RecallTuning
 from memstore.recall.hybrid import HybridRecall
-from memstore.recall.lexical import date_words
+from memstore.recall.settings import recorded_embedding_dim
 from memstore.repositories.blocks import BlockRepository
 from memstore.repositories.episodes import EpisodeRepository, episode_from_row
 from memstore.repositories.facts import AssertOutcome, FactRepository, fact_from_row
@@ -59,49 +59,6 @@ MAX_FACT_FIELD_CHARS = 2_000
 MAX_BATCH = 10_000
 
 Clock = Callable[[], datetime]
-
-
-def episode_text(episode: Episode) -> str:
-    """What an episode's embedding is computed from."""
-    return "\n".join(part for part in (episode.input, episode.output) if part)
-
-
-def episode_search_text(episode: Episode) -> str:
-    """What keyword search indexes: the text plus the day it happened, in words."""
-    return f"{episode_text(episode)}\n{date_words(episode.occurred_at)}"
-
-
-def fact_text(fact: Fact) -> str:
-    return f"{fact.subject} {fact.predicate.replace('_', ' ')} {fact.object}"
-
-
-async def recorded_embedding_dim(engine: AsyncEngine) -> int:
-    """The embedding width fixed when the database was migrated."""
-    async with engine.connect() as conn:
-        value = await conn.scalar(
-            select(ConfigRow.value).where(ConfigRow.key == EMBEDDING_DIM_KEY)
-        )
-    if value is None:
-        raise DimensionMismatch("the database records no embedding dimension; run migrations")
-    return int(value)
-
-
-async def _next_turns(session: AsyncSession, user: str, session_ids: list[str]) -> Any:
-    """A counter handing out each session's next turn numbers (insertion order)."""
-    distinct = sorted(set(session_ids))
-    stmt = (
-        select(EpisodeRow.session_id, func.max(EpisodeRow.turn))
-        .where(EpisodeRow.user_id == user, EpisodeRow.session_id.in_(distinct))
-        .group_by(EpisodeRow.session_id)
-    )
-    last = {sid: (n if n is not None else -1)
-            for sid, n in (await session.execute(stmt)).all()}
-
-    def take(session_id: str) -> int:
-        last[session_id] = last.get(session_id, -1) + 1
-        return last[session_id]
-
-    return take
 
 
 class MemoryStore:
@@ -239,7 +196,7 @@ class MemoryStore:
         async with self._write() as session:
             repo = EpisodeRepository(session=session)
             for user, group in by_user.items():
-                turns = await _next_turns(session, user, [e.session_id for e, _ in group])
+                turns = await repo.turn_counter(user, [e.session_id for e, _ in group])
                 extras = [
                     {"embedding": vector, "search_text": episode_search_text(e),
                      "turn": turns(e.session_id)}

@@ -16,6 +16,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from memstore.embeddings.base import Embedder, embed_checked
 from memstore.models import ConfigRow, EpisodeRow, FactRow
 from memstore.models.config import EMBEDDING_DIM_KEY
+from memstore.recall.documents import episode_text, fact_text
+from memstore.types import Episode, Fact
 
 __all__ = ["ReembedResult", "reembed"]
 
@@ -31,11 +33,11 @@ class ReembedResult:
 
 
 def _episode_text(row: Any) -> str:
-    return "\n".join(part for part in (row.input, row.output) if part)
+    return episode_text(Episode(session_id=row.session_id, input=row.input, output=row.output))
 
 
 def _fact_text(row: Any) -> str:
-    return f"{row.subject} {row.predicate.replace('_', ' ')} {row.object}"
+    return fact_text(Fact(subject=row.subject, predicate=row.predicate, object=row.object))
 
 
 async def _change_dimension(conn: AsyncConnection, dim: int) -> None:
