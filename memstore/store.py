@@ -245,7 +245,7 @@ class MemoryStore:
         async with self._read() as session:
             ranked = await self._recall.episodes(
                 session, user, query, time_range=time_range, now=self.now(),
-                recency_weight=float(recency_weight), qvec=qvec,
+                recency_weight=float(recency_weight), qvec=qvec, limit=limit,
             )
             # Load a few more than needed so ties can be broken newest-first.
             wanted = [s.id for s in ranked[: limit * 2 + 10]]
@@ -389,7 +389,8 @@ class MemoryStore:
         async with self._read() as session:
             facts = FactRepository(session=session)
             ranked = await self._recall.facts(
-                session, user, query, where=facts.as_of(valid_at, known_at), qvec=qvec
+                session, user, query, where=facts.as_of(valid_at, known_at), qvec=qvec,
+                limit=limit,
             )
             wanted = [s.id for s in ranked[: limit * 2 + 10]]
             rows = await facts.rows_by_id(user, wanted)

@@ -151,6 +151,18 @@ async def test_remember_many_embeds_in_batches_and_stores_vectors(db_url: str) -
         assert np.allclose(row.embedding, embedder.embed_sync(["turn number 129"])[0])
 
 
+async def test_limit_above_candidate_depth_returns_everything(db_url: str) -> None:
+    from memstore.recall import RecallTuning
+
+    async with MemoryStore.open(db_url, recall_tuning=RecallTuning(depth=5)) as store:
+        await store.remember_many([ep(f"entry {i}", session=f"s{i}") for i in range(12)])
+        for i in range(12):
+            await store.add_fact(Fact(user_id="alice", subject=f"item {i}", predicate="is",
+                                      object="here"))
+        assert len(await store.recall("entry", user_id="alice", limit=12)) == 12
+        assert len(await store.recall_facts("item", user_id="alice", limit=12)) == 12
+
+
 # ---- hybrid behaviour -------------------------------------------------------------------
 
 

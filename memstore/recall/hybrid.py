@@ -46,11 +46,12 @@ class HybridRecall:
 
     async def _signals(
         self, session: AsyncSession, model: RecallTable, user_id: str, query: str,
-        qvec: np.ndarray, where: Sequence[ColumnElement[bool]],
+        qvec: np.ndarray, where: Sequence[ColumnElement[bool]], limit: int,
     ) -> tuple[dict[str, Scored], float]:
         """Candidates with their fused score, and the fused score of a non-candidate."""
         t = self.tuning
-        dense = await self.backend.dense(session, model, user_id, qvec, t.depth, where)
+        depth = max(t.depth, limit)
+        dense = await self.backend.dense(session, model, user_id, qvec, depth, where)
         terms = query_terms(query)
         keyword: dict[str, float] = {}
         if terms:
@@ -58,7 +59,7 @@ class HybridRecall:
             if docs:
                 total, avg_chars = await corpus_stats(session, model, user_id, where)
                 keyword = bm25_scores(terms, docs, total_docs=total, avg_chars=avg_chars)
-                keyword = dict(sorted(keyword.items(), key=lambda kv: -kv[1])[: t.depth])
+                keyword = dict(sorted(keyword.items(), key=lambda kv: -kv[1])[:depth])
         dense_z, dense_floor = standardise(dense)
         keyword_z, keyword_floor = standardise(keyword)
         floor = t.dense_weight * dense_floor + t.keyword_weight * keyword_floor
@@ -76,13 +77,15 @@ class HybridRecall:
     async def episodes(
         self, session: AsyncSession, user_id: str, query: str, *,
         time_range: tuple[datetime, datetime] | None, now: datetime, recency_weight: float,
-        qvec: np.ndarray,
+        qvec: np.ndarray, limit: int,
     ) -> list[Scored]:
         """Every candidate episode with its final score, best first (ties: caller sorts)."""
         where: list[ColumnElement[bool]] = []
         if time_range is not None:
             where.append(EpisodeRow.occurred_at.between(*time_range))
-        scored, floor = await self._signals(session, EpisodeRow, user_id, query, qvec, where)
+        scored, floor = await self._signals(
+            session, EpisodeRow, user_id, query, qvec, where, limit
+        )
         if scored:
             await self._add_context(session, user_id, scored, floor, where)
         if recency_weight:
@@ -155,9 +158,9 @@ class HybridRecall:
 
     async def facts(
         self, session: AsyncSession, user_id: str, query: str, *,
-        where: Sequence[ColumnElement[bool]], qvec: np.ndarray,
+        where: Sequence[ColumnElement[bool]], qvec: np.ndarray, limit: int,
     ) -> list[Scored]:
-        scored, _ = await self._signals(session, FactRow, user_id, query, qvec, where)
+        scored, _ = await self._signals(session, FactRow, user_id, query, qvec, where, limit)
         return sorted(scored.values(), key=lambda s: -s.score)
 
 
