@@ -135,8 +135,8 @@ async def test_dataclass_payloads_round_trip_or_refuse(store: MemoryStore) -> No
         assert await table_counts(store) == before
 
 
-@pytest.mark.parametrize("ttl", [1e12, 1e300, 10**400, float("inf"), float("nan"), 0, -1,
-                                 True, "3600"])
+@pytest.mark.parametrize("ttl", [1e12, 1e300, float("inf"), float("nan"), 0, -1,
+                                 True, "3600", pytest.param(10**400, id="huge")])
 async def test_gc_refuses_absurd_idle_ttls(store: MemoryStore, ttl: Any) -> None:
     await store.threads.append("t", 1, from_id="a", to_id="b", user_id="u")
     before = await table_counts(store)
@@ -147,7 +147,8 @@ async def test_gc_refuses_absurd_idle_ttls(store: MemoryStore, ttl: Any) -> None
     assert await table_counts(store) == before
 
 
-@pytest.mark.parametrize("ttl", [1e12, 1e300, 10**400, float("inf"), 0, -1])
+@pytest.mark.parametrize("ttl", [1e12, 1e300, float("inf"), 0, -1,
+                                 pytest.param(10**400, id="huge")])
 async def test_working_memory_refuses_absurd_ttls(store: MemoryStore, ttl: Any) -> None:
     before = await table_counts(store)
     with pytest.raises(InvalidInput):
@@ -348,3 +349,15 @@ async def test_checkpoints_restore_exactly_or_refuse(
     assert await wm.get_scratchpad() == ["note"]
     (listed,) = await wm.list_checkpoints()
     assert (listed["id"], listed["description"]) == (made, description)
+
+
+@pytest.mark.parametrize("progress, expected", [(10**400, 100.0), (-(10**400), 0.0),
+                                                (float("inf"), 100.0), (50, 50.0)],
+                         ids=["huge", "-huge", "inf", "50"])
+async def test_task_progress_clamps_any_number(store: MemoryStore, progress: Any,
+                                               expected: float) -> None:
+    wm = store.working_memory(user_id="alice", session_id="clamp")
+    await wm.set_task_state(TaskState(task_id="t"))
+    state = await wm.update_task_progress(progress_percent=progress)
+    assert state is not None and state.progress_percent == expected
+    assert (await wm.get_task_state()) == state
