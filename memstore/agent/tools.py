@@ -169,8 +169,9 @@ def _parse_datetime(tool: str, field: str, value: str) -> datetime:
 
 def validate_arguments(name: str, arguments: Any) -> dict[str, Any]:
     """Check ``arguments`` (a dict or the JSON text a model sent) against tool ``name``."""
-    if name not in TOOL_SCHEMAS:
-        raise InvalidInput(f"unknown tool {name!r}; available: {', '.join(TOOL_SCHEMAS)}")
+    # The name comes from the model too: it may be a list or dict (unhashable).
+    if not isinstance(name, str) or name not in TOOL_SCHEMAS:
+        raise InvalidInput(f"unknown tool {name!r:.80}; available: {', '.join(TOOL_SCHEMAS)}")
     if arguments is None:
         arguments = {}
     if isinstance(arguments, str | bytes):
