@@ -369,3 +369,16 @@ async def test_task_progress_clamps_any_number(store: MemoryStore, progress: Any
     state = await wm.update_task_progress(progress_percent=progress)
     assert state is not None and state.progress_percent == expected
     assert (await wm.get_task_state()) == state
+
+
+@pytest.mark.parametrize("value", [-0.0, [1, {"x": -0.0}]], ids=["top", "nested"])
+async def test_negative_zero_is_refused_on_every_backend(store: MemoryStore, value: Any) -> None:
+    # jsonb stores numbers as numeric, which has no -0: Postgres would hand back 0.0.
+    # Refused everywhere (like NUL) so both backends behave alike and nothing changes
+    # silently.
+    before = await table_counts(store)
+    with pytest.raises(InvalidInput):
+        await store.working_memory(user_id="u", session_id="s").set("k", value)
+    with pytest.raises(InvalidInput):
+        await store.threads.append("t", value, from_id="a", to_id="b", user_id="u")
+    assert await table_counts(store) == before
