@@ -382,3 +382,23 @@ async def test_negative_zero_is_refused_on_every_backend(store: MemoryStore, val
     with pytest.raises(InvalidInput):
         await store.threads.append("t", value, from_id="a", to_id="b", user_id="u")
     assert await table_counts(store) == before
+
+
+SCALARS = [0.0, 1.0, 1e16, 2.5, 2**80, -(2**70), 10**20, 0, 7, 2.0**53 + 2, 1e308, 5e-324]
+
+
+@pytest.mark.parametrize("value", SCALARS, ids=[repr(v) for v in SCALARS])
+async def test_top_level_numbers_keep_type_and_value(store: MemoryStore, value: Any) -> None:
+    # SQLite gives a column declared JSON numeric affinity: the text of a bare number
+    # would be converted on storage (1.0 -> 1, 2**80 -> a lossy REAL).
+    wm = store.working_memory(user_id="u", session_id="s")
+    await wm.set("k", value)
+    assert same_json(await wm.get("k"), value)
+    assert same_json((await wm.get_all())["k"], value)
+    slot = await store.threads.append("t", value, from_id="a", to_id="b", user_id="u")
+    (back,) = await store.threads.get_slice("t", -1, user_id="u")
+    assert back == slot and same_json(back.payload, value)
+    checkpoint = await wm.create_checkpoint()
+    await wm.set("k", "changed")
+    await wm.restore_checkpoint(checkpoint)
+    assert same_json(await wm.get("k"), value)
