@@ -173,3 +173,17 @@ async def test_search_finds_only_the_callers_memory(
 async def test_unknown_tool_names_are_invalid_input(store: MemoryStore, name: Any) -> None:
     ok, _ = await attempt(store, lambda: store.call_tool(name, {"query": "x"}, user_id="alice"))
     assert not ok
+
+
+DEEP = 100_000
+
+
+@pytest.mark.parametrize("args", [
+    pytest.param("[" * DEEP, id="array-text"),
+    pytest.param('{"query": ' + "[" * DEEP, id="value-text"),
+    pytest.param('{"query": ' + '{"a": ' * DEEP, id="object-text"),
+    pytest.param(("[" * DEEP).encode(), id="bytes"),
+])
+async def test_deeply_nested_json_text_is_invalid_input(store: MemoryStore, args: Any) -> None:
+    ok, _ = await attempt(store, lambda: store.call_tool("search_memory", args, user_id="a"))
+    assert not ok

@@ -177,7 +177,7 @@ def validate_arguments(name: str, arguments: Any) -> dict[str, Any]:
     if isinstance(arguments, str | bytes):
         try:
             arguments = json.loads(arguments or "{}")
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:  # too deeply nested for the decoder
             raise InvalidInput(f"{name}: arguments are not valid JSON ({exc})") from None
     if not isinstance(arguments, Mapping):
         raise InvalidInput(
