@@ -187,3 +187,14 @@ DEEP = 100_000
 async def test_deeply_nested_json_text_is_invalid_input(store: MemoryStore, args: Any) -> None:
     ok, _ = await attempt(store, lambda: store.call_tool("search_memory", args, user_id="a"))
     assert not ok
+
+
+@pytest.mark.parametrize("args", [
+    pytest.param({"query": "x", 1: "int key", "b": 2}, id="int-and-str"),
+    pytest.param({"query": "x", None: 1, (1, 2): 2}, id="none-and-tuple"),
+    pytest.param({"query": "x", 2.5: 1, "z": 1}, id="float-and-str"),
+])
+async def test_non_string_argument_keys_are_invalid_input(store: MemoryStore,
+                                                          args: Any) -> None:
+    ok, _ = await attempt(store, lambda: store.call_tool("search_memory", args, user_id="a"))
+    assert not ok

@@ -185,7 +185,8 @@ def validate_arguments(name: str, arguments: Any) -> dict[str, Any]:
         )
     schema = TOOL_SCHEMAS[name]["parameters"]
     props: dict[str, Any] = schema["properties"]
-    unexpected = sorted(set(arguments) - set(props))
+    # key=str: a dict built in Python may mix key types, which do not compare.
+    unexpected = sorted(set(arguments) - set(props), key=str)
     if unexpected:
         raise InvalidInput(
             f"{name}: unexpected argument {unexpected[0]!r}; allowed: {', '.join(props)}"
