@@ -198,3 +198,16 @@ async def test_non_string_argument_keys_are_invalid_input(store: MemoryStore,
                                                           args: Any) -> None:
     ok, _ = await attempt(store, lambda: store.call_tool("search_memory", args, user_id="a"))
     assert not ok
+
+
+@pytest.mark.parametrize("name, args", [
+    pytest.param("search_memory", {"query": nested(DEEP)}, id="deep-value"),
+    pytest.param("load_memory", {"id": nested(DEEP)}, id="deep-id"),
+    pytest.param("search_memory", {"query": "x", "kind": nested(DEEP)}, id="deep-enum"),
+    pytest.param(nested(DEEP), {"query": "x"}, id="deep-name"),
+])
+async def test_deeply_nested_values_are_invalid_input(store: MemoryStore, name: Any,
+                                                      args: Any) -> None:
+    # The error message quotes the value: that must not recurse through it.
+    ok, _ = await attempt(store, lambda: store.call_tool(name, args, user_id="a"))
+    assert not ok
