@@ -211,3 +211,22 @@ async def test_deeply_nested_values_are_invalid_input(store: MemoryStore, name: 
     # The error message quotes the value: that must not recurse through it.
     ok, _ = await attempt(store, lambda: store.call_tool(name, args, user_id="a"))
     assert not ok
+
+
+async def test_predicate_that_grows_when_normalised_is_invalid_input(
+    store: MemoryStore,
+) -> None:
+    # "İ".lower() is two characters: 200 of them normalise to a 399-character name,
+    # longer than the predicate column holds.
+    ok, _ = await attempt(store, lambda: store.call_tool(
+        "remember_fact", {"subject": "a", "predicate": "İ" * 200, "object": "b"},
+        user_id="alice"))
+    assert not ok
+    ok, _ = await attempt(store, lambda: store.add_fact(
+        Fact(user_id="alice", subject="a", predicate="İ" * 200, object="b")))
+    assert not ok
+    made = await store.call_tool("remember_fact", {"subject": "a", "predicate": "İ" * 128,
+                                                   "object": "b"}, user_id="alice")
+    loaded = await store.call_tool("load_memory", {"id": made["id"]}, user_id="alice")
+    assert loaded["predicate"] == normalize_predicate("İ" * 128)
+    assert len(loaded["predicate"]) == 255
