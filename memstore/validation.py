@@ -118,10 +118,6 @@ def check_storable(field: str, value: Any) -> None:
         if isinstance(item, str):
             _unstorable(field, item)
             continue
-        if isinstance(item, float) and item == 0.0 and math.copysign(1.0, item) < 0:
-            # Postgres jsonb keeps numbers as numeric, which has no -0: it would come
-            # back as 0.0. Refused everywhere so both backends store the same values.
-            raise InvalidInput(f"{field} contains -0.0, which cannot be stored exactly")
         if isinstance(item, dict):
             children: list[Any] = [*item.keys(), *item.values()]
         elif isinstance(item, list | tuple):
