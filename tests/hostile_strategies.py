@@ -3,6 +3,7 @@ buffer, working memory and agent tools (the episode/fact/block ones keep their o
 
 from __future__ import annotations
 
+import os
 from datetime import timedelta, timezone
 from typing import Any
 
@@ -81,7 +82,7 @@ hostile_json = st.recursive(
 json_docs = mostly(valid_json, hostile_json)
 
 HYPOTHESIS = settings(
-    max_examples=30,
+    max_examples=int(os.environ.get("HOSTILE_EXAMPLES", "30")),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
