@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
+from functools import lru_cache
 
 from memstore.text import STOPWORDS, keyword_tokens
 
@@ -36,6 +38,7 @@ BM25_K1 = 0.9
 BM25_B = 0.4
 
 
+@lru_cache(maxsize=1 << 16)
 def stem(word: str) -> str:
     """A light suffix strip; matching is by prefix, so "paint" finds "painting", "painter"."""
     for suffix in _SUFFIXES:
@@ -51,6 +54,18 @@ def query_terms(query: str) -> list[str]:
 
 def doc_terms(text: str) -> list[str]:
     return [stem(w) for w in _WORD.findall(text.lower()) if len(w) > 1 and w not in STOPWORDS]
+
+
+# Tokenising candidates dominates keyword scoring and the same rows come back
+# query after query; a pure function of the text, so caching cannot go stale.
+@lru_cache(maxsize=1 << 15)
+def _term_counts(text: str) -> Counter[str]:
+    """``Counter(doc_terms(text))``, stemming each distinct word once; callers must not mutate."""
+    counts: Counter[str] = Counter()
+    for word, n in Counter(_WORD.findall(text.lower())).items():
+        if len(word) > 1 and word not in STOPWORDS:
+            counts[stem(word)] += n
+    return counts
 
 
 def _is_prefix(term: str) -> bool:
@@ -83,11 +98,19 @@ def bm25_scores(
     """
     if not terms:
         return {}
-    parsed = [(doc_id, text, doc_terms(text)) for doc_id, text in docs]
+    parsed = [(doc_id, text, _term_counts(text)) for doc_id, text in docs]
+    # Which query terms each distinct token matches, decided once per query.
+    matched: dict[str, tuple[str, ...]] = {}
     counts: list[dict[str, int]] = []
     df = dict.fromkeys(terms, 0)
     for _, _, tokens in parsed:
-        tf = {t: sum(1 for tok in tokens if _matches(tok, t)) for t in terms}
+        tf = dict.fromkeys(terms, 0)
+        for token, n in tokens.items():
+            hits = matched.get(token)
+            if hits is None:
+                hits = matched[token] = tuple(t for t in terms if _matches(token, t))
+            for t in hits:
+                tf[t] += n
         counts.append(tf)
         for t, n in tf.items():
             if n:
