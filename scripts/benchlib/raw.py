@@ -1,0 +1,52 @@
+"""Hand-written baselines on the same tables: asyncpg COPY / queries, sqlite3 executemany."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["pg_connect", "pg_copy", "sqlite_connect", "sqlite_insert", "sqlite_path"]
+
+
+async def pg_connect(dsn: str) -> Any:
+    import asyncpg
+
+    conn = await asyncpg.connect(dsn)
+    if await conn.fetchval("SELECT 1 FROM pg_type WHERE typname = 'vector'"):
+        from pgvector.asyncpg import register_vector
+
+        await register_vector(conn)
+    return conn
+
+
+async def pg_copy(conn: Any, table: str, columns: Sequence[str],
+                  records: Sequence[tuple[Any, ...]]) -> None:
+    async with conn.transaction():
+        await conn.copy_records_to_table(table, records=records, columns=list(columns))
+
+
+def sqlite_path(url: str) -> str:
+    return url.split(":///", 1)[1]
+
+
+def sqlite_connect(url: str) -> sqlite3.Connection:
+    # Same pragmas as memstore's engine, so only the code path differs.
+    conn = sqlite3.connect(sqlite_path(url), isolation_level=None)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    conn.execute("PRAGMA foreign_keys = ON")
+    return conn
+
+
+def sqlite_insert(conn: sqlite3.Connection, table: str, columns: Sequence[str],
+                  records: Sequence[tuple[Any, ...]]) -> None:
+    cols = ", ".join(f'"{c}"' for c in columns)
+    marks = ", ".join("?" for _ in columns)
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.executemany(f'INSERT INTO "{table}" ({cols}) VALUES ({marks})', records)
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")

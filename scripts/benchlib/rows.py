@@ -1,0 +1,99 @@
+"""Turn workload chunks into memstore ``Episode`` objects and into raw table rows.
+
+Raw rows are built from the live SQLAlchemy table, so a column added by a later
+migration (an embedding, a consolidation marker) is filled or left to its
+default the same way for both paths.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from .data import Chunk, Workload, episode_id, tenant_name
+
+__all__ = ["episodes_of", "has_episode_embedding", "raw_columns", "raw_records", "row_values"]
+
+
+def has_episode_embedding() -> bool:
+    from memstore import Episode
+
+    return "embedding" in {f.name for f in dataclasses.fields(Episode)}
+
+
+def episodes_of(work: Workload, chunk: Chunk, lo: int = 0, hi: int | None = None,
+                *, with_embedding: bool = True, tenant: str | None = None) -> list[Any]:
+    from memstore import Episode
+
+    embed = with_embedding and has_episode_embedding()
+    hi = len(chunk) if hi is None else hi
+    out = []
+    for i in range(lo, hi):
+        extra: dict[str, Any] = {}
+        if embed:
+            extra["embedding"] = chunk.vectors[i]
+        out.append(Episode(
+            id=episode_id(work.seed, chunk.start + i),
+            user_id=tenant or tenant_name(int(chunk.tenants[i])),
+            session_id=f"s{(chunk.start + i) // 50}",
+            input=chunk.inputs[i], output=chunk.outputs[i],
+            occurred_at=chunk.occurred[i], **extra,
+        ))
+    return out
+
+
+def row_values(work: Workload, chunk: Chunk, i: int, now: datetime,
+               tenant: str | None = None) -> dict[str, Any]:
+    """Logical column values of one episode row (before any dialect conversion)."""
+    return {
+        "user_id": tenant or tenant_name(int(chunk.tenants[i])),
+        "id": episode_id(work.seed, chunk.start + i),
+        "session_id": f"s{(chunk.start + i) // 50}",
+        "input": chunk.inputs[i],
+        "output": chunk.outputs[i],
+        "tool_calls": [],
+        "metadata": {},
+        "occurred_at": chunk.occurred[i],
+        "created_at": now,
+        "embedding": chunk.vectors[i],
+    }
+
+
+def raw_columns(table: Any, known: set[str]) -> list[Any]:
+    """Columns a raw insert must fill: known ones; others must have a default."""
+    cols = []
+    for col in table.columns:
+        if col.computed is not None:
+            continue
+        if col.name in known:
+            cols.append(col)
+        elif not col.nullable and col.server_default is None:
+            raise RuntimeError(f"raw insert cannot fill {table.name}.{col.name}")
+    return cols
+
+
+def _convert(col: Any, value: Any, dialect: Any) -> Any:
+    if dialect.name == "sqlite":
+        proc = col.type.bind_processor(dialect)
+        if isinstance(value, np.ndarray) and proc is None:
+            return value.astype(np.float32).tobytes()
+        return proc(value) if proc is not None else value
+    # asyncpg COPY: JSON as text, vectors as numpy (pgvector codec), the rest as is.
+    impl = getattr(col.type, "impl", col.type)
+    if impl.__class__.__name__ in ("JSON", "JSONB") or "JSON" in type(col.type).__name__:
+        return json.dumps(value)
+    if hasattr(col.type, "process_bind_param") and not isinstance(value, np.ndarray):
+        return col.type.process_bind_param(value, dialect)
+    return value
+
+
+def raw_records(table: Any, dialect: Any, values: list[dict[str, Any]]) -> tuple[
+        list[str], list[tuple[Any, ...]]]:
+    cols = raw_columns(table, set(values[0]) if values else set())
+    names = [c.name for c in cols]
+    records = [tuple(_convert(c, v[c.name], dialect) for c in cols) for v in values]
+    return names, records
