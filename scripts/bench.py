@@ -43,6 +43,8 @@ SCENARIOS = {
 # name: (full size, quick size, help)
 SIZES = {
     "ingest_rows": (100_000, 5_000, "episodes ingested per path and backend"),
+    "ingest_rows_pg": (10_000, 2_000, "episodes ingested per path into Postgres with the "
+                                      "HNSW index (incremental HNSW inserts are slow)"),
     "ingest_tenants": (100, 10, "tenants in the ingest workload"),
     "recall_rows_pg": (1_000_000, 20_000, "episodes in the Postgres recall store"),
     "recall_tenants_pg": (1_000, 20, "tenants in the Postgres recall store"),

@@ -18,6 +18,7 @@ __all__ = ["DIM", "Chunk", "Workload", "episode_id", "tenant_name"]
 
 DIM = 384
 N_TOPICS = 64
+BLOCK = 1_000  # rows are generated in blocks of this size, whatever the chunking
 WORDS_PER_TOPIC = 40
 _SYLLABLES = ["ka", "lo", "mi", "ne", "su", "ta", "ri", "po", "ve", "da", "zu", "fe",
               "go", "hi", "ju", "be", "sa", "to", "ra", "ni", "mu", "le", "ko", "pi"]
@@ -77,10 +78,10 @@ class Workload:
         other = rng.choice(self.common, size=2)
         return " ".join([*own[: n // 2], *other, *own[n // 2:]])
 
-    def chunk(self, index: int, size: int) -> Chunk:
-        start = index * size
-        n = max(0, min(size, self.n_rows - start))
-        rng = np.random.default_rng([self.seed, 1, index])
+    def _block(self, b: int) -> Chunk:
+        start = b * BLOCK
+        n = max(0, min(BLOCK, self.n_rows - start))
+        rng = np.random.default_rng([self.seed, 1, b])
         tenants = rng.choice(self.n_tenants, size=n, p=self.p_tenant).astype(np.int32)
         topics = rng.integers(0, N_TOPICS, size=n).astype(np.int32)
         noise = _normalise(rng.standard_normal((n, DIM))) * _NOISE
@@ -90,6 +91,26 @@ class Workload:
         minutes = rng.integers(0, 60 * 24 * 300, size=n)
         occurred = [EPOCH + timedelta(minutes=int(m)) for m in minutes]
         return Chunk(start, tenants, topics, vectors, inputs, outputs, occurred)
+
+    def chunk(self, index: int, size: int) -> Chunk:
+        """Rows ``index*size ..``; the data does not depend on ``size`` (built in blocks)."""
+        start, end = index * size, min((index + 1) * size, self.n_rows)
+        blocks = [self._block(b) for b in range(start // BLOCK, (end - 1) // BLOCK + 1)] \
+            if end > start else []
+        if not blocks:
+            return Chunk(start, np.zeros(0, np.int32), np.zeros(0, np.int32),
+                         np.zeros((0, DIM), np.float32), [], [], [])
+        lo = start - blocks[0].start
+        hi = lo + (end - start)
+
+        def cat(parts: list, arrays: bool = True):
+            joined = np.concatenate(parts) if arrays else [x for p in parts for x in p]
+            return joined[lo:hi]
+
+        return Chunk(start, cat([b.tenants for b in blocks]), cat([b.topics for b in blocks]),
+                     cat([b.vectors for b in blocks]),
+                     cat([b.inputs for b in blocks], False), cat([b.outputs for b in blocks], False),
+                     cat([b.occurred for b in blocks], False))
 
     def chunks(self, size: int = 10_000) -> Iterator[Chunk]:
         for index in range((self.n_rows + size - 1) // size):

@@ -38,8 +38,8 @@ class LookupEmbedder:
         v = rng.standard_normal(DIM).astype(np.float32)
         return v / np.linalg.norm(v)
 
-    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        return [self.vector(t).tolist() for t in texts]
+    async def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return np.stack([self.vector(t) for t in texts]) if texts else np.zeros((0, DIM), "f4")
 
 
 def feature_flags() -> dict[str, bool]:
@@ -61,11 +61,11 @@ async def migrate(url: str) -> None:
 
 
 @asynccontextmanager
-async def open_store(url: str, embedder: Any = None) -> AsyncIterator[Any]:
+async def open_store(url: str, embedder: Any = None, **options: Any) -> AsyncIterator[Any]:
     from memstore import MemoryStore
 
-    kwargs: dict[str, Any] = {}
-    if embedder is not None:
+    kwargs: dict[str, Any] = dict(options)
+    if embedder is not None and feature_flags()["embeddings"]:
         kwargs["embedder"] = embedder
     async with MemoryStore.open(url, **kwargs) as store:
         yield store

@@ -6,7 +6,8 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["pg_connect", "pg_copy", "sqlite_connect", "sqlite_insert", "sqlite_path"]
+__all__ = ["SqliteQueries", "pg_connect", "pg_copy", "sqlite_connect", "sqlite_insert",
+           "sqlite_path"]
 
 
 async def pg_connect(dsn: str) -> Any:
@@ -50,3 +51,29 @@ def sqlite_insert(conn: sqlite3.Connection, table: str, columns: Sequence[str],
         conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
+
+
+class SqliteQueries:
+    """Hand-written queries through aiosqlite, the driver memstore itself uses.
+
+    An async application querying SQLite by hand would use the same driver, so
+    the per-query thread hop is part of both sides.
+    """
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.conn: Any = None
+
+    async def __aenter__(self) -> SqliteQueries:
+        import aiosqlite
+
+        self.conn = await aiosqlite.connect(sqlite_path(self.url))
+        await self.conn.execute("PRAGMA journal_mode = WAL")
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.conn.close()
+
+    async def fetch(self, sql: str, params: Any = ()) -> list[Any]:
+        async with self.conn.execute(sql, params) as cursor:
+            return list(await cursor.fetchall())

@@ -16,26 +16,69 @@ import numpy as np
 
 from .data import Chunk, Workload, episode_id, tenant_name
 
-__all__ = ["episodes_of", "has_episode_embedding", "raw_columns", "raw_records", "row_values"]
+__all__ = [
+    "Turns",
+    "episode_text",
+    "episodes_of",
+    "has_episode_embedding",
+    "raw_columns",
+    "raw_records",
+    "row_values",
+]
 
 
 def has_episode_embedding() -> bool:
+    from memstore.models import EpisodeRow
+
+    return "embedding" in EpisodeRow.__table__.c
+
+
+def _episode_field_embedding() -> bool:
     from memstore import Episode
 
     return "embedding" in {f.name for f in dataclasses.fields(Episode)}
 
 
+def episode_text(input_: str, output: str) -> str:
+    """The text memstore embeds for an episode (so the lookup embedder can find it)."""
+    return "\n".join(p for p in (input_, output) if p)
+
+
+def search_text(episode: Any) -> str | None:
+    try:
+        from memstore.store import episode_search_text
+    except ImportError:
+        return None
+    return str(episode_search_text(episode))
+
+
+class Turns:
+    """Per-(tenant, session) turn numbers in insertion order, as memstore assigns them."""
+
+    def __init__(self) -> None:
+        self.last: dict[tuple[str, str], int] = {}
+
+    def next(self, user: str, session: str) -> int:
+        n = self.last.get((user, session), -1) + 1
+        self.last[(user, session)] = n
+        return n
+
+
 def episodes_of(work: Workload, chunk: Chunk, lo: int = 0, hi: int | None = None,
-                *, with_embedding: bool = True, tenant: str | None = None) -> list[Any]:
+                *, embedder: Any = None, tenant: str | None = None) -> list[Any]:
+    """Episodes of ``chunk[lo:hi]``; their vectors are registered with ``embedder``
+    (memstore embeds episode texts itself) or passed on the episode if it has a field."""
     from memstore import Episode
 
-    embed = with_embedding and has_episode_embedding()
+    field = _episode_field_embedding()
     hi = len(chunk) if hi is None else hi
     out = []
     for i in range(lo, hi):
         extra: dict[str, Any] = {}
-        if embed:
+        if field:
             extra["embedding"] = chunk.vectors[i]
+        elif embedder is not None:
+            embedder.register(episode_text(chunk.inputs[i], chunk.outputs[i]), chunk.vectors[i])
         out.append(Episode(
             id=episode_id(work.seed, chunk.start + i),
             user_id=tenant or tenant_name(int(chunk.tenants[i])),
@@ -46,13 +89,21 @@ def episodes_of(work: Workload, chunk: Chunk, lo: int = 0, hi: int | None = None
     return out
 
 
-def row_values(work: Workload, chunk: Chunk, i: int, now: datetime,
+def row_values(work: Workload, chunk: Chunk, i: int, now: datetime, turns: Turns,
                tenant: str | None = None) -> dict[str, Any]:
     """Logical column values of one episode row (before any dialect conversion)."""
+    from memstore import Episode
+
+    user = tenant or tenant_name(int(chunk.tenants[i]))
+    session = f"s{(chunk.start + i) // 50}"
+    episode = Episode(session_id=session, input=chunk.inputs[i], output=chunk.outputs[i],
+                      occurred_at=chunk.occurred[i])
     return {
-        "user_id": tenant or tenant_name(int(chunk.tenants[i])),
+        "user_id": user,
         "id": episode_id(work.seed, chunk.start + i),
-        "session_id": f"s{(chunk.start + i) // 50}",
+        "session_id": session,
+        "search_text": search_text(episode),
+        "turn": turns.next(user, session),
         "input": chunk.inputs[i],
         "output": chunk.outputs[i],
         "tool_calls": [],

@@ -17,7 +17,7 @@ __all__ = ["Databases", "machine_info", "sqlalchemy_url"]
 
 # Settings for a benchmark cluster on a small machine; applied with ALTER SYSTEM.
 PG_SETTINGS = {
-    "maintenance_work_mem": "2GB",       # HNSW builds fast only while the graph fits
+    "maintenance_work_mem": "4GB",       # HNSW builds fast only while the graph fits
     "max_parallel_maintenance_workers": "1",
     "work_mem": "64MB",
 }
