@@ -42,21 +42,21 @@ SCENARIOS = {
 
 # name: (full size, quick size, help)
 SIZES = {
-    "ingest_rows": (100_000, 5_000, "episodes ingested per path and backend"),
-    "ingest_rows_pg": (10_000, 2_000, "episodes ingested per path into Postgres with the "
+    "ingest_rows": (100_000, 3_000, "episodes ingested per path and backend"),
+    "ingest_rows_pg": (10_000, 1_000, "episodes ingested per path into Postgres with the "
                                       "HNSW index (incremental HNSW inserts are slow)"),
     "ingest_tenants": (100, 10, "tenants in the ingest workload"),
-    "recall_rows_pg": (1_000_000, 20_000, "episodes in the Postgres recall store"),
-    "recall_tenants_pg": (1_000, 20, "tenants in the Postgres recall store"),
-    "recall_rows_sqlite": (100_000, 10_000, "episodes in the SQLite recall store"),
+    "recall_rows_pg": (1_000_000, 6_000, "episodes in the Postgres recall store"),
+    "recall_tenants_pg": (1_000, 10, "tenants in the Postgres recall store"),
+    "recall_rows_sqlite": (100_000, 6_000, "episodes in the SQLite recall store"),
     "recall_tenants_sqlite": (100, 10, "tenants in the SQLite recall store"),
-    "queries": (200, 30, "timed queries per path"),
-    "large_facts": (200_000, 10_000, "facts of the single large tenant (Postgres)"),
-    "temporal_versions": (1_000_000, 20_000, "fact versions in the bi-temporal store"),
-    "consolidate_episodes": (5_000, 400, "episodes per consolidation run"),
-    "peer_rows": (100_000, 5_000, "episodes in the memstore vs LangGraph comparison"),
+    "queries": (200, 20, "timed queries per path"),
+    "large_facts": (200_000, 5_000, "facts of the single large tenant (Postgres)"),
+    "temporal_versions": (1_000_000, 10_000, "fact versions in the bi-temporal store"),
+    "consolidate_episodes": (5_000, 200, "episodes per consolidation run"),
+    "peer_rows": (100_000, 2_000, "episodes in the memstore vs LangGraph comparison"),
     "peer_tenants": (100, 10, "tenants in the peer comparison"),
-    "memory_rows": (100_000, 10_000, "episodes of the tenant ingested/exported for peak memory"),
+    "memory_rows": (100_000, 5_000, "episodes of the tenant ingested/exported for peak memory"),
 }
 
 

@@ -10,7 +10,7 @@ from typing import Any
 from .memapi import migrate
 from .servers import Databases, sqlalchemy_url
 
-__all__ = ["Context", "Target"]
+__all__ = ["Context", "Target", "run_child", "start_child"]
 
 
 @dataclass
@@ -40,3 +40,34 @@ class Context:
         if migrated:
             asyncio.run(migrate(target.url))
         return target
+
+
+def run_child(*args: str) -> dict[str, Any]:
+    """Run ``benchlib.child`` in a fresh interpreter; returns its JSON result."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    scripts = str(Path(__file__).resolve().parent.parent)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (scripts, env.get("PYTHONPATH")) if p)
+    proc = subprocess.run([sys.executable, "-m", "benchlib.child", *args], env=env, cwd=scripts,
+                          capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"child {args[0]} failed: {proc.stderr[-2000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def start_child(*args: str) -> Any:
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    scripts = str(Path(__file__).resolve().parent.parent)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (scripts, env.get("PYTHONPATH")) if p)
+    return subprocess.Popen([sys.executable, "-m", "benchlib.child", *args], env=env, cwd=scripts,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -17,8 +17,10 @@ def _table(columns: Sequence[str], rows: Sequence[dict[str, Any]]) -> list[str]:
     return out
 
 
-def _verdict(met: bool | None) -> str:
-    return {True: "met", False: "**NOT met**", None: "not measured"}[met]
+def _verdict(met: bool | str | None) -> str:
+    if isinstance(met, str):
+        return met
+    return {True: "met", False: "**NOT met**", None: "reported (no numeric target)"}[met]
 
 
 def render(*, command: str, machine: dict[str, str], started: str, total_seconds: float,

@@ -57,7 +57,7 @@ class Section:
     title: str
     columns: list[str] = field(default_factory=list)
     rows: list[Row] = field(default_factory=list)
-    targets: list[tuple[str, str, bool | None]] = field(default_factory=list)
+    targets: list[tuple[str, str, bool | str | None]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -67,8 +67,8 @@ class Section:
                 self.columns.append(key)
         self.rows.append(Row(cells))
 
-    def target(self, name: str, measured: str, met: bool | None) -> None:
-        """``met=None`` means the target could not be measured in this run."""
+    def target(self, name: str, measured: str, met: bool | str | None) -> None:
+        """``met=None``: reported without a numeric target; a string: a verdict as is."""
         self.targets.append((name, measured, met))
 
     def note(self, text: str) -> None:

@@ -25,6 +25,7 @@ def summary(sections: Sequence[Section]) -> list[str]:
     lines = []
     for s in sections:
         for name, measured, met in s.targets:
-            verdict = {True: "met", False: "NOT met", None: "not measured"}[met]
+            verdict = met if isinstance(met, str) else {
+                True: "met", False: "NOT met", None: "reported"}[met]
             lines.append(f"- {name}: {measured} ({verdict})")
     return lines
