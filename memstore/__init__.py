@@ -10,8 +10,12 @@ from memstore.errors import (
     SchemaOutOfDate,
     Unavailable,
 )
+from memstore.gc import GcReport
 from memstore.repositories.facts import AssertOutcome, FactChange
+from memstore.scopes import ScopeContext, ScopeLevel, TaskState
+from memstore.slots import RemovedThread, Slot, SlotMetadata, ThreadInfo
 from memstore.store import MemoryStore
+from memstore.threads import ThreadBuffer
 from memstore.types import (
     BlockVersion,
     Episode,
@@ -22,6 +26,7 @@ from memstore.types import (
     Profile,
     Role,
 )
+from memstore.working_memory import WorkingMemory
 
 __all__ = [
     "AssertOutcome",
@@ -32,6 +37,7 @@ __all__ = [
     "EpisodeMatch",
     "Fact",
     "FactChange",
+    "GcReport",
     "InvalidInput",
     "LimitExceeded",
     "MemoryBlock",
@@ -40,7 +46,16 @@ __all__ = [
     "Message",
     "NotFound",
     "Profile",
+    "RemovedThread",
     "Role",
     "SchemaOutOfDate",
+    "ScopeContext",
+    "ScopeLevel",
+    "Slot",
+    "SlotMetadata",
+    "TaskState",
+    "ThreadBuffer",
+    "ThreadInfo",
     "Unavailable",
+    "WorkingMemory",
 ]

@@ -13,14 +13,21 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from memstore.db.engine import READ_ONLY, create_engine
 from memstore.errors import InvalidInput, NotFound
+from memstore.gc import GcReport, collect
 from memstore.migrate import check_schema, upgrade
 from memstore.predicates import is_single_valued, normalize_predicate
 from memstore.repositories.blocks import BlockRepository
 from memstore.repositories.episodes import EpisodeRepository
 from memstore.repositories.facts import AssertOutcome, FactRepository
 from memstore.repositories.tenants import TenantRepository, tenant_tables
+from memstore.scopes import ScopeContext
 from memstore.tenancy import public_user_id, storage_user_id
 from memstore.text import keyword_tokens
+from memstore.threads import (
+    DEFAULT_MAX_SLOTS_PER_THREAD,
+    DEFAULT_MAX_THREADS,
+    ThreadBuffer,
+)
 from memstore.types import (
     BlockVersion,
     Episode,
@@ -41,6 +48,7 @@ from memstore.validation import (
     check_limit,
     check_text,
 )
+from memstore.working_memory import DEFAULT_SCRATCHPAD_LIMIT, WorkingMemory
 
 __all__ = ["EXPORT_FORMAT", "MemoryStore"]
 
@@ -69,10 +77,22 @@ class MemoryStore:
         engine: AsyncEngine,
         block_char_limit: int = DEFAULT_BLOCK_CHAR_LIMIT,
         clock: Clock = utcnow,
+        max_slots_per_thread: int = DEFAULT_MAX_SLOTS_PER_THREAD,
+        max_threads: int = DEFAULT_MAX_THREADS,
+        thread_idle_ttl_seconds: float | None = None,
+        scratchpad_limit: int = DEFAULT_SCRATCHPAD_LIMIT,
     ) -> None:
         self.engine = engine
         self.block_char_limit = block_char_limit
         self._clock = clock
+        # Thread context buffers (seed 000/001); limits validated there.
+        self.threads = ThreadBuffer(
+            self, max_slots_per_thread=max_slots_per_thread, max_threads=max_threads,
+            idle_ttl_seconds=thread_idle_ttl_seconds,
+        )
+        self.scratchpad_limit = check_limit(
+            "scratchpad_limit", scratchpad_limit, maximum=1_000_000
+        )
         self._sessions = async_sessionmaker(engine, expire_on_commit=False)
         self._read_sessions = async_sessionmaker(
             engine.execution_options(**{READ_ONLY: True}), expire_on_commit=False
@@ -90,6 +110,10 @@ class MemoryStore:
         auto_migrate: bool = False,
         block_char_limit: int = DEFAULT_BLOCK_CHAR_LIMIT,
         clock: Clock = utcnow,
+        max_slots_per_thread: int = DEFAULT_MAX_SLOTS_PER_THREAD,
+        max_threads: int = DEFAULT_MAX_THREADS,
+        thread_idle_ttl_seconds: float | None = None,
+        scratchpad_limit: int = DEFAULT_SCRATCHPAD_LIMIT,
     ) -> AsyncIterator[MemoryStore]:
         """Open a store on ``url`` (else ``$MEMSTORE_URL``, else ``./memstore.db``).
 
@@ -101,7 +125,12 @@ class MemoryStore:
             if auto_migrate:
                 await upgrade(engine)
             await check_schema(engine)
-            yield cls(engine=engine, block_char_limit=block_char_limit, clock=clock)
+            yield cls(
+                engine=engine, block_char_limit=block_char_limit, clock=clock,
+                max_slots_per_thread=max_slots_per_thread, max_threads=max_threads,
+                thread_idle_ttl_seconds=thread_idle_ttl_seconds,
+                scratchpad_limit=scratchpad_limit,
+            )
         finally:
             await engine.dispose()
 
@@ -405,6 +434,57 @@ class MemoryStore:
         async with self._write() as session:
             if not await BlockRepository(session=session).delete(user, name):
                 raise NotFound(f"no block {name!r} for this user")
+
+    # ---- working memory and garbage collection ---------------------------------------
+
+    def working_memory(
+        self,
+        *,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        project_id: str | None = None,
+        agent_id: str | None = None,
+        default_ttl_seconds: float | None = None,
+    ) -> WorkingMemory:
+        """Working memory of the scope project > agent instance > session given.
+
+        Keys are isolated per full scope path and per tenant; at least one of
+        ``project_id``, ``agent_id``, ``session_id`` is required.
+        """
+        for name, value in (("project_id", project_id), ("agent_id", agent_id),
+                            ("session_id", session_id)):
+            if value is not None:
+                check_identifier(name, value)
+        scope = ScopeContext.build(
+            project_id=project_id, agent_id=agent_id, session_id=session_id
+        )
+        if scope is None:
+            raise InvalidInput("working memory needs a project_id, agent_id or session_id")
+        return WorkingMemory(
+            self, scope, user_id=user_id, default_ttl_seconds=default_ttl_seconds,
+            scratchpad_limit=self.scratchpad_limit,
+        )
+
+    async def gc(
+        self,
+        *,
+        user_id: str | None = None,
+        all_tenants: bool = False,
+        max_threads: int | None = None,
+        thread_idle_ttl_seconds: float | None = None,
+    ) -> GcReport:
+        """Collect idle / surplus threads and expired working-memory keys.
+
+        One tenant (``user_id``, None = anonymous) or, with ``all_tenants=True``,
+        every tenant, each in its own transaction. The limits default to the
+        store's configuration. Returns what was removed.
+        """
+        if all_tenants and user_id is not None:
+            raise InvalidInput("pass either user_id or all_tenants=True, not both")
+        user = None if all_tenants else storage_user_id(user_id)
+        return await collect(
+            self, user=user, max_threads=max_threads, idle_ttl_seconds=thread_idle_ttl_seconds
+        )
 
     # ---- tenant-wide ------------------------------------------------------------------
 

@@ -18,6 +18,7 @@ __all__ = ["main"]
 COMMAND_MODULES = [
     "memstore.cli.migrate",
     "memstore.cli.demo",
+    "memstore.cli.gc",
 ]
 
 

@@ -4,5 +4,17 @@ from memstore.db.base import Base
 from memstore.models.blocks import BlockRow, BlockVersionRow
 from memstore.models.episodes import EpisodeRow
 from memstore.models.facts import FactRow
+from memstore.models.threads import SlotRow, ThreadRow
+from memstore.models.working_memory import WorkingMemoryCheckpointRow, WorkingMemoryRow
 
-__all__ = ["Base", "BlockRow", "BlockVersionRow", "EpisodeRow", "FactRow"]
+__all__ = [
+    "Base",
+    "BlockRow",
+    "BlockVersionRow",
+    "EpisodeRow",
+    "FactRow",
+    "SlotRow",
+    "ThreadRow",
+    "WorkingMemoryCheckpointRow",
+    "WorkingMemoryRow",
+]

@@ -1,0 +1,49 @@
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Index, String, Text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from memstore.db.base import Base
+from memstore.db.types import JSONDoc, UTCDateTime
+
+__all__ = ["NO_SCOPE", "WorkingMemoryCheckpointRow", "WorkingMemoryRow"]
+
+# A scope is the path project > agent instance > session; an absent level is
+# stored as "" (identifiers are never empty), so each path maps to exactly one key.
+NO_SCOPE = ""
+
+
+class WorkingMemoryRow(Base):
+    """One key of one scope's working memory; ``_``-prefixed keys are internal state."""
+
+    __tablename__ = "working_memory"
+
+    user_id: Mapped[str] = mapped_column(String(255), primary_key=True)
+    project_id: Mapped[str] = mapped_column(String(255), primary_key=True)
+    agent_id: Mapped[str] = mapped_column(String(255), primary_key=True)
+    session_id: Mapped[str] = mapped_column(String(255), primary_key=True)
+    key: Mapped[str] = mapped_column(String(255), primary_key=True)
+    value: Mapped[Any] = mapped_column(JSONDoc)
+    # NULL = never expires. Reads filter on expires_at > now; the sweep deletes the rest.
+    expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+    __table_args__ = (Index(None, "user_id", "expires_at"),)
+
+
+class WorkingMemoryCheckpointRow(Base):
+    """A snapshot of every key of one scope, restorable by its UUID."""
+
+    __tablename__ = "working_memory_checkpoints"
+
+    user_id: Mapped[str] = mapped_column(String(255), primary_key=True)
+    project_id: Mapped[str] = mapped_column(String(255), primary_key=True)
+    agent_id: Mapped[str] = mapped_column(String(255), primary_key=True)
+    session_id: Mapped[str] = mapped_column(String(255), primary_key=True)
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    description: Mapped[str] = mapped_column(Text)
+    data: Mapped[Any] = mapped_column(JSONDoc)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)

@@ -1,0 +1,216 @@
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import delete, func, insert, or_, select
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from memstore.db.errors import translated
+from memstore.models import SlotRow, ThreadRow
+from memstore.slots import Slot, SlotMetadata, ThreadInfo
+from memstore.tenancy import public_user_id
+
+__all__ = ["ThreadRepository", "slot_from_row"]
+
+
+def slot_from_row(row: SlotRow) -> Slot:
+    return Slot(
+        payload=row.payload,
+        metadata=SlotMetadata(
+            thread_id=row.thread_id,
+            from_id=row.from_id,
+            to_id=row.to_id,
+            slot_index=row.slot_index,
+            timestamp=row.created_at,
+            payload_type=row.payload_type,
+            own_name=row.own_name,
+            is_self_call=row.is_self_call,
+            usage_instructions=row.usage_instructions,
+            todo_nudge=row.todo_nudge,
+            user_id=public_user_id(row.user_id),
+        ),
+    )
+
+
+def _info(row: ThreadRow) -> ThreadInfo:
+    return ThreadInfo(
+        thread_id=row.thread_id,
+        slot_count=row.next_slot_index,
+        created_at=row.created_at,
+        last_activity_at=row.last_activity_at,
+        user_id=public_user_id(row.user_id),
+    )
+
+
+class ThreadRepository:
+    """Threads and their append-only slots, one tenant at a time.
+
+    Slot rows are only ever inserted or deleted (with their thread); the
+    database rejects UPDATE of a slot.
+    """
+
+    def __init__(self, *, session: AsyncSession) -> None:
+        self._session = session
+
+    def _upsert(self) -> Any:
+        name = self._session.get_bind().dialect.name
+        return (postgresql.insert if name == "postgresql" else sqlite.insert)(ThreadRow)
+
+    async def claim_index(
+        self, user_id: str, thread_id: str, *, now: datetime, max_slots: int
+    ) -> int | None:
+        """Reserve the thread's next slot index, creating the thread if new.
+
+        One statement reads and increments the counter, so no two callers get
+        the same index (see ThreadBuffer.append for why on each database).
+        Returns None when the thread already holds ``max_slots`` slots.
+        """
+        stmt = self._upsert().values(
+            user_id=user_id, thread_id=thread_id, next_slot_index=1,
+            created_at=now, last_activity_at=now,
+        )
+        stmt = stmt.on_conflict_do_update(
+            index_elements=[ThreadRow.user_id, ThreadRow.thread_id],
+            set_={
+                "next_slot_index": ThreadRow.next_slot_index + 1,
+                "last_activity_at": stmt.excluded.last_activity_at,
+            },
+            where=ThreadRow.next_slot_index < max_slots,
+        ).returning(ThreadRow.next_slot_index)
+        with translated("append slot"):
+            claimed = (await self._session.execute(stmt)).scalar_one_or_none()
+        return None if claimed is None else int(claimed) - 1
+
+    async def add_slot(self, user_id: str, metadata: SlotMetadata, payload: Any) -> None:
+        stmt = insert(SlotRow).values(
+            user_id=user_id,
+            thread_id=metadata.thread_id,
+            slot_index=metadata.slot_index,
+            from_id=metadata.from_id,
+            to_id=metadata.to_id,
+            payload_type=metadata.payload_type,
+            payload=payload,
+            own_name=metadata.own_name,
+            is_self_call=metadata.is_self_call,
+            usage_instructions=metadata.usage_instructions,
+            todo_nudge=metadata.todo_nudge,
+            created_at=metadata.timestamp,
+        )
+        with translated("append slot"):
+            await self._session.execute(stmt)
+
+    async def info(self, user_id: str, thread_id: str) -> ThreadInfo | None:
+        row = await self._session.get(ThreadRow, (user_id, thread_id), populate_existing=True)
+        return _info(row) if row is not None else None
+
+    async def slots(
+        self,
+        user_id: str,
+        thread_id: str,
+        *,
+        start: int = 0,
+        stop: int | None = None,
+        payload_type: str | None = None,
+        from_id: str | None = None,
+        limit: int | None = None,
+    ) -> list[Slot]:
+        stmt = select(SlotRow).where(
+            SlotRow.user_id == user_id, SlotRow.thread_id == thread_id,
+            SlotRow.slot_index >= start,
+        )
+        if stop is not None:
+            stmt = stmt.where(SlotRow.slot_index < stop)
+        if payload_type is not None:
+            stmt = stmt.where(SlotRow.payload_type == payload_type)
+        if from_id is not None:
+            stmt = stmt.where(SlotRow.from_id == from_id)
+        stmt = stmt.order_by(SlotRow.slot_index)
+        if limit is not None:
+            stmt = stmt.limit(limit)
+        with translated("read slots"):
+            rows = (await self._session.scalars(stmt)).all()
+        return [slot_from_row(r) for r in rows]
+
+    async def delete(self, user_id: str, thread_ids: Sequence[str]) -> dict[str, int]:
+        """Delete threads (their slots go by ON DELETE CASCADE); returns id -> slot count."""
+        if not thread_ids:
+            return {}
+        # The header row goes first: on Postgres this waits for any appender
+        # holding its lock, and the cascade then also removes the slot that
+        # appender committed.
+        stmt = (
+            delete(ThreadRow)
+            .where(ThreadRow.user_id == user_id, ThreadRow.thread_id.in_(list(thread_ids)))
+            .returning(ThreadRow.thread_id, ThreadRow.next_slot_index)
+        )
+        with translated("delete thread"):
+            removed = {r.thread_id: int(r.next_slot_index)
+                       for r in (await self._session.execute(stmt)).all()}
+        return removed
+
+    async def delete_idle(self, user_id: str, cutoff: datetime) -> dict[str, int]:
+        # The condition sits in the DELETE itself, so on Postgres a thread that an
+        # appender touched while we waited for its row lock is re-checked and kept.
+        stmt = (
+            delete(ThreadRow)
+            .where(ThreadRow.user_id == user_id, ThreadRow.last_activity_at < cutoff)
+            .returning(ThreadRow.thread_id, ThreadRow.next_slot_index)
+        )
+        with translated("collect idle threads"):
+            return {r.thread_id: int(r.next_slot_index)
+                    for r in (await self._session.execute(stmt)).all()}
+
+    async def delete_beyond(self, user_id: str, keep: int) -> dict[str, int]:
+        """Delete all but the ``keep`` newest threads (by creation, then id)."""
+        oldest = (
+            select(ThreadRow.thread_id)
+            .where(ThreadRow.user_id == user_id)
+            .order_by(ThreadRow.created_at.desc(), ThreadRow.thread_id.desc())
+            .offset(keep)
+        )
+        victims = list((await self._session.scalars(oldest)).all())
+        return await self.delete(user_id, victims)
+
+    async def exists(self, user_id: str, thread_id: str) -> bool:
+        stmt = select(ThreadRow.thread_id).where(
+            ThreadRow.user_id == user_id, ThreadRow.thread_id == thread_id
+        )
+        return (await self._session.scalar(stmt)) is not None
+
+    async def list_threads(self, user_id: str) -> list[ThreadInfo]:
+        stmt = (
+            select(ThreadRow)
+            .where(ThreadRow.user_id == user_id)
+            .order_by(ThreadRow.created_at, ThreadRow.thread_id)
+        )
+        return [_info(r) for r in (await self._session.scalars(stmt)).all()]
+
+    async def totals(self, user_id: str) -> tuple[int, int]:
+        """(thread count, slot count) of the tenant."""
+        stmt = select(
+            func.count(), func.coalesce(func.sum(ThreadRow.next_slot_index), 0)
+        ).where(ThreadRow.user_id == user_id)
+        threads, slots = (await self._session.execute(stmt)).one()
+        return int(threads), int(slots)
+
+    async def tenants_to_collect(self, *, max_threads: int, cutoff: datetime | None) -> list[str]:
+        """Stored tenant ids that have more than ``max_threads`` threads or an idle one.
+
+        The one statement of this repository that spans tenants: an operator's
+        sweep needs to know whom to visit. It reads tenant ids only; all the
+        deleting is then done per tenant.
+        """
+        over = func.count() > max_threads
+        condition = over if cutoff is None else or_(
+            over, func.min(ThreadRow.last_activity_at) < cutoff
+        )
+        stmt = (
+            select(ThreadRow.user_id)
+            .group_by(ThreadRow.user_id)
+            .having(condition)
+            .order_by(ThreadRow.user_id)
+        )
+        return list((await self._session.scalars(stmt)).all())

@@ -1,0 +1,341 @@
+"""``store.threads``: append-only thread context buffers shared through the database.
+
+Replaces the seed's in-process / Manager / Redis context buffer: every process
+that opens a store on the same database sees the same threads.
+
+Atomic slot numbering: ``append`` reserves its index with one statement,
+``INSERT INTO threads ... ON CONFLICT (user_id, thread_id) DO UPDATE SET
+next_slot_index = next_slot_index + 1 ... RETURNING next_slot_index``, and
+inserts the slot in the same transaction.
+
+- Postgres: the upsert is atomic (it either inserts or locks and updates the
+  existing row, never fails with a duplicate for concurrent creators). The
+  row lock is held until commit, so a second appender waits, then reads the
+  incremented value; if the first rolls back, the counter reverts with the
+  lock and the second gets the same index the first gave up: no gap.
+- SQLite: every write transaction starts with BEGIN IMMEDIATE (see
+  memstore.db.engine), so only one appender in any process is between claim
+  and commit; the others wait (busy_timeout) and then read the committed value.
+
+In both, the primary key (user_id, thread_id, slot_index) of ``slots`` is the
+backstop: a duplicate index could not be committed even if the above failed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import AsyncIterator
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from memstore.errors import InvalidInput, LimitExceeded, NotFound
+from memstore.repositories.threads import ThreadRepository
+from memstore.slots import RemovedThread, Slot, SlotMetadata, ThreadInfo
+from memstore.tenancy import public_user_id, storage_user_id
+from memstore.validation import check_identifier, check_json, check_limit, check_text
+
+if TYPE_CHECKING:
+    from memstore.store import MemoryStore
+
+__all__ = [
+    "DEFAULT_MAX_SLOTS_PER_THREAD",
+    "DEFAULT_MAX_THREADS",
+    "ThreadBuffer",
+    "check_positive_seconds",
+]
+
+DEFAULT_MAX_SLOTS_PER_THREAD = 10_000
+DEFAULT_MAX_THREADS = 1_000
+_MAX_LIMIT = 100_000_000
+_ITER_BATCH = 256
+
+
+def check_positive_seconds(field: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidInput(f"{field} must be a number of seconds")
+    seconds = float(value)
+    if not (0 < seconds < float("inf")):
+        raise InvalidInput(f"{field} must be a positive, finite number of seconds")
+    return seconds
+
+
+def _encode_payload(payload: Any) -> tuple[str, Any]:
+    """(type name, JSON value). Dataclass instances (the seed's payloads) become dicts."""
+    type_name = type(payload).__name__
+    if dataclasses.is_dataclass(payload) and not isinstance(payload, type):
+        try:
+            payload = dataclasses.asdict(payload)
+        except (TypeError, RecursionError) as exc:
+            raise InvalidInput(f"payload is not JSON-serialisable: {exc}") from exc
+    return type_name, check_json("payload", payload)
+
+
+class ThreadBuffer:
+    """Thread-scoped, append-only message slots; every method takes ``user_id``.
+
+    Limits: ``max_slots_per_thread`` is enforced on append; ``max_threads``
+    (per tenant, newest kept) and ``idle_ttl_seconds`` are applied by :meth:`gc`.
+    """
+
+    def __init__(
+        self,
+        store: MemoryStore,
+        *,
+        max_slots_per_thread: int = DEFAULT_MAX_SLOTS_PER_THREAD,
+        max_threads: int = DEFAULT_MAX_THREADS,
+        idle_ttl_seconds: float | None = None,
+    ) -> None:
+        self._store = store
+        self.max_slots_per_thread = check_limit(
+            "max_slots_per_thread", max_slots_per_thread, maximum=_MAX_LIMIT
+        )
+        self.max_threads = check_limit("max_threads", max_threads, maximum=_MAX_LIMIT)
+        self.idle_ttl_seconds = (
+            None if idle_ttl_seconds is None
+            else check_positive_seconds("thread_idle_ttl_seconds", idle_ttl_seconds)
+        )
+
+    # ---- writing ---------------------------------------------------------------
+
+    async def append(
+        self,
+        thread_id: str,
+        payload: Any,
+        *,
+        from_id: str,
+        to_id: str,
+        user_id: str | None = None,
+        own_name: str | None = None,
+        is_self_call: bool = False,
+        usage_instructions: str = "",
+        todo_nudge: str = "",
+    ) -> Slot:
+        """Append ``payload`` as the thread's next slot (creating the thread) and return it.
+
+        Raises :class:`LimitExceeded` (nothing written) when the thread already
+        holds ``max_slots_per_thread`` slots.
+        """
+        user = storage_user_id(user_id)
+        check_identifier("thread_id", thread_id)
+        check_identifier("from_id", from_id)
+        check_identifier("to_id", to_id)
+        if own_name is not None:
+            check_identifier("own_name", own_name)
+        if not isinstance(is_self_call, bool):
+            raise InvalidInput("is_self_call must be a bool")
+        check_text("usage_instructions", usage_instructions, allow_empty=True)
+        check_text("todo_nudge", todo_nudge, allow_empty=True)
+        payload_type, value = _encode_payload(payload)
+        check_identifier("payload type name", payload_type)
+
+        now = self._store.now()
+        async with self._store._write() as session:
+            repo = ThreadRepository(session=session)
+            index = await repo.claim_index(
+                user, thread_id, now=now, max_slots=self.max_slots_per_thread
+            )
+            if index is None:
+                raise LimitExceeded(
+                    f"thread {thread_id!r} already holds {self.max_slots_per_thread} slots "
+                    "(max_slots_per_thread)"
+                )
+            metadata = SlotMetadata(
+                thread_id=thread_id, from_id=from_id, to_id=to_id, slot_index=index,
+                timestamp=now, payload_type=payload_type, own_name=own_name,
+                is_self_call=is_self_call, usage_instructions=usage_instructions,
+                todo_nudge=todo_nudge, user_id=public_user_id(user),
+            )
+            await repo.add_slot(user, metadata, value)
+        return Slot(payload=value, metadata=metadata)
+
+    async def delete_thread(self, thread_id: str, *, user_id: str | None = None) -> bool:
+        """Delete a thread and all its slots; False if it did not exist."""
+        user = storage_user_id(user_id)
+        check_identifier("thread_id", thread_id)
+        async with self._store._write() as session:
+            removed = await ThreadRepository(session=session).delete(user, [thread_id])
+        return bool(removed)
+
+    # ---- reading ---------------------------------------------------------------
+
+    async def _slots(self, user_id: str | None, thread_id: str, **where: Any) -> list[Slot]:
+        user = storage_user_id(user_id)
+        check_identifier("thread_id", thread_id)
+        async with self._store._read() as session:
+            return await ThreadRepository(session=session).slots(user, thread_id, **where)
+
+    async def get_thread(self, thread_id: str, *, user_id: str | None = None) -> list[Slot]:
+        """Every slot of the thread in slot order ([] if there is no such thread)."""
+        return await self._slots(user_id, thread_id)
+
+    async def get_slice(
+        self, thread_id: str, start: int = 0, end: int | None = None, *,
+        user_id: str | None = None,
+    ) -> list[Slot]:
+        """Slots ``[start:end]`` with Python slice semantics (negative counts from the end)."""
+        user = storage_user_id(user_id)
+        check_identifier("thread_id", thread_id)
+        for name, bound in (("start", start), ("end", end)):
+            if bound is not None and (isinstance(bound, bool) or not isinstance(bound, int)):
+                raise InvalidInput(f"{name} must be an integer or None")
+        async with self._store._read() as session:
+            repo = ThreadRepository(session=session)
+            info = await repo.info(user, thread_id)
+            if info is None:
+                return []
+            # No gaps: slot i exists for every i < slot_count, so a slice of
+            # range(slot_count) is exactly the index interval to fetch.
+            window = range(info.slot_count)[start:end]
+            if not window:
+                return []
+            return await repo.slots(user, thread_id, start=window.start, stop=window.stop)
+
+    async def get_slot(self, thread_id: str, index: int, *, user_id: str | None = None) -> Slot:
+        """The slot at ``index`` (negative counts from the end); NotFound if out of range."""
+        if isinstance(index, bool) or not isinstance(index, int):
+            raise InvalidInput("index must be an integer")
+        found = await self.get_slice(
+            thread_id, index, (index + 1) or None, user_id=user_id
+        )
+        if not found:
+            raise NotFound(f"thread {thread_id!r} has no slot {index}")
+        return found[0]
+
+    async def get_by_type(
+        self, thread_id: str, payload_type: str, *, user_id: str | None = None
+    ) -> list[Slot]:
+        check_identifier("payload_type", payload_type)
+        return await self._slots(user_id, thread_id, payload_type=payload_type)
+
+    async def get_from(
+        self, thread_id: str, from_id: str, *, user_id: str | None = None
+    ) -> list[Slot]:
+        check_identifier("from_id", from_id)
+        return await self._slots(user_id, thread_id, from_id=from_id)
+
+    async def iterate(
+        self, thread_id: str, *, user_id: str | None = None, batch_size: int = _ITER_BATCH
+    ) -> AsyncIterator[Slot]:
+        """Stream the thread in slot order, a batch per short read transaction."""
+        user = storage_user_id(user_id)
+        check_identifier("thread_id", thread_id)
+        check_limit("batch_size", batch_size)
+        start = 0
+        while True:
+            async with self._store._read() as session:
+                batch = await ThreadRepository(session=session).slots(
+                    user, thread_id, start=start, limit=batch_size
+                )
+            for slot in batch:
+                yield slot
+            if len(batch) < batch_size:
+                return
+            start = batch[-1].index + 1
+
+    async def thread_exists(self, thread_id: str, *, user_id: str | None = None) -> bool:
+        user = storage_user_id(user_id)
+        check_identifier("thread_id", thread_id)
+        async with self._store._read() as session:
+            return await ThreadRepository(session=session).exists(user, thread_id)
+
+    async def length(self, thread_id: str, *, user_id: str | None = None) -> int:
+        """Number of slots in the thread (0 if there is no such thread)."""
+        info = await self.thread_info(thread_id, user_id=user_id)
+        return info.slot_count if info is not None else 0
+
+    async def thread_info(
+        self, thread_id: str, *, user_id: str | None = None
+    ) -> ThreadInfo | None:
+        user = storage_user_id(user_id)
+        check_identifier("thread_id", thread_id)
+        async with self._store._read() as session:
+            return await ThreadRepository(session=session).info(user, thread_id)
+
+    async def list_threads(self, *, user_id: str | None = None) -> list[ThreadInfo]:
+        """The tenant's threads, oldest first."""
+        user = storage_user_id(user_id)
+        async with self._store._read() as session:
+            return await ThreadRepository(session=session).list_threads(user)
+
+    async def stats(self, *, user_id: str | None = None) -> dict[str, Any]:
+        """Counts for one tenant, shaped like the seed's ``get_stats``."""
+        user = storage_user_id(user_id)
+        async with self._store._read() as session:
+            repo = ThreadRepository(session=session)
+            thread_count, total_slots = await repo.totals(user)
+            threads = [t.thread_id for t in await repo.list_threads(user)]
+        return {
+            "thread_count": thread_count,
+            "total_slots": total_slots,
+            "max_threads": self.max_threads,
+            "max_slots_per_thread": self.max_slots_per_thread,
+            "idle_ttl_seconds": self.idle_ttl_seconds,
+            "threads": threads,
+            "backend": self._store.engine.dialect.name,
+        }
+
+    # ---- garbage collection -------------------------------------------------------
+
+    def _cutoff(self, now: datetime, idle_ttl_seconds: float | None) -> datetime | None:
+        return None if idle_ttl_seconds is None else now - timedelta(seconds=idle_ttl_seconds)
+
+    async def gc(
+        self,
+        *,
+        user_id: str | None = None,
+        max_threads: int | None = None,
+        idle_ttl_seconds: float | None = None,
+    ) -> list[RemovedThread]:
+        """Collect one tenant's threads; returns what was removed.
+
+        Threads idle (no append) for longer than the idle TTL go first, then all
+        but the ``max_threads`` newest (by creation). Arguments override the
+        store's configured limits for this call.
+        """
+        user = storage_user_id(user_id)
+        keep, ttl = self._gc_limits(max_threads, idle_ttl_seconds)
+        return await self._collect(user, keep, self._cutoff(self._store.now(), ttl))
+
+    async def gc_all_tenants(
+        self, *, max_threads: int | None = None, idle_ttl_seconds: float | None = None
+    ) -> list[RemovedThread]:
+        """Collect every tenant's threads (each tenant in its own transaction)."""
+        keep, ttl = self._gc_limits(max_threads, idle_ttl_seconds)
+        cutoff = self._cutoff(self._store.now(), ttl)
+        async with self._store._read() as session:
+            tenants = await ThreadRepository(session=session).tenants_to_collect(
+                max_threads=keep, cutoff=cutoff
+            )
+        removed: list[RemovedThread] = []
+        for user in tenants:
+            removed.extend(await self._collect(user, keep, cutoff))
+        return removed
+
+    def _gc_limits(
+        self, max_threads: int | None, idle_ttl_seconds: float | None
+    ) -> tuple[int, float | None]:
+        keep = self.max_threads if max_threads is None else check_limit(
+            "max_threads", max_threads, maximum=_MAX_LIMIT
+        )
+        ttl = self.idle_ttl_seconds if idle_ttl_seconds is None else check_positive_seconds(
+            "idle_ttl_seconds", idle_ttl_seconds
+        )
+        return keep, ttl
+
+    async def _collect(
+        self, user: str, keep: int, cutoff: datetime | None
+    ) -> list[RemovedThread]:
+        public = public_user_id(user)
+        removed: list[RemovedThread] = []
+        async with self._store._write() as session:
+            repo = ThreadRepository(session=session)
+            if cutoff is not None:
+                for thread_id, count in sorted((await repo.delete_idle(user, cutoff)).items()):
+                    removed.append(RemovedThread(
+                        thread_id=thread_id, slot_count=count, reason="idle", user_id=public
+                    ))
+            for thread_id, count in sorted((await repo.delete_beyond(user, keep)).items()):
+                removed.append(RemovedThread(
+                    thread_id=thread_id, slot_count=count, reason="max_threads", user_id=public
+                ))
+        return removed

@@ -1,0 +1,396 @@
+"""``store.working_memory(...)``: scoped key/value memory with TTL, task state,
+scratchpad and checkpoints (the seed-002 API), shared through the database.
+
+Every call is its own short transaction. Read-modify-write calls
+(``append_scratchpad``, ``update_task_progress``) lock the row they change
+(SELECT ... FOR UPDATE on Postgres; SQLite write transactions are serial), so
+concurrent agents in different processes do not lose each other's updates.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import uuid
+from dataclasses import replace
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from memstore.errors import InvalidInput, NotFound
+from memstore.repositories.working_memory import (
+    INTERNAL_PREFIX,
+    ScopeKey,
+    StoredKey,
+    WorkingMemoryRepository,
+)
+from memstore.scopes import ScopeContext, ScopeLevel, TaskState
+from memstore.tenancy import public_user_id, storage_user_id
+from memstore.threads import check_positive_seconds
+from memstore.validation import check_aware, check_identifier, check_json, check_text
+
+if TYPE_CHECKING:
+    from memstore.store import MemoryStore
+
+__all__ = ["DEFAULT_SCRATCHPAD_LIMIT", "WorkingMemory"]
+
+DEFAULT_SCRATCHPAD_LIMIT = 100
+# Reserved keys of the seed; user keys may not start with "_".
+TASK_STATE_KEY = "_task_state"
+SCRATCHPAD_KEY = "_scratchpad"
+METADATA_KEY = "_metadata"
+_CHECKPOINT_FORMAT = "memstore-wm-checkpoint/1"
+
+
+def _scope_key(scope: ScopeContext) -> ScopeKey:
+    return ScopeKey(
+        project_id=scope.level_id(ScopeLevel.PROJECT) or "",
+        agent_id=scope.level_id(ScopeLevel.AGENT_INSTANCE) or "",
+        session_id=scope.level_id(ScopeLevel.SESSION) or "",
+    )
+
+
+def _check_user_key(key: object, action: str) -> str:
+    check_identifier("key", key)
+    assert isinstance(key, str)
+    if key.startswith(INTERNAL_PREFIX):
+        raise InvalidInput(f"cannot {action} {key!r}: keys starting with '_' are reserved")
+    return key
+
+
+def _check_task_state(state: object) -> TaskState:
+    if not isinstance(state, TaskState):
+        raise InvalidInput(f"expected a TaskState, got {type(state).__name__}")
+    check_identifier("task_id", state.task_id)
+    check_text("task_type", state.task_type, allow_empty=True, max_chars=255)
+    check_text("description", state.description, allow_empty=True)
+    check_text("status", state.status, allow_empty=True, max_chars=255)
+    for name in ("current_step", "total_steps"):
+        value = getattr(state, name)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise InvalidInput(f"{name} must be a non-negative integer")
+    progress = state.progress_percent
+    if isinstance(progress, bool) or not isinstance(progress, int | float) or not (
+        0.0 <= progress <= 100.0
+    ):
+        raise InvalidInput("progress_percent must be a number between 0 and 100")
+    if not isinstance(state.context, dict):
+        raise InvalidInput("task context must be a dict")
+    check_json("task context", state.context)
+    check_aware("started_at", state.started_at)
+    check_aware("updated_at", state.updated_at)
+    return state
+
+
+class WorkingMemory:
+    """Working memory of one scope of one tenant. Obtain via ``store.working_memory(...)``."""
+
+    def __init__(
+        self,
+        store: MemoryStore,
+        scope: ScopeContext,
+        *,
+        user_id: str | None = None,
+        default_ttl_seconds: float | None = None,
+        scratchpad_limit: int = DEFAULT_SCRATCHPAD_LIMIT,
+    ) -> None:
+        self._store = store
+        self._scope = scope
+        self._key = _scope_key(scope)
+        self._user = storage_user_id(user_id)
+        self._default_ttl = (
+            None if default_ttl_seconds is None
+            else check_positive_seconds("default_ttl_seconds", default_ttl_seconds)
+        )
+        self._scratchpad_limit = scratchpad_limit
+
+    @property
+    def scope(self) -> ScopeContext:
+        return self._scope
+
+    @property
+    def user_id(self) -> str | None:
+        return public_user_id(self._user)
+
+    def parent(self) -> WorkingMemory | None:
+        """The working memory of the enclosing scope (None at the project level)."""
+        if self._scope.parent is None:
+            return None
+        return WorkingMemory(
+            self._store, self._scope.parent, user_id=self.user_id,
+            default_ttl_seconds=self._default_ttl, scratchpad_limit=self._scratchpad_limit,
+        )
+
+    async def _ensure_metadata(self, repo: WorkingMemoryRepository, now: datetime) -> None:
+        await repo.put_if_absent(self._user, self._key, METADATA_KEY, {
+            "scope_type": self._scope.scope_type.value,
+            "scope_id": self._scope.scope_id,
+            "scope_path": self._scope.to_key_prefix(),
+            "created_at": now.isoformat(),
+        }, now=now)
+
+    # ---- key/value -----------------------------------------------------------------
+
+    async def set(self, key: str, value: Any, ttl_seconds: float | None = None) -> None:
+        """Store a JSON value; it expires after ``ttl_seconds`` (else the default TTL)."""
+        _check_user_key(key, "set")
+        check_json(f"value of {key!r}", value)
+        ttl = self._default_ttl if ttl_seconds is None else check_positive_seconds(
+            "ttl_seconds", ttl_seconds
+        )
+        now = self._store.now()
+        expires_at = None if ttl is None else now + timedelta(seconds=ttl)
+        async with self._store._write() as session:
+            repo = WorkingMemoryRepository(session=session)
+            await self._ensure_metadata(repo, now)
+            await repo.put(self._user, self._key, key, value, expires_at=expires_at, now=now)
+
+    async def get(self, key: str, default: Any = None) -> Any:
+        """The live value of ``key``, else ``default`` (a stored JSON null is returned as None)."""
+        check_identifier("key", key)
+        async with self._store._read() as session:
+            found, value = await WorkingMemoryRepository(session=session).get(
+                self._user, self._key, key, self._store.now()
+            )
+        return value if found else default
+
+    async def delete(self, key: str) -> bool:
+        """Delete a user key; True if it existed (and had not expired)."""
+        _check_user_key(key, "delete")
+        async with self._store._write() as session:
+            return await WorkingMemoryRepository(session=session).delete(
+                self._user, self._key, key, self._store.now()
+            )
+
+    async def exists(self, key: str) -> bool:
+        check_identifier("key", key)
+        async with self._store._read() as session:
+            found, _ = await WorkingMemoryRepository(session=session).get(
+                self._user, self._key, key, self._store.now()
+            )
+        return found
+
+    async def _live(self, *, internal: bool | None) -> list[StoredKey]:
+        async with self._store._read() as session:
+            return await WorkingMemoryRepository(session=session).live(
+                self._user, self._key, self._store.now(), internal=internal
+            )
+
+    async def list_keys(self, pattern: str = "*") -> list[str]:
+        """Live user keys matching the glob ``pattern``, sorted (internal keys excluded)."""
+        check_text("pattern", pattern, max_chars=1_000)
+        return [k.key for k in await self._live(internal=False)
+                if fnmatch.fnmatchcase(k.key, pattern)]
+
+    async def get_all(self) -> dict[str, Any]:
+        """Every live user key and its value (internal keys excluded)."""
+        return {k.key: k.value for k in await self._live(internal=False)}
+
+    async def clear(self) -> int:
+        """Delete every user key, keeping task state, scratchpad and metadata.
+
+        Returns the number of live keys deleted.
+        """
+        async with self._store._write() as session:
+            return await WorkingMemoryRepository(session=session).delete_all(
+                self._user, self._key, self._store.now(), internal=False
+            )
+
+    # ---- task state ------------------------------------------------------------------
+
+    async def set_task_state(self, state: TaskState) -> TaskState:
+        """Store the task state (``updated_at`` becomes now); returns what was stored."""
+        _check_task_state(state)
+        now = self._store.now()
+        stored = replace(state, updated_at=now)
+        async with self._store._write() as session:
+            repo = WorkingMemoryRepository(session=session)
+            await self._ensure_metadata(repo, now)
+            await repo.put(self._user, self._key, TASK_STATE_KEY, stored.to_json(),
+                           expires_at=None, now=now)
+        return stored
+
+    async def get_task_state(self) -> TaskState | None:
+        async with self._store._read() as session:
+            found, data = await WorkingMemoryRepository(session=session).get(
+                self._user, self._key, TASK_STATE_KEY, self._store.now()
+            )
+        return TaskState.from_json(data) if found else None
+
+    async def update_task_progress(
+        self,
+        current_step: int | None = None,
+        progress_percent: float | None = None,
+        status: str | None = None,
+    ) -> TaskState | None:
+        """Change progress fields (progress clamped to 0..100); None if no task state is set."""
+        if current_step is not None and (
+            isinstance(current_step, bool) or not isinstance(current_step, int)
+            or current_step < 0
+        ):
+            raise InvalidInput("current_step must be a non-negative integer")
+        if progress_percent is not None:
+            if isinstance(progress_percent, bool) or not isinstance(progress_percent, int | float):
+                raise InvalidInput("progress_percent must be a number")
+            if progress_percent != progress_percent:  # NaN cannot be clamped meaningfully
+                raise InvalidInput("progress_percent must not be NaN")
+            progress_percent = min(100.0, max(0.0, float(progress_percent)))
+        if status is not None:
+            check_text("status", status, allow_empty=True, max_chars=255)
+        now = self._store.now()
+        async with self._store._write() as session:
+            repo = WorkingMemoryRepository(session=session)
+            found, data = await repo.get(self._user, self._key, TASK_STATE_KEY, now, lock=True)
+            if not found:
+                return None
+            state = TaskState.from_json(data)
+            changes: dict[str, Any] = {"updated_at": now}
+            if current_step is not None:
+                changes["current_step"] = current_step
+            if progress_percent is not None:
+                changes["progress_percent"] = progress_percent
+            if status is not None:
+                changes["status"] = status
+            state = replace(state, **changes)
+            await repo.put(self._user, self._key, TASK_STATE_KEY, state.to_json(),
+                           expires_at=None, now=now)
+        return state
+
+    # ---- scratchpad --------------------------------------------------------------------
+
+    async def append_scratchpad(self, content: str) -> None:
+        """Append a reasoning note; past the limit the oldest notes are dropped."""
+        check_text("content", content, allow_empty=True)
+        now = self._store.now()
+        async with self._store._write() as session:
+            repo = WorkingMemoryRepository(session=session)
+            await self._ensure_metadata(repo, now)
+            # Create-then-lock: the row must exist for FOR UPDATE to serialise appenders.
+            await repo.put_if_absent(self._user, self._key, SCRATCHPAD_KEY, [], now=now)
+            _, entries = await repo.get(self._user, self._key, SCRATCHPAD_KEY, now, lock=True)
+            entries = [*list(entries or []), {"content": content, "timestamp": now.isoformat()}]
+            entries = entries[-self._scratchpad_limit:]
+            await repo.put(self._user, self._key, SCRATCHPAD_KEY, entries,
+                           expires_at=None, now=now)
+
+    async def _scratchpad(self) -> list[dict[str, Any]]:
+        async with self._store._read() as session:
+            _, entries = await WorkingMemoryRepository(session=session).get(
+                self._user, self._key, SCRATCHPAD_KEY, self._store.now()
+            )
+        return list(entries or [])
+
+    async def get_scratchpad(self) -> list[str]:
+        """Scratchpad notes, oldest first."""
+        return [e["content"] for e in await self._scratchpad()]
+
+    async def get_scratchpad_with_timestamps(self) -> list[dict[str, Any]]:
+        """Notes as ``{"content": str, "timestamp": datetime}``, oldest first."""
+        return [
+            {"content": e["content"], "timestamp": datetime.fromisoformat(e["timestamp"])}
+            for e in await self._scratchpad()
+        ]
+
+    async def clear_scratchpad(self) -> int:
+        """Empty the scratchpad; returns how many notes it held."""
+        now = self._store.now()
+        async with self._store._write() as session:
+            repo = WorkingMemoryRepository(session=session)
+            found, entries = await repo.get(self._user, self._key, SCRATCHPAD_KEY, now, lock=True)
+            if not found:
+                return 0
+            await repo.put(self._user, self._key, SCRATCHPAD_KEY, [], expires_at=None, now=now)
+        return len(entries or [])
+
+    # ---- checkpoints ----------------------------------------------------------------------
+
+    async def create_checkpoint(self, description: str = "") -> str:
+        """Snapshot every live key of the scope (internal state included); returns a UUID."""
+        check_text("description", description, allow_empty=True, max_chars=10_000)
+        checkpoint_id = str(uuid.uuid4())
+        now = self._store.now()
+        async with self._store._write() as session:
+            repo = WorkingMemoryRepository(session=session)
+            await self._ensure_metadata(repo, now)
+            keys = await repo.live(self._user, self._key, now)
+            data = {
+                "format": _CHECKPOINT_FORMAT,
+                "keys": [
+                    {
+                        "key": k.key,
+                        "value": k.value,
+                        "expires_at": k.expires_at.isoformat() if k.expires_at else None,
+                    }
+                    for k in keys
+                ],
+            }
+            await repo.add_checkpoint(self._user, self._key, checkpoint_id, description, data, now)
+        return checkpoint_id
+
+    async def restore_checkpoint(self, checkpoint_id: str) -> None:
+        """Replace every key of the scope with the checkpoint's; NotFound if unknown.
+
+        Keys keep their absolute expiry: one that has expired since the
+        snapshot is not brought back. The checkpoint itself is kept.
+        """
+        check_identifier("checkpoint_id", checkpoint_id)
+        now = self._store.now()
+        async with self._store._write() as session:
+            repo = WorkingMemoryRepository(session=session)
+            data = await repo.checkpoint_data(self._user, self._key, checkpoint_id)
+            if data is None:
+                raise NotFound(f"no checkpoint {checkpoint_id!r} in this scope")
+            keys = []
+            for item in data["keys"]:
+                expires_at = (
+                    datetime.fromisoformat(item["expires_at"]) if item["expires_at"] else None
+                )
+                if expires_at is None or expires_at > now:
+                    keys.append(StoredKey(item["key"], item["value"], expires_at))
+            await repo.delete_all(self._user, self._key, now)
+            await repo.insert_many(self._user, self._key, keys, now)
+
+    async def list_checkpoints(self) -> list[dict[str, Any]]:
+        """``{"id", "description", "created_at"}`` of each checkpoint, oldest first."""
+        async with self._store._read() as session:
+            return await WorkingMemoryRepository(session=session).checkpoints(
+                self._user, self._key
+            )
+
+    async def delete_checkpoint(self, checkpoint_id: str) -> bool:
+        check_identifier("checkpoint_id", checkpoint_id)
+        async with self._store._write() as session:
+            return await WorkingMemoryRepository(session=session).delete_checkpoint(
+                self._user, self._key, checkpoint_id
+            )
+
+    # ---- introspection -----------------------------------------------------------------------
+
+    async def get_stats(self) -> dict[str, Any]:
+        now = self._store.now()
+        async with self._store._read() as session:
+            repo = WorkingMemoryRepository(session=session)
+            keys = await repo.live(self._user, self._key, now)
+            checkpoints = await repo.count_checkpoints(self._user, self._key)
+        by_key = {k.key: k.value for k in keys}
+        return {
+            "scope_type": self._scope.scope_type.value,
+            "scope_id": self._scope.scope_id,
+            "scope_path": self._scope.to_key_prefix(),
+            "user_id": self.user_id,
+            "backend": self._store.engine.dialect.name,
+            "total_keys": len(keys),
+            "user_keys": sum(not k.startswith(INTERNAL_PREFIX) for k in by_key),
+            "checkpoint_count": checkpoints,
+            "scratchpad_entries": len(by_key.get(SCRATCHPAD_KEY) or []),
+            "has_task_state": TASK_STATE_KEY in by_key,
+        }
+
+    async def is_healthy(self) -> bool:
+        """True if the database answers."""
+        try:
+            async with self._store._read() as session:
+                await WorkingMemoryRepository(session=session).count_checkpoints(
+                    self._user, self._key
+                )
+        except Exception:
+            return False
+        return True
