@@ -52,6 +52,9 @@ def run(ctx: Context) -> Section:
     section.note("memstore vector-only = `recall('')` on a store opened with dense-only "
                  "RecallTuning (keyword, neighbour and session weights 0); an empty query has "
                  "no keyword terms, so only the dense signal runs.")
+    if not ctx.features["embeddings"]:
+        section.note("Skipped: this memstore build has no embeddings / hybrid recall yet.")
+        return section
     sizes = {"postgres": (a.recall_rows_pg, a.recall_tenants_pg),
              "sqlite": (a.recall_rows_sqlite, a.recall_tenants_sqlite)}
     for backend in ctx.backends:
