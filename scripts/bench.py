@@ -26,7 +26,7 @@ warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR")
 
 from benchlib.context import Context  # noqa: E402
 from benchlib.memapi import feature_flags  # noqa: E402
-from benchlib.report import render  # noqa: E402
+from benchlib.report import load_run, render, run_record, save_run  # noqa: E402
 from benchlib.servers import Databases, machine_info  # noqa: E402
 from benchlib.stats import Section  # noqa: E402
 
@@ -70,6 +70,9 @@ def parse(argv: list[str]) -> argparse.Namespace:
                                     "none with --quick)")
     p.add_argument("--workdir", help="where databases go (default: a new temp dir)")
     p.add_argument("--keep", action="store_true", help="keep the databases afterwards")
+    p.add_argument("--combine", nargs="+", metavar="RUN.json",
+                   help="render saved runs (the .json written next to --output) into one "
+                        "document instead of running anything")
     for name, (_full, _quick, text) in SIZES.items():
         p.add_argument("--" + name.replace("_", "-"), type=int, default=None, help=text)
     args = p.parse_args(argv)
@@ -86,8 +89,24 @@ def log(message: str) -> None:
     print(f"[{datetime.now(UTC):%H:%M:%S}] {message}", flush=True)
 
 
+def write(text: str, output: str | None) -> None:
+    print(text)
+    if output:
+        Path(output).parent.mkdir(parents=True, exist_ok=True)
+        Path(output).write_text(text)
+        log(f"wrote {output}")
+
+
 def main(argv: list[str]) -> int:
     args = parse(argv)
+    from benchlib.summary import intro, summary
+
+    if args.combine:
+        runs = [load_run(p) for p in args.combine]
+        sections = [s for r in runs for s in r["sections"]]
+        write(render(runs, intro=intro(any(r["quick"] for r in runs)),
+                     summary=summary(sections)), args.output or "docs/BENCHMARKS.md")
+        return 0
     started = datetime.now(UTC)
     t0 = time.perf_counter()
     dbs = Databases(args.workdir, keep=args.keep)
@@ -116,20 +135,16 @@ def main(argv: list[str]) -> int:
             sections.append(section)
     finally:
         dbs.close()
-    total = time.perf_counter() - t0
-    sizes = {k: getattr(args, k) for k in SIZES}
     command = "python scripts/bench.py" + ("" if not argv else " " + shlex.join(argv))
-    from benchlib.summary import intro, summary
-
-    text = render(command=command, machine=machine, started=f"{started:%Y-%m-%d %H:%M}",
-                  total_seconds=total, sections=sections, sizes=sizes,
-                  features=ctx.features, intro=intro(args), summary=summary(sections))
-    print(text)
+    record = run_record(command=command, started=f"{started:%Y-%m-%d %H:%M}",
+                        total_seconds=time.perf_counter() - t0, machine=machine,
+                        features=ctx.features, sizes={k: getattr(args, k) for k in SIZES},
+                        sections=sections, quick=args.quick)
     output = args.output or (None if args.quick else "docs/BENCHMARKS.md")
     if output:
         Path(output).parent.mkdir(parents=True, exist_ok=True)
-        Path(output).write_text(text)
-        log(f"wrote {output}")
+        save_run(record, str(Path(output).with_suffix(".json")))
+    write(render([record], intro=intro(args.quick), summary=summary(sections)), output)
     return 1 if failed else 0
 
 

@@ -109,7 +109,8 @@ class Workload:
 
         return Chunk(start, cat([b.tenants for b in blocks]), cat([b.topics for b in blocks]),
                      cat([b.vectors for b in blocks]),
-                     cat([b.inputs for b in blocks], False), cat([b.outputs for b in blocks], False),
+                     cat([b.inputs for b in blocks], False),
+                     cat([b.outputs for b in blocks], False),
                      cat([b.occurred for b in blocks], False))
 
     def chunks(self, size: int = 10_000) -> Iterator[Chunk]:

@@ -39,9 +39,10 @@ async def load_episodes(target: Target, work: Workload, *,
                         keep: Callable[[Chunk, int], bool] | None = None,
                         collect: Callable[[str, int, np.ndarray, Chunk, int], None] | None = None,
                         tenant: str | None = None, log: Any = print) -> LoadReport:
+    from sqlalchemy.dialects import postgresql, sqlite
+
     from memstore.models import EpisodeRow
     from memstore.types import utcnow
-    from sqlalchemy.dialects import postgresql, sqlite
 
     table = EpisodeRow.__table__
     pg = target.backend == "postgres"

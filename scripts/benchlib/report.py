@@ -1,13 +1,20 @@
-"""Render a run as markdown: command, machine, per-scenario tables, targets, timings."""
+"""Render runs as markdown: commands, machine, per-scenario tables, targets, timings.
+
+A run is also saved as JSON next to the markdown, so parts run separately (for
+example the long Postgres recall build) can be combined into one document that
+still names the exact command of every part.
+"""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
-from .stats import Section
+from .stats import Row, Section
 
-__all__ = ["render"]
+__all__ = ["load_run", "render", "run_record", "save_run"]
 
 
 def _table(columns: Sequence[str], rows: Sequence[dict[str, Any]]) -> list[str]:
@@ -23,27 +30,60 @@ def _verdict(met: bool | str | None) -> str:
     return {True: "met", False: "**NOT met**", None: "reported (no numeric target)"}[met]
 
 
-def render(*, command: str, machine: dict[str, str], started: str, total_seconds: float,
-           sections: Sequence[Section], sizes: dict[str, Any], features: dict[str, bool],
-           intro: Sequence[str] = (), summary: Sequence[str] = ()) -> str:
+def run_record(*, command: str, started: str, total_seconds: float, machine: dict[str, str],
+               features: dict[str, bool], sizes: dict[str, Any],
+               sections: Sequence[Section], quick: bool) -> dict[str, Any]:
+    return {
+        "command": command, "started": started, "total_seconds": total_seconds,
+        "machine": machine, "features": features, "sizes": sizes, "quick": quick,
+        "sections": [{"title": s.title, "columns": s.columns,
+                      "rows": [r.cells for r in s.rows], "targets": s.targets,
+                      "notes": s.notes, "seconds": s.seconds} for s in sections],
+    }
+
+
+def save_run(record: dict[str, Any], path: str) -> None:
+    Path(path).write_text(json.dumps(record, indent=1, default=str))
+
+
+def load_run(path: str) -> dict[str, Any]:
+    record: dict[str, Any] = json.loads(Path(path).read_text())
+    sections = []
+    for s in record["sections"]:
+        section = Section(s["title"], list(s["columns"]), [Row(c) for c in s["rows"]],
+                          [tuple(t) for t in s["targets"]], list(s["notes"]), s["seconds"])
+        sections.append(section)
+    record["sections"] = sections
+    return record
+
+
+def render(runs: Sequence[dict[str, Any]], *, intro: Sequence[str] = (),
+           summary: Sequence[str] = ()) -> str:
     lines = ["# memstore benchmarks", ""]
     lines += list(intro)
-    lines += ["", "## Run", "", f"- Command: `{command}`", f"- Started: {started} UTC",
-              f"- Total wall time: {total_seconds / 60:.1f} min"]
-    lines += [f"- {k}: {v}" for k, v in machine.items()]
-    lines += ["- memstore features present: "
-              + ", ".join(f"{k}={'yes' if v else 'no'}" for k, v in features.items())]
-    lines += ["- Sizes: " + ", ".join(f"{k}={v:,}" if isinstance(v, int) else f"{k}={v}"
-                                      for k, v in sizes.items())]
+    machine = runs[0]["machine"]
+    lines += ["", "## Machine", ""] + [f"- {k}: {v}" for k, v in machine.items()]
+    lines += ["", "## Runs", ""]
+    for n, run in enumerate(runs, start=1):
+        features = ", ".join(f"{k}={'yes' if v else 'no'}" for k, v in run["features"].items())
+        used = {s.title.split(".")[0] for s in run["sections"]}
+        lines += [f"{n}. `{run['command']}` — started {run['started']} UTC, "
+                  f"{run['total_seconds'] / 60:.1f} min; memstore features: {features}"]
+        sizes = ", ".join(f"{k}={v:,}" if isinstance(v, int) else f"{k}={v}"
+                          for k, v in run["sizes"].items())
+        lines += [f"   - sizes: {sizes}", f"   - scenarios: {', '.join(sorted(used))}"]
+    sections = [s for run in runs for s in run["sections"]]
+    sections.sort(key=lambda s: s.title)
     lines += ["", "### Time per part", ""]
     lines += _table(["scenario", "wall time"],
-                    [{"scenario": s.title, "wall time": f"{s.seconds:.0f} s"} for s in sections])
-    targets = [(s.title, *t) for s in sections for t in s.targets]
+                    [{"scenario": s.title, "wall time": f"{s.seconds / 60:.1f} min"}
+                     for s in sections])
+    targets = [t for s in sections for t in s.targets]
     if targets:
         lines += ["", "## Targets", ""]
         lines += _table(["target", "measured", "verdict"],
                         [{"target": name, "measured": measured, "verdict": _verdict(met)}
-                         for _, name, measured, met in targets])
+                         for name, measured, met in targets])
     for s in sections:
         lines += ["", f"## {s.title}", ""]
         if s.rows:
@@ -51,5 +91,5 @@ def render(*, command: str, machine: dict[str, str], started: str, total_seconds
         if s.notes:
             lines += [""] + [f"- {n}" for n in s.notes]
     if summary:
-        lines += ["", "## Summary", ""] + list(summary)
+        lines += ["", "## Summary", "", *summary]
     return "\n".join(lines) + "\n"

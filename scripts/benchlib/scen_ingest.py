@@ -50,22 +50,17 @@ async def _alternate(mem: Target, raw: Target, work: Workload) -> tuple[Samples,
                 values = [row_values(work, chunk, i, now, turns) for i in range(len(chunk))]
                 names, records = raw_records(table, dialect, values)
 
-                async def memstore_batch() -> None:
+                for path in (("mem", "raw") if n % 2 == 0 else ("raw", "mem")):
                     start = time.perf_counter()
-                    await store.remember_many(episodes)
-                    mem_s.add(time.perf_counter() - start)
-
-                async def raw_batch() -> None:
-                    start = time.perf_counter()
-                    if backend == "sqlite":
+                    if path == "mem":
+                        await store.remember_many(episodes)
+                        mem_s.add(time.perf_counter() - start)
+                    elif backend == "sqlite":
                         sqlite_insert(conn, table.name, names, records)
+                        raw_s.add(time.perf_counter() - start)
                     else:
                         await pg_copy(conn, table.name, names, records)
-                    raw_s.add(time.perf_counter() - start)
-
-                order = (memstore_batch, raw_batch) if n % 2 == 0 else (raw_batch, memstore_batch)
-                for step in order:
-                    await step()
+                        raw_s.add(time.perf_counter() - start)
     finally:
         if backend == "sqlite":
             conn.close()

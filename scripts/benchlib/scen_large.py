@@ -62,8 +62,9 @@ def _episodes(ctx: Context, section: Section, n: int) -> None:
 
 
 async def _load_facts(target: Target, work: Workload) -> float:
-    from memstore.models import FactRow
     from sqlalchemy.dialects import postgresql
+
+    from memstore.models import FactRow
 
     table = FactRow.__table__
     dialect = postgresql.asyncpg.dialect()

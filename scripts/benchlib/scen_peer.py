@@ -109,8 +109,9 @@ def run(ctx: Context) -> Section:
         section.note("Skipped: langgraph-checkpoint-postgres is not installed "
                      "(pip install -e '.[bench]').")
         return section
-    import langgraph.store.postgres as lgp
     from importlib.metadata import version
+
+    import langgraph.store.postgres as lgp
 
     section.note(f"langgraph-checkpoint-postgres {version('langgraph-checkpoint-postgres')}, "
                  f"psycopg {version('psycopg')}; LangGraph index: HNSW (pgvector defaults, as "

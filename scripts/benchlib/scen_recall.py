@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from .context import Context
-from .data import Workload, tenant_name
+from .data import Workload, episode_id, tenant_name
 from .loader import load_episodes
 from .recallrun import BASELINE, Truth, measure_recall
 from .stats import Section
@@ -41,6 +41,14 @@ def _recall_targets(section: Section, backend: str) -> None:
                            f"{value:.3f}", value >= 0.95)
 
 
+def _collector(truth: Truth, watched: set[str], seed: int) -> Any:
+    def collect(user: str, row: int, vec: np.ndarray, chunk: Any, i: int) -> None:
+        if user in watched:
+            truth.add(user, episode_id(seed, row), vec)
+
+    return collect
+
+
 def run(ctx: Context) -> Section:
     a = ctx.args
     section = Section("2. Per-tenant recall: top-10 hybrid and vector-only vs hand-written SQL")
@@ -66,11 +74,7 @@ def run(ctx: Context) -> Section:
             small = []
         watched = {tenant_name(t) for t in [0, *small]}
         truth = Truth()
-
-        def collect(user: str, row: int, vec: np.ndarray, chunk: Any, i: int) -> None:
-            if user in watched:
-                from .data import episode_id
-                truth.add(user, episode_id(work.seed, row), vec)
+        collect = _collector(truth, watched, work.seed)
 
         target = ctx.fresh(backend, "recall")
         ctx.log(f"  recall {backend}: loading {n:,} episodes over {tenants:,} tenants")

@@ -63,8 +63,9 @@ def _versions(chain_no: int, tenant: int, subject_no: int, predicate: str,
 
 
 async def _load(target: Target, chains: list[tuple[int, int, str]]) -> int:
-    from memstore.models import FactRow
     from sqlalchemy.dialects import postgresql, sqlite
+
+    from memstore.models import FactRow
 
     table = FactRow.__table__
     pg = target.backend == "postgres"

@@ -104,6 +104,24 @@ def sqlalchemy_url(dsn: str) -> str:
     return dsn.replace("postgresql://", "postgresql+asyncpg://", 1)
 
 
+def _memstore_revision() -> str:
+    """The commit of the memstore source being measured (and whether it had local edits)."""
+    import subprocess
+
+    import memstore
+
+    root = Path(memstore.__file__).resolve().parent.parent
+    try:
+        head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"],
+                              capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "memstore",
+                                "migrations"], capture_output=True, text=True,
+                               check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return f"{root} (not a git checkout)"
+    return f"git {head}{' + local edits' if dirty else ''}"
+
+
 def machine_info() -> dict[str, str]:
     mem_kb = 0
     try:
@@ -123,6 +141,7 @@ def machine_info() -> dict[str, str]:
     import sqlite3
 
     return {
+        "memstore code": _memstore_revision(),
         "nproc": str(os.cpu_count()),
         "cpu": cpu,
         "memory": f"{mem_kb / 1024 / 1024:.1f} GiB",
