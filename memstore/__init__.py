@@ -1,5 +1,8 @@
 """memstore: durable, SQL-backed memory for AI agents."""
 
+from memstore.agent import AccessStat, ApproxTokenCounter, Context, ContextItem, TokenCounter
+from memstore.consolidation.errors import ExtractionError, LLMEndpointError, LLMResponseError
+from memstore.consolidation.types import ConsolidationResult
 from memstore.errors import (
     Conflict,
     DimensionMismatch,
@@ -29,16 +32,24 @@ from memstore.types import (
 from memstore.working_memory import WorkingMemory
 
 __all__ = [
+    "AccessStat",
+    "ApproxTokenCounter",
     "AssertOutcome",
     "BlockVersion",
     "Conflict",
+    "ConsolidationResult",
+    "Context",
+    "ContextItem",
     "DimensionMismatch",
     "Episode",
     "EpisodeMatch",
+    "ExtractionError",
     "Fact",
     "FactChange",
     "GcReport",
     "InvalidInput",
+    "LLMEndpointError",
+    "LLMResponseError",
     "LimitExceeded",
     "MemoryBlock",
     "MemoryStore",
@@ -56,6 +67,7 @@ __all__ = [
     "TaskState",
     "ThreadBuffer",
     "ThreadInfo",
+    "TokenCounter",
     "Unavailable",
     "WorkingMemory",
 ]

@@ -1,4 +1,5 @@
-"""The main job in miniature: remember turns, keep facts, recall, travel in time, export."""
+"""The main job in miniature: remember turns, consolidate them into facts, recall, travel in
+time, export."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from memstore import Episode, Fact, MemoryStore
+from memstore import Episode, MemoryStore
 
 __all__ = ["main", "run_demo"]
 
@@ -44,17 +45,26 @@ async def run_demo(url: str) -> None:
         ]
         ids = await store.remember_many(
             [Episode(user_id=u, session_id=s, occurred_at=t, input=i, output=o)
-             for u, s, t, i, o in turns]
+             for u, s, t, i, o in turns[:3]]
         )
         _say("remembered", f"{len(ids)} turns for alice and bob")
 
-        await store.add_fact(Fact(user_id="alice", subject="alice", predicate="lives_in",
-                                  object="Paris", valid_from=march, sources=(ids[0],)))
-        await store.add_fact(Fact(user_id="alice", subject="alice", predicate="works_at",
-                                  object="Acme", valid_from=march, sources=(ids[0],)))
+        # The consolidation job (normally `memstore consolidate` from cron) turns
+        # episodes into facts with the offline rule extractor.
+        result = await store.consolidate()
+        _say("consolidate", f"  {result.summary()}")
+        extracted = await store.recall_facts("", user_id="alice", limit=20)
+        _say("facts alice's turns produced", "\n".join(
+            f"  {f.subject} {f.predicate} {f.object} (confidence {f.confidence:.2f})"
+            for f in sorted(extracted, key=lambda f: (f.predicate, f.object))))
+
         before_correction = store.now()
-        await store.add_fact(Fact(user_id="alice", subject="alice", predicate="lives_in",
-                                  object="London", valid_from=turns[3][2], sources=(ids[3],)))
+        ids.append(await store.remember(Episode(
+            user_id=turns[3][0], session_id=turns[3][1], occurred_at=turns[3][2],
+            input=turns[3][3], output=turns[3][4])))
+        result = await store.consolidate()
+        _say("remember the move, consolidate again (supersedes lives_in)",
+             f"  {result.summary()}")
         await store.update_block("persona", "Friendly assistant. Keep answers short.",
                                  user_id="alice")
         await store.append_block("persona", " Alice prefers metric units.", user_id="alice")

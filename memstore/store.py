@@ -7,15 +7,19 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
+from memstore.agent.access import AccessTracker
+from memstore.agent.context import Context, ContextItem
+from memstore.agent.tokens import TokenCounter
 from memstore.db.engine import READ_ONLY, create_engine
 from memstore.errors import InvalidInput, NotFound
 from memstore.gc import GcReport, collect
 from memstore.migrate import check_schema, upgrade
 from memstore.predicates import is_single_valued, normalize_predicate
+from memstore.repositories.access import AccessRepository, AccessStat
 from memstore.repositories.blocks import BlockRepository
 from memstore.repositories.episodes import EpisodeRepository
 from memstore.repositories.facts import AssertOutcome, FactRepository
@@ -50,6 +54,9 @@ from memstore.validation import (
 )
 from memstore.working_memory import DEFAULT_SCRATCHPAD_LIMIT, WorkingMemory
 
+if TYPE_CHECKING:
+    from memstore.consolidation.types import ConsolidationResult, Extractor
+
 __all__ = ["EXPORT_FORMAT", "MemoryStore"]
 
 EXPORT_FORMAT = "memstore-export/1"
@@ -63,6 +70,7 @@ _RECENCY_HALF_LIFE_DAYS = 30.0
 _RECENCY_WEIGHT = 0.1
 
 Clock = Callable[[], datetime]
+_ACCESS_KINDS = frozenset({"episode", "fact", "block"})
 
 
 class MemoryStore:
@@ -97,6 +105,7 @@ class MemoryStore:
         self._read_sessions = async_sessionmaker(
             engine.execution_options(**{READ_ONLY: True}), expire_on_commit=False
         )
+        self.access_tracker = AccessTracker(self._sessions)
 
     # ---- lifecycle --------------------------------------------------------
 
@@ -125,12 +134,16 @@ class MemoryStore:
             if auto_migrate:
                 await upgrade(engine)
             await check_schema(engine)
-            yield cls(
+            store = cls(
                 engine=engine, block_char_limit=block_char_limit, clock=clock,
                 max_slots_per_thread=max_slots_per_thread, max_threads=max_threads,
                 thread_idle_ttl_seconds=thread_idle_ttl_seconds,
                 scratchpad_limit=scratchpad_limit,
             )
+            try:
+                yield store
+            finally:
+                await store.access_tracker.close()
         finally:
             await engine.dispose()
 
@@ -200,6 +213,7 @@ class MemoryStore:
             found = await EpisodeRepository(session=session).get(user, episode_id)
         if found is None:
             raise NotFound(f"no episode {episode_id!r} for this user")
+        self.access_tracker.record(user, "episode", [found.id], self.now())
         return found
 
     async def recall_scored(
@@ -237,6 +251,7 @@ class MemoryStore:
                              parts={"keyword": keyword, "recency": recency})
             )
         matches.sort(key=lambda m: (-m.score, -m.episode.occurred_at.timestamp(), m.episode.id))
+        self.access_tracker.record(user, "episode", [m.episode.id for m in matches[:limit]], now)
         return matches[:limit]
 
     async def recall(
@@ -370,6 +385,7 @@ class MemoryStore:
             return sum(t in text for t in tokens)
 
         candidates.sort(key=lambda f: -hits(f))  # stable: newest first among equals
+        self.access_tracker.record(user, "fact", [f.fact_id or "" for f in candidates[:limit]], now)
         return candidates[:limit]
 
     # ---- working blocks -------------------------------------------------------------
@@ -488,6 +504,29 @@ class MemoryStore:
 
     # ---- tenant-wide ------------------------------------------------------------------
 
+    # ---- consolidation ------------------------------------------------------------
+
+    async def consolidate(
+        self,
+        limit: int | None = None,
+        user_id: str | None = None,
+        extractor: Extractor | None = None,
+        *,
+        batch_size: int | None = None,
+        max_seconds: float | None = None,
+    ) -> ConsolidationResult:
+        """Turn unconsolidated episodes into facts (rule extractor unless ``extractor``).
+
+        ``user_id=None`` consolidates every tenant; ``limit`` caps the episodes.
+        Safe to run from several processes at once: each episode is consolidated
+        exactly once (see :mod:`memstore.consolidation.consolidator`).
+        """
+        from memstore.consolidation.consolidator import DEFAULT_BATCH_SIZE, Consolidator
+
+        consolidator = Consolidator(self, extractor=extractor,
+                                    batch_size=batch_size or DEFAULT_BATCH_SIZE)
+        return await consolidator.run(limit=limit, user_id=user_id, max_seconds=max_seconds)
+
     async def profile(self, *, user_id: str | None = None) -> Profile:
         user = storage_user_id(user_id)
         async with self._read() as session:
@@ -521,13 +560,17 @@ class MemoryStore:
             check_identifier("session_id", session_id)
         if before is not None:
             check_aware("before", before)
+        if session_id is None and before is None:
+            await self.access_tracker.discard(user)
         async with self._write() as session:
             if session_id is None and before is None:
                 removed = await TenantRepository(session=session).erase(user)
                 return sum(removed.values())
-            return await EpisodeRepository(session=session).delete(
+            deleted = await EpisodeRepository(session=session).delete(
                 user, session_id=session_id, before=before
             )
+            await AccessRepository(session=session).prune_episodes(user)
+            return deleted
 
     async def export(self, *, user_id: str | None = None) -> dict[str, Any]:
         """Everything stored for one tenant, table by table, JSON-serialisable."""
@@ -543,3 +586,93 @@ class MemoryStore:
             "exported_at": self.now().isoformat(),
             "tables": tables,
         }
+
+    # ---- agent-facing layer (memstore.agent) ------------------------------------------
+
+    async def context(
+        self,
+        *,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        query: str = "",
+        max_tokens: int = 2_000,
+        counter: TokenCounter | None = None,
+        fact_limit: int = 10,
+        episode_limit: int = 5,
+        message_limit: int = 20,
+        keep_recent: int = 4,
+    ) -> Context:
+        """Memory for one agent turn, packed by priority into ``max_tokens``.
+
+        Priority: working blocks (pinned order), the newest ``keep_recent``
+        messages of ``session_id``, facts true now relevant to ``query``, relevant
+        episodes of other sessions, then older messages of this session.
+        """
+        from memstore.agent.builder import build_context
+
+        return await build_context(
+            self, user_id=user_id, session_id=session_id, query=query, max_tokens=max_tokens,
+            counter=counter, fact_limit=fact_limit, episode_limit=episode_limit,
+            message_limit=message_limit, keep_recent=keep_recent,
+        )
+
+    def tool_definitions(self, style: str = "openai") -> list[dict[str, Any]]:
+        """JSON-schema definitions of the memory tools (``openai`` or ``anthropic`` style)."""
+        from memstore.agent.tools import tool_definitions
+
+        return tool_definitions(style)  # type: ignore[arg-type]
+
+    async def call_tool(
+        self, name: str, arguments: Any, *, user_id: str | None = None
+    ) -> dict[str, Any]:
+        """Run a memory tool call (arguments as a dict or the model's JSON text)."""
+        from memstore.agent.tools import call_tool
+
+        storage_user_id(user_id)  # a bad tenant id fails before anything else
+        return await call_tool(self, name, arguments, user_id=user_id)
+
+    async def prefetch(
+        self, *, user_id: str | None = None, session_id: str | None = None, limit: int = 5
+    ) -> list[ContextItem]:
+        """The user's hottest items: last session's ending, most-accessed facts and episodes."""
+        from memstore.agent.prefetch import prefetch_items
+
+        return await prefetch_items(self, user_id=user_id, session_id=session_id, limit=limit)
+
+    def record_access(
+        self, kind: str, item_ids: Sequence[str], *, user_id: str | None = None
+    ) -> None:
+        """Count one access of each item (buffered; written in batches)."""
+        if kind not in _ACCESS_KINDS:
+            raise InvalidInput(f"kind must be one of {sorted(_ACCESS_KINDS)}")
+        user = storage_user_id(user_id)
+        self.access_tracker.record(user, kind, [i for i in item_ids if i], self.now())
+
+    async def flush_access(self) -> None:
+        """Write buffered access counts now (also happens on close and every few hundred)."""
+        await self.access_tracker.flush()
+
+    async def access_counts(
+        self, kind: str, item_ids: Sequence[str], *, user_id: str | None = None
+    ) -> dict[str, int]:
+        """Access counts of the given items, including not yet flushed ones."""
+        user = storage_user_id(user_id)
+        if not item_ids:
+            return {}
+        async with self._read() as session:
+            counts = await AccessRepository(session=session).counts(user, kind, item_ids)
+        for item_id, extra in self.access_tracker.pending(user, kind, item_ids).items():
+            counts[item_id] = counts.get(item_id, 0) + extra
+        return counts
+
+    async def access_stats(
+        self, *, user_id: str | None = None, kind: str | None = None, limit: int = 20
+    ) -> list[AccessStat]:
+        """The most-accessed items of a user (optionally of one kind), hottest first."""
+        user = storage_user_id(user_id)
+        if kind is not None and kind not in _ACCESS_KINDS:
+            raise InvalidInput(f"kind must be one of {sorted(_ACCESS_KINDS)}")
+        check_limit("limit", limit)
+        await self.flush_access()
+        async with self._read() as session:
+            return await AccessRepository(session=session).hottest(user, kind, limit)

@@ -7,10 +7,9 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 
 import pytest
+from conftest import table_counts
 
 from memstore import Episode, Fact, InvalidInput, LimitExceeded, MemoryStore, NotFound
-
-from .conftest import table_counts
 
 NAIVE = datetime(2026, 1, 1)
 AWARE = datetime(2026, 1, 1, tzinfo=UTC)

@@ -8,13 +8,12 @@ import asyncio
 import re
 from typing import Any
 
+from conftest import _wipe, table_counts
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memstore import Episode, Fact, MemoryStore
 from memstore.tenancy import storage_user_id
-
-from .conftest import _wipe, table_counts
 
 # Near-miss names on purpose: case, whitespace and prefixes must not merge tenants.
 TENANTS: list[str | None] = ["alice", "Alice", "alice ", "bob", "al", None]

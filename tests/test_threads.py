@@ -9,14 +9,13 @@ from dataclasses import FrozenInstanceError, dataclass
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from conftest import table_counts
 from sqlalchemy import exc as sa_exc
 from sqlalchemy import text, update
 
 from memstore import InvalidInput, LimitExceeded, MemoryStore, NotFound
 from memstore.cli import main as cli_main
 from memstore.models import SlotRow
-
-from .conftest import table_counts
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -8,10 +8,9 @@ from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from conftest import table_counts
 
 from memstore import InvalidInput, MemoryStore, NotFound, ScopeLevel, TaskState
-
-from .conftest import table_counts
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -19,6 +19,7 @@ COMMAND_MODULES = [
     "memstore.cli.migrate",
     "memstore.cli.demo",
     "memstore.cli.gc",
+    "memstore.cli.consolidate",
 ]
 
 

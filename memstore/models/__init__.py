@@ -1,16 +1,20 @@
 """ORM models. Importing this package registers every table on ``Base.metadata``."""
 
 from memstore.db.base import Base
+from memstore.models.access import AccessStatRow
 from memstore.models.blocks import BlockRow, BlockVersionRow
+from memstore.models.consolidation import EpisodeConsolidationRow
 from memstore.models.episodes import EpisodeRow
 from memstore.models.facts import FactRow
 from memstore.models.threads import SlotRow, ThreadRow
 from memstore.models.working_memory import WorkingMemoryCheckpointRow, WorkingMemoryRow
 
 __all__ = [
+    "AccessStatRow",
     "Base",
     "BlockRow",
     "BlockVersionRow",
+    "EpisodeConsolidationRow",
     "EpisodeRow",
     "FactRow",
     "SlotRow",

@@ -1,0 +1,68 @@
+"""Prefetch: the items an agent most likely needs before it asks (the seed's heuristics).
+
+1. How the user's last session ended (the "last segment summary"; memstore
+   keeps no separate summaries, so the last turn of the most recent session
+   other than the current one stands in for it).
+2. The most-accessed facts that are still true.
+3. The most-accessed episodes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from memstore.agent.builder import episode_item, fact_item
+from memstore.agent.context import ContextItem
+from memstore.errors import NotFound
+from memstore.validation import check_limit
+
+if TYPE_CHECKING:
+    from memstore.store import MemoryStore
+
+__all__ = ["prefetch_items"]
+
+
+async def prefetch_items(
+    store: MemoryStore, *, user_id: str | None, session_id: str | None = None, limit: int = 5
+) -> list[ContextItem]:
+    """Hottest items first, each at most once; ``limit`` per heuristic."""
+    check_limit("limit", limit, maximum=100)
+    items: list[ContextItem] = []
+    seen: set[str] = set()
+
+    def add(item: ContextItem) -> None:
+        if item.id not in seen:
+            seen.add(item.id)
+            items.append(replace(item, priority=len(items)))
+
+    # Prefetching is a prediction, not a use: it must not feed its own counts.
+    with store.access_tracker.muted():
+        profile = await store.profile(user_id=user_id)
+        last = next((s for s in profile.recent_sessions if s != session_id), None)
+        if last is not None:
+            turns = await store.session_messages(last, user_id=user_id, limit=2)
+            if turns and turns[-1].episode_id is not None:
+                episode = await store.get_episode(turns[-1].episode_id, user_id=user_id)
+                add(episode_item(episode, meta={"reason": "last_session"}))
+
+        now = store.now()
+        for stat in await store.access_stats(user_id=user_id, kind="fact", limit=limit * 2):
+            versions = await store.fact_history(user_id=user_id, fact_id=stat.item_id)
+            current = [
+                v for v in versions if v.superseded_at is None
+                and (v.valid_from is None or v.valid_from <= now)
+                and (v.valid_to is None or now < v.valid_to)
+            ]
+            if current and sum(i.kind == "fact" for i in items) < limit:
+                add(fact_item(current[-1], meta={"reason": "most_accessed",
+                                                 "access_count": stat.access_count}))
+
+        for stat in await store.access_stats(user_id=user_id, kind="episode", limit=limit):
+            try:
+                episode = await store.get_episode(stat.item_id, user_id=user_id)
+            except NotFound:  # forgotten since it was counted
+                continue
+            add(episode_item(episode, meta={"reason": "most_accessed",
+                                            "access_count": stat.access_count}))
+    return items

@@ -1,0 +1,56 @@
+"""Token counting for context budgets: a protocol plus dependency-free estimators."""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Protocol, runtime_checkable
+
+__all__ = ["ApproxTokenCounter", "CharTokenCounter", "TokenCounter"]
+
+
+@runtime_checkable
+class TokenCounter(Protocol):
+    """Anything that says how many tokens a text costs (e.g. a tiktoken wrapper)."""
+
+    def count(self, text: str) -> int: ...
+
+
+# Latin letter runs, digit runs, or any other single non-space character.
+_PIECE = re.compile(r"[A-Za-z]+|[0-9]+|[^\sA-Za-z0-9]")
+
+
+class ApproxTokenCounter:
+    """A deliberately pessimistic estimate of BPE token counts, with no model download.
+
+    Latin words cost one token per started four letters, numbers one per started
+    three digits (how GPT-style tokenizers split them), and every other
+    non-space character (punctuation, CJK, emoji) one token. English prose
+    comes out somewhat above real tokenizer counts, which is the safe side of a
+    budget. Joining texts never costs more than the parts, so per-item counts
+    add up to an upper bound of the whole.
+    """
+
+    def count(self, text: str) -> int:
+        total = 0
+        for piece in _PIECE.findall(text):
+            first = piece[0]
+            if first.isascii() and first.isalpha():
+                total += math.ceil(len(piece) / 4)
+            elif first.isascii() and first.isdigit():
+                total += math.ceil(len(piece) / 3)
+            else:
+                total += 1
+        return total
+
+
+class CharTokenCounter:
+    """The classic rule of thumb: one token per ``chars_per_token`` characters."""
+
+    def __init__(self, chars_per_token: float = 4.0) -> None:
+        if chars_per_token <= 0:
+            raise ValueError("chars_per_token must be positive")
+        self.chars_per_token = chars_per_token
+
+    def count(self, text: str) -> int:
+        return math.ceil(len(text) / self.chars_per_token)

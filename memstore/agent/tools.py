@@ -1,0 +1,334 @@
+"""Memory tools for function calling: JSON-schema definitions and their dispatcher.
+
+The definitions are plain data in the shape OpenAI-compatible chat completions
+(``tools=[{"type": "function", "function": {...}}]``) and Anthropic-style APIs
+(``{"name", "description", "input_schema"}``) accept. Arguments are validated
+against the very same schemas by a small built-in checker (the subset of JSON
+Schema they use), so schema and validation cannot drift and no extra runtime
+dependency is needed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Literal
+
+from memstore.agent.builder import episode_text, fact_text
+from memstore.errors import InvalidInput, NotFound
+from memstore.types import Fact
+from memstore.validation import check_aware
+
+if TYPE_CHECKING:
+    from memstore.store import MemoryStore
+
+__all__ = [
+    "ID_PATTERN",
+    "TOOL_SCHEMAS",
+    "ToolStyle",
+    "call_tool",
+    "parse_memory_id",
+    "tool_definitions",
+    "validate_arguments",
+]
+
+ToolStyle = Literal["openai", "anthropic"]
+ID_PATTERN = r"^(episode|fact|block):\S.*$"
+MAX_SEARCH_LIMIT = 20
+_NOT_BLANK = r"\S"
+
+TOOL_SCHEMAS: dict[str, dict[str, Any]] = {
+    "search_memory": {
+        "description": (
+            "Search the user's long-term memory. Returns matching past episodes "
+            "(conversation turns) and/or facts, each with an id you can cite or "
+            "pass to load_memory."
+        ),
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "query": {
+                    "type": "string", "minLength": 1, "maxLength": 2000, "pattern": _NOT_BLANK,
+                    "description": "What to look for, in natural language or keywords.",
+                },
+                "kind": {
+                    "type": "string", "enum": ["all", "episodes", "facts"],
+                    "description": "Which memory to search (default: all).",
+                },
+                "limit": {
+                    "type": "integer", "minimum": 1, "maximum": MAX_SEARCH_LIMIT,
+                    "description": "Maximum results per kind (default: 5).",
+                },
+            },
+            "required": ["query"],
+            "additionalProperties": False,
+        },
+    },
+    "load_memory": {
+        "description": (
+            "Load one memory item in full by its id, e.g. 'episode:<uuid>', "
+            "'fact:<uuid>' or 'block:<name>' (ids appear in the memory context "
+            "and in search_memory results)."
+        ),
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "id": {
+                    "type": "string", "pattern": ID_PATTERN, "maxLength": 300,
+                    "description": "The item's id.",
+                },
+            },
+            "required": ["id"],
+            "additionalProperties": False,
+        },
+    },
+    "remember_fact": {
+        "description": (
+            "Store a durable fact about the user or the world as "
+            "(subject, predicate, object), e.g. ('alice', 'lives_in', 'Paris'). "
+            "A new value of a single-valued predicate replaces the old one."
+        ),
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "subject": {
+                    "type": "string", "minLength": 1, "maxLength": 2000, "pattern": _NOT_BLANK,
+                },
+                "predicate": {
+                    "type": "string", "minLength": 1, "maxLength": 255, "pattern": _NOT_BLANK,
+                    "description": "A short relation name such as lives_in or likes.",
+                },
+                "object": {
+                    "type": "string", "minLength": 1, "maxLength": 2000, "pattern": _NOT_BLANK,
+                },
+                "confidence": {
+                    "type": "number", "minimum": 0, "maximum": 1,
+                    "description": "How sure you are (default 1).",
+                },
+                "valid_from": {
+                    "type": "string", "format": "date-time",
+                    "description": "ISO 8601 time with offset from which it is true "
+                                   "(default: now).",
+                },
+            },
+            "required": ["subject", "predicate", "object"],
+            "additionalProperties": False,
+        },
+    },
+}
+
+
+def tool_definitions(style: ToolStyle = "openai") -> list[dict[str, Any]]:
+    """The memory tools in ``style``'s format (fresh copies; safe to modify)."""
+    out: list[dict[str, Any]] = []
+    for name, spec in TOOL_SCHEMAS.items():
+        schema = json.loads(json.dumps(spec["parameters"]))
+        if style == "openai":
+            out.append({"type": "function", "function": {
+                "name": name, "description": spec["description"], "parameters": schema,
+            }})
+        elif style == "anthropic":
+            out.append({"name": name, "description": spec["description"],
+                        "input_schema": schema})
+        else:
+            raise InvalidInput(f"unknown tool style {style!r}; use 'openai' or 'anthropic'")
+    return out
+
+
+# ---- argument validation ------------------------------------------------------------
+
+_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,),
+    "object": (dict,), "array": (list,),
+}
+
+
+def _type_ok(value: Any, expected: str) -> bool:
+    if expected in ("integer", "number") and isinstance(value, bool):
+        return False
+    if expected == "integer" and isinstance(value, float):
+        return value.is_integer()
+    return isinstance(value, _TYPES[expected])
+
+
+def _parse_datetime(tool: str, field: str, value: str) -> datetime:
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise InvalidInput(
+            f"{tool}: argument {field!r} must be an ISO 8601 date-time, got {value!r}"
+        ) from None
+    if parsed.tzinfo is None:
+        raise InvalidInput(
+            f"{tool}: argument {field!r} needs a UTC offset (e.g. 2026-01-31T09:00:00Z)"
+        )
+    return parsed
+
+
+def validate_arguments(name: str, arguments: Any) -> dict[str, Any]:
+    """Check ``arguments`` (a dict or the JSON text a model sent) against tool ``name``."""
+    if name not in TOOL_SCHEMAS:
+        raise InvalidInput(f"unknown tool {name!r}; available: {', '.join(TOOL_SCHEMAS)}")
+    if arguments is None:
+        arguments = {}
+    if isinstance(arguments, str | bytes):
+        try:
+            arguments = json.loads(arguments or "{}")
+        except ValueError as exc:
+            raise InvalidInput(f"{name}: arguments are not valid JSON ({exc})") from None
+    if not isinstance(arguments, Mapping):
+        raise InvalidInput(
+            f"{name}: arguments must be a JSON object, got {type(arguments).__name__}"
+        )
+    schema = TOOL_SCHEMAS[name]["parameters"]
+    props: dict[str, Any] = schema["properties"]
+    unexpected = sorted(set(arguments) - set(props))
+    if unexpected:
+        raise InvalidInput(
+            f"{name}: unexpected argument {unexpected[0]!r}; allowed: {', '.join(props)}"
+        )
+    for field in schema["required"]:
+        if field not in arguments:
+            raise InvalidInput(f"{name}: missing required argument {field!r}")
+    for field, value in arguments.items():
+        rule = props[field]
+        if not _type_ok(value, rule["type"]):
+            raise InvalidInput(
+                f"{name}: argument {field!r} must be of type {rule['type']}, "
+                f"got {type(value).__name__} {value!r:.80}"
+            )
+        if "enum" in rule and value not in rule["enum"]:
+            raise InvalidInput(
+                f"{name}: argument {field!r} must be one of {rule['enum']}, got {value!r:.80}"
+            )
+        if ("minimum" in rule and value < rule["minimum"]) or (
+            "maximum" in rule and value > rule["maximum"]
+        ):
+            raise InvalidInput(
+                f"{name}: argument {field!r} must be between {rule.get('minimum')} and "
+                f"{rule.get('maximum')}, got {value!r}"
+            )
+        if rule["type"] == "string":
+            if rule.get("minLength") and not value.strip():
+                raise InvalidInput(f"{name}: argument {field!r} must not be empty")
+            if len(value) > rule.get("maxLength", len(value)):
+                raise InvalidInput(
+                    f"{name}: argument {field!r} is {len(value)} characters; "
+                    f"the limit is {rule['maxLength']}"
+                )
+            if "pattern" in rule and not re.search(rule["pattern"], value):
+                raise InvalidInput(
+                    f"{name}: argument {field!r} must look like 'episode:<id>', "
+                    f"'fact:<id>' or 'block:<name>', got {value!r:.80}"
+                )
+            if rule.get("format") == "date-time":
+                _parse_datetime(name, field, value)
+    return dict(arguments)
+
+
+def parse_memory_id(memory_id: str) -> tuple[str, str]:
+    """Split ``kind:key``; InvalidInput for anything else."""
+    if not isinstance(memory_id, str) or not re.match(ID_PATTERN, memory_id):
+        raise InvalidInput(
+            f"memory id must look like 'episode:<id>', 'fact:<id>' or 'block:<name>', "
+            f"got {memory_id!r:.80}"
+        )
+    kind, key = memory_id.split(":", 1)
+    return kind, key
+
+
+# ---- execution ----------------------------------------------------------------------
+
+def _episode_json(episode: Any) -> dict[str, Any]:
+    return {
+        "id": f"episode:{episode.id}", "kind": "episode",
+        "session_id": episode.session_id, "occurred_at": episode.occurred_at.isoformat(),
+        "input": episode.input, "output": episode.output,
+        "tool_calls": episode.tool_calls, "metadata": episode.metadata,
+    }
+
+
+def _fact_json(fact: Fact) -> dict[str, Any]:
+    def iso(value: datetime | None) -> str | None:
+        return value.isoformat() if value is not None else None
+
+    return {
+        "id": f"fact:{fact.fact_id}", "kind": "fact",
+        "subject": fact.subject, "predicate": fact.predicate, "object": fact.object,
+        "confidence": fact.confidence, "valid_from": iso(fact.valid_from),
+        "valid_to": iso(fact.valid_to), "recorded_at": iso(fact.recorded_at),
+        "current": fact.superseded_at is None,
+        "sources": [f"episode:{s}" for s in fact.sources],
+        "text": fact_text(fact),
+    }
+
+
+async def _search(store: MemoryStore, user_id: str | None, args: dict[str, Any]) -> Any:
+    kind = args.get("kind", "all")
+    limit = int(args.get("limit", 5))
+    results: list[dict[str, Any]] = []
+    if kind in ("all", "facts"):
+        for fact in await store.recall_facts(args["query"], user_id=user_id, limit=limit):
+            results.append({"id": f"fact:{fact.fact_id}", "kind": "fact",
+                            "text": fact_text(fact)})
+    if kind in ("all", "episodes"):
+        for match in await store.recall_scored(args["query"], user_id=user_id, limit=limit):
+            results.append({"id": f"episode:{match.episode.id}", "kind": "episode",
+                            "score": round(match.score, 4),
+                            "text": episode_text(match.episode)})
+    return {"results": results}
+
+
+async def _load(store: MemoryStore, user_id: str | None, args: dict[str, Any]) -> Any:
+    kind, key = parse_memory_id(args["id"])
+    if kind == "episode":
+        # get_episode filters by tenant: another tenant's id is simply not found.
+        return _episode_json(await store.get_episode(key, user_id=user_id))
+    if kind == "fact":
+        versions = await store.fact_history(user_id=user_id, fact_id=key)
+        if not versions:
+            raise NotFound(f"no fact {key!r} for this user")
+        now = store.now()
+        current = [
+            v for v in versions if v.superseded_at is None
+            and (v.valid_from is None or v.valid_from <= now)
+            and (v.valid_to is None or now < v.valid_to)
+        ]
+        chosen = current[-1] if current else versions[-1]
+        store.record_access("fact", [key], user_id=user_id)
+        return {**_fact_json(chosen), "versions": len(versions)}
+    for block in await store.working(user_id=user_id):
+        if block.name == key:
+            store.record_access("block", [key], user_id=user_id)
+            return {"id": f"block:{block.name}", "kind": "block", "name": block.name,
+                    "content": block.content, "version": block.version,
+                    "updated_at": block.updated_at.isoformat()}
+    raise NotFound(f"no block {key!r} for this user")
+
+
+async def _remember(store: MemoryStore, user_id: str | None, args: dict[str, Any]) -> Any:
+    valid_from = None
+    if "valid_from" in args:
+        valid_from = check_aware(
+            "valid_from", _parse_datetime("remember_fact", "valid_from", args["valid_from"])
+        )
+    outcome = await store.assert_fact(Fact(
+        user_id=user_id, subject=args["subject"], predicate=args["predicate"],
+        object=args["object"], confidence=float(args.get("confidence", 1.0)),
+        valid_from=valid_from,
+    ))
+    return {"id": f"fact:{outcome.fact_id}", "change": str(outcome.change)}
+
+
+_HANDLERS = {"search_memory": _search, "load_memory": _load, "remember_fact": _remember}
+
+
+async def call_tool(
+    store: MemoryStore, name: str, arguments: Any, *, user_id: str | None
+) -> dict[str, Any]:
+    """Validate and run one tool call inside ``user_id``'s tenant; JSON-ready result."""
+    args = validate_arguments(name, arguments)
+    result: dict[str, Any] = await _HANDLERS[name](store, user_id, args)
+    return result

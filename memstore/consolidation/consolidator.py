@@ -1,0 +1,260 @@
+"""The consolidation job: claim episodes, extract facts, reconcile, mark — exactly once.
+
+Claiming, per database:
+
+* **Postgres** — one transaction per batch: ``pg_try_advisory_xact_lock`` on
+  the tenant (one consolidator per tenant at a time, so its episodes are
+  reconciled in time order), then ``SELECT … FOR UPDATE OF episodes SKIP
+  LOCKED`` of its oldest unconsolidated episodes, extraction, fact writes and
+  the consolidation marks, then COMMIT. A worker killed anywhere in between
+  loses its connection, the server rolls the transaction back and releases
+  its locks; the next run finds the episodes unconsolidated. The marks'
+  primary key refuses a second consolidation of the same episode.
+* **SQLite** — no row locks, and write transactions are serial
+  (``BEGIN IMMEDIATE``). A short transaction leases the tenant's oldest
+  unconsolidated episodes (``claimed_by``, ``claim_expires_at``; a tenant with
+  a live lease held by another worker is skipped); extraction runs with no
+  transaction open; a second transaction writes the facts only for episodes
+  still leased to this worker and marks them. A killed worker's uncommitted
+  transaction is discarded by SQLite's journal; its lease expires and the
+  episodes are claimed again.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import timedelta
+from typing import TYPE_CHECKING
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from memstore.consolidation.errors import ExtractionError
+from memstore.consolidation.types import (
+    BatchResult,
+    CandidateFact,
+    ConsolidationResult,
+    Extractor,
+)
+from memstore.errors import InvalidInput
+from memstore.repositories.consolidation import ConsolidationRepository
+from memstore.repositories.facts import FactChange, FactRepository
+from memstore.tenancy import public_user_id, storage_user_id
+from memstore.types import Episode, Fact
+
+if TYPE_CHECKING:
+    from memstore.store import MemoryStore
+
+__all__ = ["DEFAULT_BATCH_SIZE", "DEFAULT_LEASE_SECONDS", "Consolidator", "default_worker_id"]
+
+DEFAULT_BATCH_SIZE = 100
+DEFAULT_LEASE_SECONDS = 300.0
+
+# Called after each fact write inside the batch transaction (tests use it to be
+# killed mid-batch deterministically).
+FactHook = Callable[[], Awaitable[None]]
+BatchHook = Callable[[BatchResult], None]
+
+
+def default_worker_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+class Consolidator:
+    """Runs batches of one tenant at a time against a :class:`~memstore.MemoryStore`."""
+
+    def __init__(
+        self,
+        store: MemoryStore,
+        *,
+        extractor: Extractor | None = None,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        lease_seconds: float = DEFAULT_LEASE_SECONDS,
+        worker_id: str | None = None,
+        after_fact: FactHook | None = None,
+    ) -> None:
+        from memstore.consolidation.rules import RuleExtractor
+        from memstore.store import MemoryStore
+
+        if not isinstance(store, MemoryStore):
+            raise InvalidInput("Consolidator needs a MemoryStore")
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise InvalidInput("batch_size must be a positive integer")
+        if not (isinstance(lease_seconds, int | float) and lease_seconds > 0):
+            raise InvalidInput("lease_seconds must be a positive number")
+        self.store = store
+        self.extractor: Extractor = extractor if extractor is not None else RuleExtractor()
+        self.batch_size = batch_size
+        self.lease = timedelta(seconds=float(lease_seconds))
+        self.worker_id = worker_id or default_worker_id()
+        self._after_fact = after_fact
+        self._sessions = async_sessionmaker(store.engine, expire_on_commit=False)
+
+    @property
+    def _postgres(self) -> bool:
+        return self.store.engine.dialect.name == "postgresql"
+
+    async def pending(self, user_id: str | None = None) -> int:
+        """Episodes still waiting: of ``user_id``, or of every tenant when None."""
+        user = None if user_id is None else storage_user_id(user_id)
+        async with self._sessions.begin() as session:
+            return await ConsolidationRepository(session=session).count_pending(user)
+
+    async def run(
+        self,
+        *,
+        limit: int | None = None,
+        user_id: str | None = None,
+        max_seconds: float | None = None,
+        on_batch: BatchHook | None = None,
+        should_stop: Callable[[], bool] | None = None,
+    ) -> ConsolidationResult:
+        """Consolidate until the queue is empty, ``limit`` episodes, or ``max_seconds``.
+
+        ``user_id`` restricts the run to one tenant; ``None`` means every tenant
+        (the anonymous bucket included). A batch is never cut short:
+        ``max_seconds`` and ``should_stop`` are checked between batches.
+        """
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)
+                                  or limit < 0):
+            raise InvalidInput("limit must be a non-negative integer or None")
+        user = None if user_id is None else storage_user_id(user_id)
+        result = ConsolidationResult()
+        started = time.monotonic()
+        try:
+            while limit is None or result.processed < limit:
+                if max_seconds is not None and time.monotonic() - started >= max_seconds:
+                    break
+                if should_stop is not None and should_stop():
+                    break
+                size = self.batch_size if limit is None else min(
+                    self.batch_size, limit - result.processed)
+                batch = await self.run_batch(size, user)
+                if batch is None:
+                    break
+                result.include(batch)
+                if on_batch is not None:
+                    on_batch(batch)
+        finally:
+            result.duration = time.monotonic() - started
+        return result
+
+    async def run_batch(self, size: int, user: str | None = None) -> BatchResult | None:
+        """One batch of one tenant (stored id ``user`` if given); None when nothing is free."""
+        if self._postgres:
+            return await self._batch_postgres(size, user)
+        return await self._batch_sqlite(size, user)
+
+    # ---- Postgres ---------------------------------------------------------------
+
+    async def _batch_postgres(self, size: int, only: str | None) -> BatchResult | None:
+        async with self._sessions.begin() as session:
+            repo = ConsolidationRepository(session=session)
+            for user in await repo.pending_users(only):
+                if not await repo.try_lock_tenant(user):
+                    continue
+                episodes = await repo.lock_pending(user, size)
+                if not episodes:
+                    continue
+                candidates = await self._extract(episodes)
+                result = await self._write(session, user, episodes, candidates)
+                await repo.mark_consolidated(user, [e.id for e in episodes], self.store.now())
+                return result
+        return None
+
+    # ---- SQLite -------------------------------------------------------------------
+
+    async def _batch_sqlite(self, size: int, only: str | None) -> BatchResult | None:
+        claimed = await self._lease(size, only)
+        if claimed is None:
+            return None
+        user, episodes = claimed
+        try:
+            candidates = await self._extract(episodes)
+            async with self._sessions.begin() as session:
+                repo = ConsolidationRepository(session=session)
+                ours = await repo.still_leased(user, [e.id for e in episodes], self.worker_id)
+                kept = [e for e in episodes if e.id in ours]
+                kept_ids = {e.id for e in kept}
+                result = await self._write(
+                    session, user, kept, [c for c in candidates if c.episode_id in kept_ids])
+                await repo.complete_leases(user, list(kept_ids), self.worker_id,
+                                           self.store.now())
+        except BaseException:
+            # The batch transaction rolled back; let the next run retry at once
+            # instead of waiting for the lease to expire.
+            async with self._sessions.begin() as session:
+                await ConsolidationRepository(session=session).release_leases(
+                    user, [e.id for e in episodes], self.worker_id)
+            raise
+        return result
+
+    async def _lease(self, size: int, only: str | None) -> tuple[str, list[Episode]] | None:
+        async with self._sessions.begin() as session:
+            repo = ConsolidationRepository(session=session)
+            now = self.store.now()
+            for user in await repo.pending_users(only):
+                if await repo.has_live_foreign_lease(user, self.worker_id, now):
+                    continue
+                episodes = await repo.lease_pending(user, size, self.worker_id, now,
+                                                    now + self.lease)
+                if episodes:
+                    return user, episodes
+        return None
+
+    # ---- shared -----------------------------------------------------------------------
+
+    async def _extract(self, episodes: Sequence[Episode]) -> list[CandidateFact]:
+        candidates = await self.extractor.extract(episodes)
+        known = {e.id for e in episodes}
+        for candidate in candidates:
+            if not isinstance(candidate, CandidateFact) or candidate.episode_id not in known:
+                raise ExtractionError(
+                    f"extractor {self.extractor.name!r} returned a candidate not from this batch"
+                )
+        return candidates
+
+    async def _write(
+        self,
+        session: AsyncSession,
+        user: str,
+        episodes: Sequence[Episode],
+        candidates: Sequence[CandidateFact],
+    ) -> BatchResult:
+        """Reconcile ``candidates`` with the tenant's facts through the bi-temporal rules."""
+        order = {e.id: i for i, e in enumerate(episodes)}
+        checked = []
+        for c in candidates:
+            fact = Fact(user_id=public_user_id(user), subject=c.subject, predicate=c.predicate,
+                        object=c.object, confidence=c.confidence, sources=(c.episode_id,),
+                        valid_from=c.valid_from, valid_to=c.valid_to)
+            try:
+                checked.append(self.store._valid_fact(fact))
+            except InvalidInput as error:
+                raise ExtractionError(
+                    f"extractor {self.extractor.name!r} produced an invalid fact: {error}"
+                ) from error
+        # Per statement in time order (supersession depends on it); statements in
+        # one global order so concurrent writers take their locks in the same order.
+        checked.sort(key=lambda item: (item[1].subject, item[1].predicate, item[3],
+                                       order[item[1].sources[0]]))
+        counts = dict.fromkeys(FactChange, 0)
+        facts = FactRepository(session=session)
+        for _user, fact, single, valid_from in checked:
+            outcome = await facts.assert_fact(user, fact, single_valued=single,
+                                              valid_from=valid_from, now=self.store.now())
+            counts[outcome.change] += 1
+            if self._after_fact is not None:
+                await self._after_fact()
+        return BatchResult(
+            user_id=public_user_id(user),
+            processed=len(episodes),
+            added=counts[FactChange.ADDED],
+            reinforced=counts[FactChange.REINFORCED],
+            superseded=counts[FactChange.SUPERSEDED],
+            unchanged=counts[FactChange.UNCHANGED],
+        )
+

@@ -1,0 +1,127 @@
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import case, delete, exists, select
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from memstore.db.errors import translated
+from memstore.models import AccessStatRow, EpisodeRow
+
+__all__ = ["AccessDelta", "AccessRepository", "AccessStat"]
+
+# Five bind parameters per row; stays far below SQLite's variable limit.
+_ROWS_PER_STATEMENT = 500
+
+
+@dataclass(frozen=True)
+class AccessDelta:
+    """Accesses of one item buffered since the last flush."""
+
+    user_id: str
+    kind: str
+    item_id: str
+    count: int
+    last_accessed_at: datetime
+
+
+@dataclass(frozen=True)
+class AccessStat:
+    kind: str
+    item_id: str
+    access_count: int
+    last_accessed_at: datetime
+
+
+class AccessRepository:
+    """Access counters; every statement filters by ``user_id``."""
+
+    def __init__(self, *, session: AsyncSession) -> None:
+        self._session = session
+
+    async def add(self, deltas: Sequence[AccessDelta]) -> None:
+        """Add buffered counts in one upsert statement (one row per item)."""
+        ordered = sorted(deltas, key=lambda d: (d.user_id, d.kind, d.item_id))
+        for start in range(0, len(ordered), _ROWS_PER_STATEMENT):
+            await self._upsert(ordered[start:start + _ROWS_PER_STATEMENT])
+
+    async def _upsert(self, deltas: Sequence[AccessDelta]) -> None:
+        dialect = self._session.get_bind().dialect.name
+        insert = pg_insert if dialect == "postgresql" else sqlite_insert
+        # A fixed key order means two processes flushing overlapping items take
+        # row locks in the same order and cannot deadlock each other.
+        rows: list[dict[str, Any]] = [
+            {
+                "user_id": d.user_id,
+                "kind": d.kind,
+                "item_id": d.item_id,
+                "access_count": d.count,
+                "last_accessed_at": d.last_accessed_at,
+            }
+            for d in deltas
+        ]
+        stmt = insert(AccessStatRow).values(rows)
+        table = AccessStatRow.__table__.c
+        stmt = stmt.on_conflict_do_update(
+            index_elements=[table.user_id, table.kind, table.item_id],
+            set_={
+                "access_count": table.access_count + stmt.excluded.access_count,
+                "last_accessed_at": case(
+                    (
+                        stmt.excluded.last_accessed_at > table.last_accessed_at,
+                        stmt.excluded.last_accessed_at,
+                    ),
+                    else_=table.last_accessed_at,
+                ),
+            },
+        )
+        with translated("record accesses"):
+            await self._session.execute(stmt)
+
+    async def counts(self, user_id: str, kind: str, item_ids: Sequence[str]) -> dict[str, int]:
+        if not item_ids:
+            return {}
+        stmt = select(AccessStatRow.item_id, AccessStatRow.access_count).where(
+            AccessStatRow.user_id == user_id,
+            AccessStatRow.kind == kind,
+            AccessStatRow.item_id.in_(sorted(set(item_ids))),
+        )
+        with translated("read access counts"):
+            rows = (await self._session.execute(stmt)).all()
+        return {r.item_id: int(r.access_count) for r in rows}
+
+    async def hottest(self, user_id: str, kind: str | None, limit: int) -> list[AccessStat]:
+        """Most-accessed items first; the most recently accessed wins a tie."""
+        stmt = select(AccessStatRow).where(AccessStatRow.user_id == user_id)
+        if kind is not None:
+            stmt = stmt.where(AccessStatRow.kind == kind)
+        stmt = stmt.order_by(
+            AccessStatRow.access_count.desc(),
+            AccessStatRow.last_accessed_at.desc(),
+            AccessStatRow.kind,
+            AccessStatRow.item_id,
+        ).limit(limit)
+        with translated("read access counts"):
+            rows = (await self._session.scalars(stmt)).all()
+        return [
+            AccessStat(kind=r.kind, item_id=r.item_id, access_count=int(r.access_count),
+                       last_accessed_at=r.last_accessed_at)
+            for r in rows
+        ]
+
+    async def prune_episodes(self, user_id: str) -> int:
+        """Drop counters of the tenant's episodes that no longer exist (after a forget)."""
+        gone = ~exists().where(
+            EpisodeRow.user_id == user_id, EpisodeRow.id == AccessStatRow.item_id
+        )
+        stmt = delete(AccessStatRow).where(
+            AccessStatRow.user_id == user_id, AccessStatRow.kind == "episode", gone
+        )
+        with translated("prune access counts"):
+            result = await self._session.execute(stmt)
+        return int(result.rowcount or 0)  # type: ignore[attr-defined]
