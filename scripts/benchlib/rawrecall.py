@@ -58,6 +58,13 @@ class PgRecall:
         rows = await self.conn.fetch(VEC_EXACT if exact else VEC_PLANNER, user, vec, k)
         return [r["id"] for r in rows]
 
+    async def vector_hnsw(self, user: str, vec: np.ndarray, k: int, ef: int) -> list[str]:
+        """The planner's HNSW plan with ``ef_search`` raised, as memstore sets it."""
+        async with self.conn.transaction():
+            await self.conn.execute(f"SET LOCAL hnsw.ef_search = {int(ef)}")
+            rows = await self.conn.fetch(VEC_PLANNER, user, vec, k)
+        return [r["id"] for r in rows]
+
     async def hybrid(self, user: str, text: str, vec: np.ndarray, k: int = 10) -> list[str]:
         query = " | ".join(f"{w}:*" for w in words(text))
         rows = await self.conn.fetch(HYBRID, user, vec, query, k)

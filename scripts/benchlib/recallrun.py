@@ -13,7 +13,8 @@ from .raw import SqliteQueries, pg_connect
 from .rawrecall import PgRecall, SqliteRecall
 from .stats import Section
 
-__all__ = ["Truth", "measure_recall"]
+__all__ = ["BASELINE", "K", "Truth", "dense_only_tuning", "hnsw_path", "measure_recall",
+           "recall_at_k"]
 
 K = 10
 
@@ -56,7 +57,7 @@ def dense_only_tuning() -> Any:
 
 async def measure_recall(target: Any, classes: dict[str, list[tuple[str, str, np.ndarray]]],
                          truth: Truth, section: Section, *, label: str,
-                         embeddings: bool) -> dict[str, Paired]:
+                         embeddings: bool, hnsw_ef: int | None = None) -> dict[str, Paired]:
     """``classes``: name -> [(tenant, text, vector)]. Adds rows and returns raw results."""
     pg = target.backend == "postgres"
     embedder = LookupEmbedder()
@@ -88,6 +89,9 @@ async def measure_recall(target: Any, classes: dict[str, list[tuple[str, str, np
                 if pg:
                     paths["raw vector SQL (planner's choice)"] = lambda q: raw.vector(
                         q[0], q[2], K, exact=False)
+                if pg and hnsw_ef:
+                    paths[hnsw_path(hnsw_ef)] = lambda q: raw.vector_hnsw(
+                        q[0], q[2], K, hnsw_ef)
             plans: dict[str, int] = {}
             for cls, queries in classes.items():
                 paired = await run_paired(queries, paths)
@@ -107,13 +111,22 @@ async def measure_recall(target: Any, classes: dict[str, list[tuple[str, str, np
     return out
 
 
-BASELINE = {
+def hnsw_path(ef: int) -> str:
+    return f"raw vector SQL (HNSW, ef_search={ef})"
+
+
+class _Baselines(dict[str, str]):
+    def __missing__(self, key: str) -> str:
+        return "raw vector SQL (exact)"
+
+
+BASELINE = _Baselines({
     "memstore recall (hybrid)": "raw hybrid SQL (RRF)",
     "raw hybrid SQL (RRF)": "raw hybrid SQL (RRF)",
     "memstore vector-only": "raw vector SQL (exact)",
     "raw vector SQL (exact)": "raw vector SQL (exact)",
     "raw vector SQL (planner's choice)": "raw vector SQL (exact)",
-}
+})
 
 
 def _rows(section: Section, label: str, cls: str, queries: list[tuple[str, str, np.ndarray]],
