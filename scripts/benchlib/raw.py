@@ -6,8 +6,8 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["SqliteQueries", "pg_connect", "pg_copy", "sqlite_connect", "sqlite_insert",
-           "sqlite_path"]
+__all__ = ["SqliteQueries", "pg_connect", "pg_copy", "pg_insert_many", "sqlite_connect",
+           "sqlite_insert", "sqlite_path"]
 
 
 async def pg_connect(dsn: str) -> Any:
@@ -25,6 +25,15 @@ async def pg_copy(conn: Any, table: str, columns: Sequence[str],
                   records: Sequence[tuple[Any, ...]]) -> None:
     async with conn.transaction():
         await conn.copy_records_to_table(table, records=records, columns=list(columns))
+
+
+async def pg_insert_many(conn: Any, table: str, columns: Sequence[str],
+                         records: Sequence[tuple[Any, ...]]) -> None:
+    """A prepared INSERT run for every row (asyncpg executemany), one transaction."""
+    cols = ", ".join(f'"{c}"' for c in columns)
+    marks = ", ".join(f"${i + 1}" for i in range(len(columns)))
+    async with conn.transaction():
+        await conn.executemany(f'INSERT INTO "{table}" ({cols}) VALUES ({marks})', records)
 
 
 def sqlite_path(url: str) -> str:
