@@ -71,6 +71,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
                                     "none with --quick)")
     p.add_argument("--workdir", help="where databases go (default: a new temp dir)")
     p.add_argument("--keep", action="store_true", help="keep the databases afterwards")
+    p.add_argument("--notes", metavar="FILE.md",
+                   help="hand-written analysis appended under its own heading")
     p.add_argument("--combine", nargs="+", metavar="RUN.json",
                    help="render saved runs (the .json written next to --output) into one "
                         "document instead of running anything")
@@ -90,7 +92,9 @@ def log(message: str) -> None:
     print(f"[{datetime.now(UTC):%H:%M:%S}] {message}", flush=True)
 
 
-def write(text: str, output: str | None) -> None:
+def write(text: str, output: str | None, notes: str | None = None) -> None:
+    if notes:
+        text += "\n## Analysis (written after the run)\n\n" + Path(notes).read_text().strip() + "\n"
     print(text)
     if output:
         Path(output).parent.mkdir(parents=True, exist_ok=True)
@@ -106,7 +110,7 @@ def main(argv: list[str]) -> int:
         runs = [load_run(p) for p in args.combine]
         sections = [s for r in runs for s in r["sections"]]
         write(render(runs, intro=intro(any(r["quick"] for r in runs)),
-                     summary=summary(sections)), args.output or "docs/BENCHMARKS.md")
+                     summary=summary(sections)), args.output or "docs/BENCHMARKS.md", args.notes)
         return 0
     started = datetime.now(UTC)
     t0 = time.perf_counter()
@@ -146,7 +150,7 @@ def main(argv: list[str]) -> int:
         Path(output).parent.mkdir(parents=True, exist_ok=True)
         save_run(record, str(Path(output).with_suffix(".json")))
     write(render([{**record, "sections": sections}], intro=intro(args.quick),
-                 summary=summary(sections)), output)
+                 summary=summary(sections)), output, args.notes)
     return 1 if failed else 0
 
 
