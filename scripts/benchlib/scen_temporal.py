@@ -27,25 +27,31 @@ from .stats import Section
 __all__ = ["run"]
 
 CHAIN = 10                      # values per (subject, predicate): 19 versions
+LONG_CHAIN = 1_000              # one (subject, predicate) with 1,999 versions
 PREDICATES = ("lives_in", "works_at")
 CITIES = [f"city{i:03d}" for i in range(500)]
 
 
-def _chains(n_versions: int, n_tenants: int) -> list[tuple[int, int, str]]:
+Chain = tuple[int, int, str, int]  # tenant, subject number, predicate, values
+LONG_SUBJECT = 99_999
+
+
+def _chains(n_versions: int, n_tenants: int) -> list[Chain]:
     per_chain = 2 * CHAIN - 1
-    n_chains = max(1, n_versions // per_chain)
-    return [(c % n_tenants, c // n_tenants, PREDICATES[c % 2]) for c in range(n_chains)]
+    n_chains = max(1, (n_versions - (2 * LONG_CHAIN - 1)) // per_chain)
+    chains = [(c % n_tenants, c // n_tenants, PREDICATES[c % 2], CHAIN) for c in range(n_chains)]
+    return [*chains, (0, LONG_SUBJECT, "lives_in", LONG_CHAIN)]
 
 
-def _versions(chain_no: int, tenant: int, subject_no: int, predicate: str,
+def _versions(chain_no: int, tenant: int, subject_no: int, predicate: str, length: int,
               rng: np.random.Generator) -> list[dict[str, Any]]:
     user, subject = tenant_name(tenant), f"person{subject_no:05d}"
-    starts = np.sort(rng.integers(0, 86_400 * 700, size=CHAIN))
-    lags = rng.integers(60, 86_400 * 20, size=CHAIN)
-    values = rng.choice(CITIES, size=CHAIN)
+    starts = np.sort(rng.integers(0, 86_400 * 700, size=length))
+    lags = rng.integers(60, 86_400 * 20, size=length)
+    values = rng.choice(CITIES, size=length)
     rows: list[dict[str, Any]] = []
     current: dict[str, Any] | None = None
-    for i in range(CHAIN):
+    for i in range(length):
         valid_from = EPOCH + timedelta(seconds=int(starts[i]) + i)
         recorded = valid_from + timedelta(seconds=int(lags[i]))
         if current is not None:
@@ -62,7 +68,7 @@ def _versions(chain_no: int, tenant: int, subject_no: int, predicate: str,
     return rows
 
 
-async def _load(target: Target, chains: list[tuple[int, int, str]]) -> int:
+async def _load(target: Target, chains: list[Chain]) -> int:
     from sqlalchemy.dialects import postgresql, sqlite
 
     from memstore.models import FactRow
@@ -75,8 +81,8 @@ async def _load(target: Target, chains: list[tuple[int, int, str]]) -> int:
     total = 0
     try:
         for lo in range(0, len(chains), 2_000):
-            values = [v for n, (t, s, p) in enumerate(chains[lo:lo + 2_000], start=lo)
-                      for v in _versions(n, t, s, p, rng)]
+            values = [v for n, (t, s, p, k) in enumerate(chains[lo:lo + 2_000], start=lo)
+                      for v in _versions(n, t, s, p, k, rng)]
             names, records = raw_records(table, dialect, values)
             if pg:
                 await pg_copy(conn, table.name, names, records)
@@ -96,12 +102,11 @@ _AS_OF = ("user_id = {u} AND valid_from <= {v} AND (valid_to IS NULL OR valid_to
           "AND recorded_at <= {k} AND (superseded_at IS NULL OR superseded_at > {k})")
 
 
-async def _measure(ctx: Context, target: Target, chains: list[tuple[int, int, str]],
+async def _measure(ctx: Context, target: Target, picks: list[Chain], label: str,
                    section: Section, versions: int) -> None:
     rng = np.random.default_rng(43)
-    picks = [chains[int(i)] for i in rng.integers(0, len(chains), size=ctx.args.queries)]
     qs = []
-    for t, s, p in picks:
+    for t, s, p, _ in picks:
         valid_at = EPOCH + timedelta(seconds=int(rng.integers(0, 86_400 * 720)))
         known_at = valid_at + timedelta(seconds=int(rng.integers(0, 86_400 * 60)))
         qs.append((tenant_name(t), f"person{s:05d}", p, valid_at, known_at))
@@ -145,10 +150,11 @@ async def _measure(ctx: Context, target: Target, chains: list[tuple[int, int, st
         rows_m = np.mean([len(r) for r in result.results[mem]])
         rows_r = np.mean([len(r) for r in result.results[base]])
         for name, rows in ((mem, rows_m), (base, rows_r)):
-            section.add(backend=target.backend, versions=f"{versions:,}", path=name,
+            section.add(backend=target.backend, versions=f"{versions:,}", queries=label,
+                        path=name,
                         **result.cells(name, base), **{"rows/query": f"{rows:.1f}"})
         p50 = result.samples[mem].p50 / result.samples[base].p50
-        section.target(f"bi-temporal {target.backend} {mem.split()[1]}: p50 vs raw SQL",
+        section.target(f"bi-temporal {target.backend} {mem.split()[1]} ({label}): p50 vs raw SQL",
                        f"{p50:.2f}x", None)
 
 
@@ -158,8 +164,9 @@ def run(ctx: Context) -> Section:
                       f"({n:,} fact versions)")
     tenants = max(1, n // 10_000)
     chains = _chains(n, tenants)
-    section.note(f"{len(chains):,} single-valued (subject, predicate) chains of {CHAIN} values "
-                 f"({2 * CHAIN - 1} versions each) over {tenants} tenants; queries pick a "
+    section.note(f"{len(chains) - 1:,} single-valued (subject, predicate) chains of {CHAIN} "
+                 f"values ({2 * CHAIN - 1} versions each) over {tenants} tenants, plus one chain "
+                 f"of {LONG_CHAIN:,} values ({2 * LONG_CHAIN - 1:,} versions); queries pick a "
                  "random chain and random valid_at / known_at.")
     section.note("Raw baselines: the as-of filter `valid_from <= T < valid_to` and "
                  "`recorded_at <= K < superseded_at` on the tenant + subject, LIMIT 10; "
@@ -172,5 +179,10 @@ def run(ctx: Context) -> Section:
         section.note(f"{backend}: loaded {loaded:,} versions by raw bulk insert in "
                      f"{time.perf_counter() - start:.0f} s.")
         ctx.log(f"  temporal {backend}: {loaded:,} versions loaded")
-        asyncio.run(_measure(ctx, target, chains, section, loaded))
+        rng = np.random.default_rng(42)
+        short = [chains[int(i)] for i in rng.integers(0, len(chains) - 1, size=ctx.args.queries)]
+        asyncio.run(_measure(ctx, target, short, f"{2 * CHAIN - 1}-version chains", section,
+                             loaded))
+        asyncio.run(_measure(ctx, target, [chains[-1]] * max(5, ctx.args.queries // 4),
+                             f"one {2 * LONG_CHAIN - 1:,}-version chain", section, loaded))
     return section
