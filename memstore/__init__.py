@@ -10,6 +10,7 @@ from memstore.errors import (
     LimitExceeded,
     MemstoreError,
     NotFound,
+    PermissionDenied,
     SchemaOutOfDate,
     Unavailable,
 )
@@ -17,7 +18,7 @@ from memstore.gc import GcReport
 from memstore.repositories.facts import AssertOutcome, FactChange
 from memstore.scopes import ScopeContext, ScopeLevel, TaskState
 from memstore.slots import RemovedThread, Slot, SlotMetadata, ThreadInfo
-from memstore.store import MemoryStore
+from memstore.store import FROM_DUMP, MemoryStore
 from memstore.threads import ThreadBuffer
 from memstore.types import (
     BlockVersion,
@@ -32,6 +33,7 @@ from memstore.types import (
 from memstore.working_memory import WorkingMemory
 
 __all__ = [
+    "FROM_DUMP",
     "AccessStat",
     "ApproxTokenCounter",
     "AssertOutcome",
@@ -56,6 +58,7 @@ __all__ = [
     "MemstoreError",
     "Message",
     "NotFound",
+    "PermissionDenied",
     "Profile",
     "RemovedThread",
     "Role",

@@ -13,6 +13,7 @@ __all__ = [
     "LimitExceeded",
     "MemstoreError",
     "NotFound",
+    "PermissionDenied",
     "SchemaOutOfDate",
     "Unavailable",
 ]
@@ -48,3 +49,8 @@ class SchemaOutOfDate(MemstoreError):
 
 class Unavailable(MemstoreError):
     """The database could not be reached; the call may be retried."""
+
+
+class PermissionDenied(MemstoreError):
+    """The database refused the operation: privileges or a row-level security policy
+    (e.g. a store without ``rls=True`` writing to tables that have it enabled)."""

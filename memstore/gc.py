@@ -35,7 +35,7 @@ async def sweep_working_memory(store: MemoryStore, users: list[str] | None) -> i
     removed = 0
     for user in users:
         # One short transaction per tenant: never a long lock, never a cross-tenant DELETE.
-        async with store._write() as session:
+        async with store._write(user) as session:
             removed += await WorkingMemoryRepository(session=session).sweep(user, now)
     return removed
 

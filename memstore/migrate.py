@@ -58,7 +58,9 @@ def _run(connection: Connection, action: str, revision: str) -> None:
 
 
 async def _with_engine(target: AsyncEngine | str | None, action: str, revision: str) -> None:
-    engine = target if isinstance(target, AsyncEngine) else create_engine(target)
+    # No per-statement timeout: building an index on a big table may take long.
+    engine = target if isinstance(target, AsyncEngine) else create_engine(
+        target, command_timeout=None)
     try:
         with translated(f"migrate ({action} {revision})"):
             async with engine.begin() as connection:

@@ -2,29 +2,33 @@
 
 from __future__ import annotations
 
+import enum
 import math
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from sqlalchemy import Table, func, select
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from memstore.agent.access import AccessTracker
 from memstore.agent.context import Context, ContextItem
 from memstore.agent.tokens import TokenCounter
-from memstore.db.engine import READ_ONLY, create_engine
-from memstore.errors import InvalidInput, NotFound
+from memstore.db.engine import READ_ONLY, create_engine, resolve_url
+from memstore.db.errors import translated
+from memstore.errors import Conflict, InvalidInput, NotFound
 from memstore.gc import GcReport, collect
-from memstore.migrate import check_schema, upgrade
+from memstore.migrate import check_schema, current_revision, upgrade
 from memstore.predicates import is_single_valued, normalize_predicate
 from memstore.repositories.access import AccessRepository, AccessStat
 from memstore.repositories.blocks import BlockRepository
 from memstore.repositories.episodes import EpisodeRepository
 from memstore.repositories.facts import AssertOutcome, FactRepository
-from memstore.repositories.tenants import TenantRepository, tenant_tables
+from memstore.repositories.tenants import TenantRepository, tenant_table, tenant_tables
 from memstore.scopes import ScopeContext
+from memstore.security.rls import RLS_SETTING
 from memstore.tenancy import public_user_id, storage_user_id
 from memstore.text import keyword_tokens
 from memstore.threads import (
@@ -57,12 +61,13 @@ from memstore.working_memory import DEFAULT_SCRATCHPAD_LIMIT, WorkingMemory
 if TYPE_CHECKING:
     from memstore.consolidation.types import ConsolidationResult, Extractor
 
-__all__ = ["EXPORT_FORMAT", "MemoryStore"]
+__all__ = ["EXPORT_FORMAT", "FROM_DUMP", "MemoryStore"]
 
 EXPORT_FORMAT = "memstore-export/1"
 DEFAULT_BLOCK_CHAR_LIMIT = 5_000
 MAX_FACT_FIELD_CHARS = 2_000
 MAX_BATCH = 10_000
+MAX_EPISODE_ID_CHARS = 36
 # How many keyword candidates recall scores in Python before cutting to `limit`.
 _CANDIDATES = 200
 # Recency half-life for the small recency prior in keyword recall.
@@ -71,6 +76,15 @@ _RECENCY_WEIGHT = 0.1
 
 Clock = Callable[[], datetime]
 _ACCESS_KINDS = frozenset({"episode", "fact", "block"})
+
+
+class _FromDump(enum.Enum):
+    FROM_DUMP = "from-dump"
+
+
+# Default of import_(user_id=...): the tenant recorded in the dump (None is anonymous).
+FROM_DUMP = _FromDump.FROM_DUMP
+_IMPORT_BATCH = 500
 
 
 class MemoryStore:
@@ -89,9 +103,14 @@ class MemoryStore:
         max_threads: int = DEFAULT_MAX_THREADS,
         thread_idle_ttl_seconds: float | None = None,
         scratchpad_limit: int = DEFAULT_SCRATCHPAD_LIMIT,
+        rls: bool = False,
     ) -> None:
+        if rls and engine.dialect.name != "postgresql":
+            raise InvalidInput("row-level security (rls=True) needs PostgreSQL")
         self.engine = engine
         self.block_char_limit = block_char_limit
+        # With row-level security every transaction names its tenant (see _as_tenant).
+        self.rls = rls
         self._clock = clock
         # Thread context buffers (seed 000/001); limits validated there.
         self.threads = ThreadBuffer(
@@ -105,7 +124,7 @@ class MemoryStore:
         self._read_sessions = async_sessionmaker(
             engine.execution_options(**{READ_ONLY: True}), expire_on_commit=False
         )
-        self.access_tracker = AccessTracker(self._sessions)
+        self.access_tracker = AccessTracker(self._sessions, as_tenant=self._as_tenant)
 
     # ---- lifecycle --------------------------------------------------------
 
@@ -123,22 +142,31 @@ class MemoryStore:
         max_threads: int = DEFAULT_MAX_THREADS,
         thread_idle_ttl_seconds: float | None = None,
         scratchpad_limit: int = DEFAULT_SCRATCHPAD_LIMIT,
+        rls: bool = False,
+        engine_options: Mapping[str, Any] | None = None,
     ) -> AsyncIterator[MemoryStore]:
         """Open a store on ``url`` (else ``$MEMSTORE_URL``, else ``./memstore.db``).
 
         Raises :class:`SchemaOutOfDate` unless the schema is current;
         ``auto_migrate=True`` upgrades it first (handy for the embedded default).
+        ``rls=True`` (Postgres) sets ``memstore.user_id`` in every transaction for
+        the row-level security policies of ``memstore rls enable``.
+        ``engine_options`` go to :func:`memstore.db.engine.create_engine`
+        (e.g. ``connect_timeout``, ``command_timeout``, ``sqlite_busy_timeout_ms``).
         """
-        engine = create_engine(url)
+        engine = create_engine(url, **dict(engine_options or {}))
         try:
             if auto_migrate:
-                await upgrade(engine)
+                # Postgres migrations run on their own engine, without the
+                # per-statement timeout (index builds may take long).
+                postgres = engine.dialect.name == "postgresql"
+                await upgrade(resolve_url(url) if postgres else engine)
             await check_schema(engine)
             store = cls(
                 engine=engine, block_char_limit=block_char_limit, clock=clock,
                 max_slots_per_thread=max_slots_per_thread, max_threads=max_threads,
                 thread_idle_ttl_seconds=thread_idle_ttl_seconds,
-                scratchpad_limit=scratchpad_limit,
+                scratchpad_limit=scratchpad_limit, rls=rls,
             )
             try:
                 yield store
@@ -150,15 +178,43 @@ class MemoryStore:
     def now(self) -> datetime:
         return check_aware("clock()", self._clock())
 
-    @asynccontextmanager
-    async def _write(self) -> AsyncIterator[AsyncSession]:
-        async with self._sessions.begin() as session:
-            yield session
+    # Every facade call is one transaction. Driver errors raised anywhere in it,
+    # including at BEGIN (connect) and COMMIT, surface as MemstoreError
+    # (Unavailable when the database cannot be reached). ``tenant`` is the
+    # stored user id the transaction works for (needed for row-level security).
 
     @asynccontextmanager
-    async def _read(self) -> AsyncIterator[AsyncSession]:
-        async with self._read_sessions.begin() as session:
-            yield session
+    async def _write(self, tenant: str | None = None) -> AsyncIterator[AsyncSession]:
+        with translated("write"):
+            async with self._sessions.begin() as session:
+                if tenant is not None:
+                    await self._as_tenant(session, tenant)
+                yield session
+
+    @asynccontextmanager
+    async def _read(
+        self, tenant: str | None = None, *, snapshot: bool = False
+    ) -> AsyncIterator[AsyncSession]:
+        """A read transaction; ``snapshot`` makes every statement see the same data."""
+        with translated("read"):
+            async with self._read_sessions.begin() as session:
+                if snapshot and self.engine.dialect.name == "postgresql":
+                    # SQLite read transactions are snapshots already (WAL).
+                    await session.connection(
+                        execution_options={"isolation_level": "REPEATABLE READ"}
+                    )
+                if tenant is not None:
+                    await self._as_tenant(session, tenant)
+                yield session
+
+    async def _as_tenant(self, session: AsyncSession, tenant: str) -> None:
+        """Name the transaction's tenant for the row-level security policies.
+
+        Transaction-local (``is_local``), so a pooled connection never carries it
+        into the next transaction; may be called again to switch tenant.
+        """
+        if self.rls:
+            await session.execute(select(func.set_config(RLS_SETTING, tenant, True)))
 
     # ---- episodes -----------------------------------------------------------
 
@@ -166,7 +222,8 @@ class MemoryStore:
         if not isinstance(episode, Episode):
             raise InvalidInput(f"expected an Episode, got {type(episode).__name__}")
         user = storage_user_id(episode.user_id)
-        check_identifier("episode.id", episode.id)
+        # The id column is String(36) (a UUID): longer ids would fit SQLite only.
+        check_identifier("episode.id", episode.id, max_chars=MAX_EPISODE_ID_CHARS)
         check_identifier("session_id", episode.session_id)
         check_text("episode.input", episode.input, allow_empty=True)
         check_text("episode.output", episode.output, allow_empty=True)
@@ -203,13 +260,14 @@ class MemoryStore:
         async with self._write() as session:
             repo = EpisodeRepository(session=session)
             for user, group in by_user.items():
+                await self._as_tenant(session, user)
                 await repo.add_many(user, group, now)
         return [e.id for _, e in checked]
 
     async def get_episode(self, episode_id: str, *, user_id: str | None = None) -> Episode:
         user = storage_user_id(user_id)
         check_identifier("episode_id", episode_id)
-        async with self._read() as session:
+        async with self._read(user) as session:
             found = await EpisodeRepository(session=session).get(user, episode_id)
         if found is None:
             raise NotFound(f"no episode {episode_id!r} for this user")
@@ -233,7 +291,7 @@ class MemoryStore:
             check_aware("time_range[0]", start)
             check_aware("time_range[1]", end)
         tokens = keyword_tokens(query)
-        async with self._read() as session:
+        async with self._read(user) as session:
             repo = EpisodeRepository(session=session)
             candidates = await repo.keyword_candidates(
                 user, tokens, time_range=time_range, limit=max(_CANDIDATES, limit)
@@ -274,7 +332,7 @@ class MemoryStore:
         user = storage_user_id(user_id)
         check_identifier("session_id", session_id)
         check_limit("limit", limit)
-        async with self._read() as session:
+        async with self._read(user) as session:
             episodes = await EpisodeRepository(session=session).latest_in_session(
                 user, session_id, max(1, limit // 2)
             )
@@ -319,7 +377,7 @@ class MemoryStore:
     async def assert_fact(self, fact: Fact) -> AssertOutcome:
         """Like :meth:`add_fact`, but also says whether it added, reinforced or superseded."""
         user, cleaned, single, valid_from = self._valid_fact(fact)
-        async with self._write() as session:
+        async with self._write(user) as session:
             return await FactRepository(session=session).assert_fact(
                 user, cleaned, single_valued=single, valid_from=valid_from, now=self.now()
             )
@@ -332,7 +390,7 @@ class MemoryStore:
         """Stop believing a fact from now on (closes transaction time; history stays)."""
         user = storage_user_id(user_id)
         check_identifier("fact_id", fact_id)
-        async with self._write() as session:
+        async with self._write(user) as session:
             closed = await FactRepository(session=session).retract(user, fact_id, self.now())
         if not closed:
             raise NotFound(f"no current fact {fact_id!r} for this user")
@@ -353,7 +411,7 @@ class MemoryStore:
             predicate = normalize_predicate(check_text("predicate", predicate))
         if fact_id is not None:
             check_identifier("fact_id", fact_id)
-        async with self._read() as session:
+        async with self._read(user) as session:
             return await FactRepository(session=session).history(
                 user, subject=subject, predicate=predicate, fact_id=fact_id
             )
@@ -375,7 +433,7 @@ class MemoryStore:
         valid_at = check_aware("valid_at", valid_at) if valid_at is not None else now
         known_at = check_aware("known_at", known_at) if known_at is not None else now
         tokens = keyword_tokens(query)
-        async with self._read() as session:
+        async with self._read(user) as session:
             candidates = await FactRepository(session=session).text_candidates(
                 user, tokens, valid_at=valid_at, known_at=known_at, limit=max(_CANDIDATES, limit)
             )
@@ -406,7 +464,7 @@ class MemoryStore:
             or expected_version < 0
         ):
             raise InvalidInput("expected_version must be a non-negative integer")
-        async with self._write() as session:
+        async with self._write(user) as session:
             return await BlockRepository(session=session).write(
                 user, name, edit, char_limit=self.block_char_limit,
                 expected_version=expected_version, now=self.now(),
@@ -435,19 +493,19 @@ class MemoryStore:
     async def working(self, *, user_id: str | None = None) -> list[MemoryBlock]:
         """The user's pinned blocks, ordered by ``pinned_order``."""
         user = storage_user_id(user_id)
-        async with self._read() as session:
+        async with self._read(user) as session:
             return await BlockRepository(session=session).in_order(user)
 
     async def block_history(self, name: str, *, user_id: str | None = None) -> list[BlockVersion]:
         user = storage_user_id(user_id)
         check_identifier("block name", name)
-        async with self._read() as session:
+        async with self._read(user) as session:
             return await BlockRepository(session=session).history(user, name)
 
     async def delete_block(self, name: str, *, user_id: str | None = None) -> None:
         user = storage_user_id(user_id)
         check_identifier("block name", name)
-        async with self._write() as session:
+        async with self._write(user) as session:
             if not await BlockRepository(session=session).delete(user, name):
                 raise NotFound(f"no block {name!r} for this user")
 
@@ -529,7 +587,7 @@ class MemoryStore:
 
     async def profile(self, *, user_id: str | None = None) -> Profile:
         user = storage_user_id(user_id)
-        async with self._read() as session:
+        async with self._read(user) as session:
             episodes = EpisodeRepository(session=session)
             facts = FactRepository(session=session)
             return Profile(
@@ -562,7 +620,7 @@ class MemoryStore:
             check_aware("before", before)
         if session_id is None and before is None:
             await self.access_tracker.discard(user)
-        async with self._write() as session:
+        async with self._write(user) as session:
             if session_id is None and before is None:
                 removed = await TenantRepository(session=session).erase(user)
                 return sum(removed.values())
@@ -572,19 +630,18 @@ class MemoryStore:
             await AccessRepository(session=session).prune_episodes(user)
             return deleted
 
-    async def export(self, *, user_id: str | None = None) -> dict[str, Any]:
-        """Everything stored for one tenant, table by table, JSON-serialisable."""
+    # ---- export / import ------------------------------------------------------------
+
+    async def export_header(self, *, user_id: str | None = None) -> dict[str, Any]:
+        """What describes a dump of one tenant (the first line of a JSON Lines export)."""
         user = storage_user_id(user_id)
-        tables: dict[str, list[dict[str, Any]]] = {}
-        async with self._read() as session:
-            repo = TenantRepository(session=session)
-            for table in reversed(tenant_tables()):
-                tables[table.name] = [row async for row in repo.rows(user, table)]
         return {
             "format": EXPORT_FORMAT,
             "user_id": public_user_id(user),
             "exported_at": self.now().isoformat(),
-            "tables": tables,
+            "backend": self.engine.dialect.name,
+            "schema_revision": await current_revision(self.engine),
+            "tables": [t.name for t in reversed(tenant_tables())],
         }
 
     # ---- agent-facing layer (memstore.agent) ------------------------------------------
@@ -659,7 +716,7 @@ class MemoryStore:
         user = storage_user_id(user_id)
         if not item_ids:
             return {}
-        async with self._read() as session:
+        async with self._read(user) as session:
             counts = await AccessRepository(session=session).counts(user, kind, item_ids)
         for item_id, extra in self.access_tracker.pending(user, kind, item_ids).items():
             counts[item_id] = counts.get(item_id, 0) + extra
@@ -674,5 +731,108 @@ class MemoryStore:
             raise InvalidInput(f"kind must be one of {sorted(_ACCESS_KINDS)}")
         check_limit("limit", limit)
         await self.flush_access()
-        async with self._read() as session:
+        async with self._read(user) as session:
             return await AccessRepository(session=session).hottest(user, kind, limit)
+
+    async def export_stream(
+        self, *, user_id: str | None = None
+    ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+        """Every row of one tenant as ``(table, row)``, parents before children.
+
+        Streamed from one consistent snapshot; rows are JSON-ready (datetimes
+        as ISO 8601 with offset, bytes as base64) and omit ``user_id``.
+        """
+        user = storage_user_id(user_id)
+        async with self._read(user, snapshot=True) as session:
+            repo = TenantRepository(session=session)
+            for table in reversed(tenant_tables()):
+                async for row in repo.rows(user, table):
+                    yield table.name, row
+
+    async def export(self, *, user_id: str | None = None) -> dict[str, Any]:
+        """Everything stored for one tenant, table by table, JSON-serialisable."""
+        dump = await self.export_header(user_id=user_id)
+        tables: dict[str, list[dict[str, Any]]] = {name: [] for name in dump["tables"]}
+        async for name, row in self.export_stream(user_id=user_id):
+            tables[name].append(row)
+        dump["tables"] = tables
+        return dump
+
+    async def import_(
+        self, dump: Mapping[str, Any], *, user_id: str | _FromDump | None = FROM_DUMP
+    ) -> dict[str, int]:
+        """Load a dump made by :meth:`export` into an empty tenant; returns rows per table.
+
+        The tenant is the dump's unless ``user_id`` names another. All or
+        nothing: one transaction. :class:`Conflict` if the tenant already has
+        data; :class:`InvalidInput` for a malformed dump. Works across backends.
+        """
+        if not isinstance(dump, Mapping) or not isinstance(dump.get("tables"), Mapping):
+            raise InvalidInput("not a memstore export: expected a mapping with 'tables'")
+        tables: Mapping[str, Any] = dump["tables"]
+        for name, rows in tables.items():
+            if not isinstance(rows, list):
+                raise InvalidInput(f"tables[{name!r}] must be a list of rows")
+        return await self.import_rows(
+            dump, ((name, row) for name, rows in tables.items() for row in rows),
+            user_id=user_id,
+        )
+
+    async def import_rows(
+        self,
+        header: Mapping[str, Any],
+        rows: Iterable[tuple[str, Mapping[str, Any]]]
+        | AsyncIterable[tuple[str, Mapping[str, Any]]],
+        *,
+        user_id: str | _FromDump | None = FROM_DUMP,
+    ) -> dict[str, int]:
+        """Streaming form of :meth:`import_`: ``rows`` as :meth:`export_stream` yields them.
+
+        Rows are inserted in batches inside one transaction, so memory stays
+        bounded and a failure part-way leaves the tenant empty. Parent rows must
+        come before their children (export order).
+        """
+        if not isinstance(header, Mapping) or header.get("format") != EXPORT_FORMAT:
+            raise InvalidInput(f"not a memstore export (format must be {EXPORT_FORMAT!r})")
+        if isinstance(user_id, _FromDump):
+            dumped = header.get("user_id")
+            if dumped is not None and not isinstance(dumped, str):
+                raise InvalidInput("the dump's user_id must be a string or null")
+            user = storage_user_id(dumped)
+        else:
+            user = storage_user_id(user_id)
+        counts: dict[str, int] = {}
+        async with self._write(user) as session:
+            repo = TenantRepository(session=session)
+            if await repo.has_rows(user):
+                raise Conflict(
+                    f"tenant {public_user_id(user)!r} already has data; import needs an empty "
+                    "tenant (forget it first, or import under another user_id)"
+                )
+            current: Table | None = None
+            batch: list[Mapping[str, Any]] = []
+            async for name, row in _aiter(rows):
+                if current is None or name != current.name or len(batch) >= _IMPORT_BATCH:
+                    if current is not None:
+                        counts[current.name] = counts.get(current.name, 0) + (
+                            await repo.insert_rows(user, current, batch)
+                        )
+                    current, batch = tenant_table(name), []
+                batch.append(row)
+            if current is not None:
+                counts[current.name] = counts.get(current.name, 0) + (
+                    await repo.insert_rows(user, current, batch)
+                )
+            for name in counts:
+                await repo.advance_sequences(tenant_table(name))
+        return counts
+
+
+
+async def _aiter(items: Iterable[Any] | AsyncIterable[Any]) -> AsyncIterator[Any]:
+    if isinstance(items, AsyncIterable):
+        async for item in items:
+            yield item
+    else:
+        for item in items:
+            yield item

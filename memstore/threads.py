@@ -129,7 +129,7 @@ class ThreadBuffer:
         check_identifier("payload type name", payload_type)
 
         now = self._store.now()
-        async with self._store._write() as session:
+        async with self._store._write(user) as session:
             repo = ThreadRepository(session=session)
             index = await repo.claim_index(
                 user, thread_id, now=now, max_slots=self.max_slots_per_thread
@@ -152,7 +152,7 @@ class ThreadBuffer:
         """Delete a thread and all its slots; False if it did not exist."""
         user = storage_user_id(user_id)
         check_identifier("thread_id", thread_id)
-        async with self._store._write() as session:
+        async with self._store._write(user) as session:
             removed = await ThreadRepository(session=session).delete(user, [thread_id])
         return bool(removed)
 
@@ -161,7 +161,7 @@ class ThreadBuffer:
     async def _slots(self, user_id: str | None, thread_id: str, **where: Any) -> list[Slot]:
         user = storage_user_id(user_id)
         check_identifier("thread_id", thread_id)
-        async with self._store._read() as session:
+        async with self._store._read(user) as session:
             return await ThreadRepository(session=session).slots(user, thread_id, **where)
 
     async def get_thread(self, thread_id: str, *, user_id: str | None = None) -> list[Slot]:
@@ -178,7 +178,7 @@ class ThreadBuffer:
         for name, bound in (("start", start), ("end", end)):
             if bound is not None and (isinstance(bound, bool) or not isinstance(bound, int)):
                 raise InvalidInput(f"{name} must be an integer or None")
-        async with self._store._read() as session:
+        async with self._store._read(user) as session:
             repo = ThreadRepository(session=session)
             info = await repo.info(user, thread_id)
             if info is None:
@@ -222,7 +222,7 @@ class ThreadBuffer:
         check_limit("batch_size", batch_size)
         start = 0
         while True:
-            async with self._store._read() as session:
+            async with self._store._read(user) as session:
                 batch = await ThreadRepository(session=session).slots(
                     user, thread_id, start=start, limit=batch_size
                 )
@@ -235,7 +235,7 @@ class ThreadBuffer:
     async def thread_exists(self, thread_id: str, *, user_id: str | None = None) -> bool:
         user = storage_user_id(user_id)
         check_identifier("thread_id", thread_id)
-        async with self._store._read() as session:
+        async with self._store._read(user) as session:
             return await ThreadRepository(session=session).exists(user, thread_id)
 
     async def length(self, thread_id: str, *, user_id: str | None = None) -> int:
@@ -248,19 +248,19 @@ class ThreadBuffer:
     ) -> ThreadInfo | None:
         user = storage_user_id(user_id)
         check_identifier("thread_id", thread_id)
-        async with self._store._read() as session:
+        async with self._store._read(user) as session:
             return await ThreadRepository(session=session).info(user, thread_id)
 
     async def list_threads(self, *, user_id: str | None = None) -> list[ThreadInfo]:
         """The tenant's threads, oldest first."""
         user = storage_user_id(user_id)
-        async with self._store._read() as session:
+        async with self._store._read(user) as session:
             return await ThreadRepository(session=session).list_threads(user)
 
     async def stats(self, *, user_id: str | None = None) -> dict[str, Any]:
         """Counts for one tenant, shaped like the seed's ``get_stats``."""
         user = storage_user_id(user_id)
-        async with self._store._read() as session:
+        async with self._store._read(user) as session:
             repo = ThreadRepository(session=session)
             thread_count, total_slots = await repo.totals(user)
             threads = [t.thread_id for t in await repo.list_threads(user)]
@@ -327,7 +327,7 @@ class ThreadBuffer:
     ) -> list[RemovedThread]:
         public = public_user_id(user)
         removed: list[RemovedThread] = []
-        async with self._store._write() as session:
+        async with self._store._write(user) as session:
             repo = ThreadRepository(session=session)
             if cutoff is not None:
                 for thread_id, count in sorted((await repo.delete_idle(user, cutoff)).items()):

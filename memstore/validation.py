@@ -6,7 +6,7 @@ import json
 import math
 import unicodedata
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from memstore.errors import InvalidInput
@@ -14,11 +14,13 @@ from memstore.errors import InvalidInput
 __all__ = [
     "MAX_IDENTIFIER_CHARS",
     "MAX_JSON_BYTES",
+    "MAX_JSON_DEPTH",
     "MAX_TEXT_CHARS",
     "check_aware",
     "check_identifier",
     "check_json",
     "check_limit",
+    "check_storable",
     "check_text",
     "check_vector",
 ]
@@ -26,6 +28,9 @@ __all__ = [
 MAX_IDENTIFIER_CHARS = 255
 MAX_TEXT_CHARS = 100_000
 MAX_JSON_BYTES = 1_000_000
+# Nesting of lists/objects in a JSON payload; deeper documents are refused
+# before they can exhaust the recursion limit of an encoder or decoder.
+MAX_JSON_DEPTH = 100
 
 
 def _has_nul(value: str) -> bool:
@@ -34,15 +39,33 @@ def _has_nul(value: str) -> bool:
     return "\x00" in value
 
 
-def check_identifier(field: str, value: object) -> str:
+def _has_surrogate(value: str) -> bool:
+    # Lone surrogates (U+D800-U+DFFF) are not characters: they cannot be encoded
+    # as UTF-8, so no database can store them.
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _unstorable(field: str, value: str) -> None:
+    if _has_nul(value):
+        raise InvalidInput(f"{field} must not contain NUL characters")
+    if _has_surrogate(value):
+        raise InvalidInput(f"{field} must not contain unpaired surrogate code points")
+
+
+def check_identifier(field: str, value: object, *, max_chars: int = MAX_IDENTIFIER_CHARS) -> str:
     if not isinstance(value, str):
         raise InvalidInput(f"{field} must be a string, got {type(value).__name__}")
     if not value or not value.strip():
         raise InvalidInput(f"{field} must not be empty")
-    if len(value) > MAX_IDENTIFIER_CHARS:
-        raise InvalidInput(f"{field} is longer than {MAX_IDENTIFIER_CHARS} characters")
+    if len(value) > max_chars:
+        raise InvalidInput(f"{field} is longer than {max_chars} characters")
     if any(unicodedata.category(ch) == "Cc" for ch in value):
         raise InvalidInput(f"{field} must not contain control characters")
+    _unstorable(field, value)
     return value
 
 
@@ -54,8 +77,7 @@ def check_text(field: str, value: object, *, allow_empty: bool = False,
         raise InvalidInput(f"{field} must not be empty")
     if len(value) > max_chars:
         raise InvalidInput(f"{field} is {len(value)} characters; the limit is {max_chars}")
-    if _has_nul(value):
-        raise InvalidInput(f"{field} must not contain NUL characters")
+    _unstorable(field, value)
     return value
 
 
@@ -64,23 +86,47 @@ def check_aware(field: str, value: object) -> datetime:
         raise InvalidInput(f"{field} must be a datetime, got {type(value).__name__}")
     if value.tzinfo is None or value.utcoffset() is None:
         raise InvalidInput(f"{field} is a naive datetime; pass a timezone-aware one")
+    try:
+        # Stored in UTC: a time near year 1 or 9999 may have no UTC equivalent.
+        value.astimezone(UTC)
+    except OverflowError as exc:
+        raise InvalidInput(f"{field} is out of range once converted to UTC") from exc
     return value
 
 
 def check_json(field: str, value: Any) -> Any:
     """Return ``value`` unchanged if it round-trips through strict JSON."""
+    check_storable(field, value)
     try:
         encoded = json.dumps(value, allow_nan=False, ensure_ascii=False)
     except (TypeError, ValueError, RecursionError) as exc:
         raise InvalidInput(f"{field} is not JSON-serialisable: {exc}") from exc
     if len(encoded.encode()) > MAX_JSON_BYTES:
         raise InvalidInput(f"{field} is larger than {MAX_JSON_BYTES} bytes as JSON")
-    if "\\u0000" in encoded or _has_nul(encoded):
-        raise InvalidInput(f"{field} must not contain NUL characters")
     if json.loads(encoded) != value:
         # e.g. tuples, int dict keys or non-string keys would silently change shape.
         raise InvalidInput(f"{field} does not round-trip through JSON unchanged")
     return value
+
+
+def check_storable(field: str, value: Any) -> None:
+    """Every string in ``value`` (a scalar or JSON document, keys included) can be
+    stored by both backends, and documents respect the depth cap. No recursion."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, str):
+            _unstorable(field, item)
+            continue
+        if isinstance(item, dict):
+            children: list[Any] = [*item.keys(), *item.values()]
+        elif isinstance(item, list | tuple):
+            children = list(item)
+        else:
+            continue
+        if depth + 1 > MAX_JSON_DEPTH:
+            raise InvalidInput(f"{field} is nested deeper than {MAX_JSON_DEPTH} levels")
+        stack.extend((child, depth + 1) for child in children)
 
 
 def check_limit(field: str, value: object, *, maximum: int = 10_000) -> int:

@@ -138,7 +138,7 @@ class WorkingMemory:
         )
         now = self._store.now()
         expires_at = None if ttl is None else now + timedelta(seconds=ttl)
-        async with self._store._write() as session:
+        async with self._store._write(self._user) as session:
             repo = WorkingMemoryRepository(session=session)
             await self._ensure_metadata(repo, now)
             await repo.put(self._user, self._key, key, value, expires_at=expires_at, now=now)
@@ -146,7 +146,7 @@ class WorkingMemory:
     async def get(self, key: str, default: Any = None) -> Any:
         """The live value of ``key``, else ``default`` (a stored JSON null is returned as None)."""
         check_identifier("key", key)
-        async with self._store._read() as session:
+        async with self._store._read(self._user) as session:
             found, value = await WorkingMemoryRepository(session=session).get(
                 self._user, self._key, key, self._store.now()
             )
@@ -155,21 +155,21 @@ class WorkingMemory:
     async def delete(self, key: str) -> bool:
         """Delete a user key; True if it existed (and had not expired)."""
         _check_user_key(key, "delete")
-        async with self._store._write() as session:
+        async with self._store._write(self._user) as session:
             return await WorkingMemoryRepository(session=session).delete(
                 self._user, self._key, key, self._store.now()
             )
 
     async def exists(self, key: str) -> bool:
         check_identifier("key", key)
-        async with self._store._read() as session:
+        async with self._store._read(self._user) as session:
             found, _ = await WorkingMemoryRepository(session=session).get(
                 self._user, self._key, key, self._store.now()
             )
         return found
 
     async def _live(self, *, internal: bool | None) -> list[StoredKey]:
-        async with self._store._read() as session:
+        async with self._store._read(self._user) as session:
             return await WorkingMemoryRepository(session=session).live(
                 self._user, self._key, self._store.now(), internal=internal
             )
@@ -189,7 +189,7 @@ class WorkingMemory:
 
         Returns the number of live keys deleted.
         """
-        async with self._store._write() as session:
+        async with self._store._write(self._user) as session:
             return await WorkingMemoryRepository(session=session).delete_all(
                 self._user, self._key, self._store.now(), internal=False
             )
@@ -201,7 +201,7 @@ class WorkingMemory:
         _check_task_state(state)
         now = self._store.now()
         stored = replace(state, updated_at=now)
-        async with self._store._write() as session:
+        async with self._store._write(self._user) as session:
             repo = WorkingMemoryRepository(session=session)
             await self._ensure_metadata(repo, now)
             await repo.put(self._user, self._key, TASK_STATE_KEY, stored.to_json(),
@@ -209,7 +209,7 @@ class WorkingMemory:
         return stored
 
     async def get_task_state(self) -> TaskState | None:
-        async with self._store._read() as session:
+        async with self._store._read(self._user) as session:
             found, data = await WorkingMemoryRepository(session=session).get(
                 self._user, self._key, TASK_STATE_KEY, self._store.now()
             )
@@ -236,7 +236,7 @@ class WorkingMemory:
         if status is not None:
             check_text("status", status, allow_empty=True, max_chars=255)
         now = self._store.now()
-        async with self._store._write() as session:
+        async with self._store._write(self._user) as session:
             repo = WorkingMemoryRepository(session=session)
             found, data = await repo.get(self._user, self._key, TASK_STATE_KEY, now, lock=True)
             if not found:
@@ -260,7 +260,7 @@ class WorkingMemory:
         """Append a reasoning note; past the limit the oldest notes are dropped."""
         check_text("content", content, allow_empty=True)
         now = self._store.now()
-        async with self._store._write() as session:
+        async with self._store._write(self._user) as session:
             repo = WorkingMemoryRepository(session=session)
             await self._ensure_metadata(repo, now)
             # Create-then-lock: the row must exist for FOR UPDATE to serialise appenders.
@@ -272,7 +272,7 @@ class WorkingMemory:
                            expires_at=None, now=now)
 
     async def _scratchpad(self) -> list[dict[str, Any]]:
-        async with self._store._read() as session:
+        async with self._store._read(self._user) as session:
             _, entries = await WorkingMemoryRepository(session=session).get(
                 self._user, self._key, SCRATCHPAD_KEY, self._store.now()
             )
@@ -292,7 +292,7 @@ class WorkingMemory:
     async def clear_scratchpad(self) -> int:
         """Empty the scratchpad; returns how many notes it held."""
         now = self._store.now()
-        async with self._store._write() as session:
+        async with self._store._write(self._user) as session:
             repo = WorkingMemoryRepository(session=session)
             found, entries = await repo.get(self._user, self._key, SCRATCHPAD_KEY, now, lock=True)
             if not found:
@@ -307,7 +307,7 @@ class WorkingMemory:
         check_text("description", description, allow_empty=True, max_chars=10_000)
         checkpoint_id = str(uuid.uuid4())
         now = self._store.now()
-        async with self._store._write() as session:
+        async with self._store._write(self._user) as session:
             repo = WorkingMemoryRepository(session=session)
             await self._ensure_metadata(repo, now)
             keys = await repo.live(self._user, self._key, now)
@@ -333,7 +333,7 @@ class WorkingMemory:
         """
         check_identifier("checkpoint_id", checkpoint_id)
         now = self._store.now()
-        async with self._store._write() as session:
+        async with self._store._write(self._user) as session:
             repo = WorkingMemoryRepository(session=session)
             data = await repo.checkpoint_data(self._user, self._key, checkpoint_id)
             if data is None:
@@ -350,14 +350,14 @@ class WorkingMemory:
 
     async def list_checkpoints(self) -> list[dict[str, Any]]:
         """``{"id", "description", "created_at"}`` of each checkpoint, oldest first."""
-        async with self._store._read() as session:
+        async with self._store._read(self._user) as session:
             return await WorkingMemoryRepository(session=session).checkpoints(
                 self._user, self._key
             )
 
     async def delete_checkpoint(self, checkpoint_id: str) -> bool:
         check_identifier("checkpoint_id", checkpoint_id)
-        async with self._store._write() as session:
+        async with self._store._write(self._user) as session:
             return await WorkingMemoryRepository(session=session).delete_checkpoint(
                 self._user, self._key, checkpoint_id
             )
@@ -366,7 +366,7 @@ class WorkingMemory:
 
     async def get_stats(self) -> dict[str, Any]:
         now = self._store.now()
-        async with self._store._read() as session:
+        async with self._store._read(self._user) as session:
             repo = WorkingMemoryRepository(session=session)
             keys = await repo.live(self._user, self._key, now)
             checkpoints = await repo.count_checkpoints(self._user, self._key)
@@ -387,7 +387,7 @@ class WorkingMemory:
     async def is_healthy(self) -> bool:
         """True if the database answers."""
         try:
-            async with self._store._read() as session:
+            async with self._store._read(self._user) as session:
                 await WorkingMemoryRepository(session=session).count_checkpoints(
                     self._user, self._key
                 )

@@ -41,7 +41,8 @@ def do_run_migrations(connection: Connection) -> None:
 
 
 async def run_async_migrations() -> None:
-    engine = create_engine(database_url())
+    # No per-statement timeout: building an index on a big table may take long.
+    engine = create_engine(database_url(), command_timeout=None)
     try:
         async with engine.begin() as connection:
             await connection.run_sync(do_run_migrations)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-from collections.abc import Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import datetime
@@ -55,9 +55,15 @@ class AccessTracker:
     """Per-store buffer of access increments, flushed in batches."""
 
     def __init__(
-        self, sessions: async_sessionmaker[AsyncSession], *, flush_every: int = 256
+        self,
+        sessions: async_sessionmaker[AsyncSession],
+        *,
+        flush_every: int = 256,
+        as_tenant: Callable[[AsyncSession, str], Awaitable[None]] | None = None,
     ) -> None:
         self._sessions = sessions
+        # Names each tenant's part of a flush for row-level security policies.
+        self._as_tenant = as_tenant
         self.flush_every = flush_every
         self._pending: dict[Key, tuple[int, datetime]] = {}
         self._events = 0
@@ -132,7 +138,13 @@ class AccessTracker:
             ]
             try:
                 async with self._sessions.begin() as session:
-                    await AccessRepository(session=session).add(deltas)
+                    repo = AccessRepository(session=session)
+                    if self._as_tenant is None:
+                        await repo.add(deltas)
+                    else:
+                        for user in sorted({d.user_id for d in deltas}):
+                            await self._as_tenant(session, user)
+                            await repo.add([d for d in deltas if d.user_id == user])
             except BaseException:
                 # Put the increments back so the next flush retries them.
                 for key, (count, at) in taken.items():

@@ -20,6 +20,9 @@ COMMAND_MODULES = [
     "memstore.cli.demo",
     "memstore.cli.gc",
     "memstore.cli.consolidate",
+    "memstore.cli.rls",
+    "memstore.cli.export",
+    "memstore.cli.import_dump",
 ]
 
 

@@ -9,10 +9,26 @@ from sqlalchemy import event
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-__all__ = ["DEFAULT_URL", "READ_ONLY", "create_engine", "resolve_url"]
+from memstore.db import jsontext
+
+__all__ = [
+    "DEFAULT_URL",
+    "PG_COMMAND_TIMEOUT_S",
+    "PG_CONNECT_TIMEOUT_S",
+    "READ_ONLY",
+    "SQLITE_BUSY_TIMEOUT_MS",
+    "create_engine",
+    "resolve_url",
+]
 
 DEFAULT_URL = "sqlite+aiosqlite:///./memstore.db"
+# How long a SQLite writer waits for another process's write lock before the
+# call fails with Unavailable (documented in the README's Guarantees).
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+# A stopped or unreachable Postgres must fail calls with Unavailable rather than
+# hang them: bound connecting and every single statement.
+PG_CONNECT_TIMEOUT_S = 10.0
+PG_COMMAND_TIMEOUT_S = 60.0
 # Execution option: a transaction that will not write may start with a plain
 # BEGIN on SQLite, so readers do not queue behind the write lock.
 READ_ONLY = "memstore_read_only"
@@ -29,31 +45,43 @@ def resolve_url(url: str | None) -> str:
     return parsed.render_as_string(hide_password=False)
 
 
-def create_engine(url: str | None = None, **kwargs: Any) -> AsyncEngine:
+def create_engine(
+    url: str | None = None,
+    *,
+    sqlite_busy_timeout_ms: int = SQLITE_BUSY_TIMEOUT_MS,
+    connect_timeout: float = PG_CONNECT_TIMEOUT_S,
+    command_timeout: float | None = PG_COMMAND_TIMEOUT_S,
+    **kwargs: Any,
+) -> AsyncEngine:
+    """An engine for ``url``; the timeouts apply to their backend only."""
     resolved = resolve_url(url)
     backend = make_url(resolved).get_backend_name()
     if backend == "sqlite":
         engine = create_async_engine(resolved, **kwargs)
-        _configure_sqlite(engine)
+        _configure_sqlite(engine, busy_timeout_ms=sqlite_busy_timeout_ms)
     elif backend == "postgresql":
         kwargs.setdefault("pool_size", 5)
         kwargs.setdefault("max_overflow", 10)
         kwargs.setdefault("pool_pre_ping", True)
         kwargs.setdefault("pool_recycle", 1800)
-        engine = create_async_engine(resolved, **kwargs)
+        kwargs.setdefault("json_serializer", jsontext.dumps)
+        connect_args = dict(kwargs.pop("connect_args", None) or {})
+        connect_args.setdefault("timeout", connect_timeout)
+        connect_args.setdefault("command_timeout", command_timeout)
+        engine = create_async_engine(resolved, connect_args=connect_args, **kwargs)
         _configure_postgres(engine)
     else:
         raise ValueError(f"unsupported database backend {backend!r}; use sqlite or postgresql")
     return engine
 
 
-def _configure_sqlite(engine: AsyncEngine) -> None:
+def _configure_sqlite(engine: AsyncEngine, *, busy_timeout_ms: int) -> None:
     @event.listens_for(engine.sync_engine, "connect")
     def on_connect(dbapi_connection: Any, _record: Any) -> None:
         # Take transaction control away from the sqlite3 module so BEGIN is ours.
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
-        cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
         cursor.execute("PRAGMA journal_mode = WAL")
         cursor.execute("PRAGMA synchronous = NORMAL")
         cursor.execute("PRAGMA foreign_keys = ON")

@@ -13,9 +13,9 @@ from contextlib import contextmanager
 
 from sqlalchemy import exc as sa_exc
 
-from memstore.errors import Conflict, InvalidInput, MemstoreError, Unavailable
+from memstore.errors import Conflict, InvalidInput, MemstoreError, PermissionDenied, Unavailable
 
-__all__ = ["constraint_name", "translated"]
+__all__ = ["constraint_name", "sqlstate", "translated"]
 
 _SQLITE_UNIQUE = re.compile(r"UNIQUE constraint failed: (?:index '([^']+)'|(.+))$")
 _SQLITE_CHECK = re.compile(r"CHECK constraint failed: (\S+)")
@@ -38,9 +38,30 @@ def constraint_name(error: sa_exc.DBAPIError) -> str | None:
     return None
 
 
+def sqlstate(error: sa_exc.DBAPIError) -> str | None:
+    """The Postgres SQLSTATE of a driver error, if it has one."""
+    code = getattr(error.orig, "sqlstate", None) or getattr(error.orig, "pgcode", None)
+    return str(code) if code else None
+
+
+def _unavailable_state(code: str | None) -> bool:
+    # 08: connection exception; 57P01-03: admin/crash shutdown, cannot connect
+    # now; 53: insufficient resources (too many connections, disk full);
+    # 57014: statement cancelled (statement_timeout).
+    return code is not None and (
+        code.startswith(("08", "53")) or code in ("57P01", "57P02", "57P03", "57014")
+    )
+
+
 @contextmanager
 def translated(what: str) -> Iterator[None]:
-    """Re-raise driver errors from ``what`` (a short description) as MemstoreError."""
+    """Re-raise driver errors from ``what`` (a short description) as MemstoreError.
+
+    Lost or refused connections, timeouts and SQLite's "database is locked"
+    become :class:`Unavailable`; serialisation failures and deadlocks become
+    :class:`Conflict` (both retryable); values the database refuses become
+    :class:`InvalidInput`.
+    """
     try:
         yield
     except MemstoreError:
@@ -52,10 +73,25 @@ def translated(what: str) -> Iterator[None]:
         orig = error.orig
         if isinstance(orig, ValueError | TypeError) and not isinstance(error, sa_exc.DBAPIError):
             raise InvalidInput(f"{what}: {orig}") from error
-        if isinstance(error, sa_exc.OperationalError | sa_exc.InterfaceError):
+        if not isinstance(error, sa_exc.DBAPIError):
+            if isinstance(orig, OSError | ConnectionError):  # TimeoutError is an OSError
+                raise Unavailable(f"{what}: database unreachable ({orig!r})") from error
+            raise
+        code = sqlstate(error)
+        if (
+            isinstance(error, sa_exc.OperationalError | sa_exc.InterfaceError)
+            or error.connection_invalidated
+            or _unavailable_state(code)
+        ):
             raise Unavailable(f"{what}: database unavailable ({orig})") from error
-        if isinstance(error, sa_exc.DBAPIError) and error.connection_invalidated:
-            raise Unavailable(f"{what}: connection lost ({orig})") from error
+        if code == "42501":  # insufficient_privilege, incl. row-level security refusals
+            raise PermissionDenied(f"{what}: {orig}") from error
+        if code in ("40001", "40P01"):
+            raise Conflict(f"{what}: concurrent transaction conflict; retry ({orig})") from error
+        if isinstance(error, sa_exc.DataError):
+            raise InvalidInput(f"{what}: the database refused a value ({orig})") from error
         raise
+    except sa_exc.TimeoutError as error:  # no pooled connection became free in time
+        raise Unavailable(f"{what}: no database connection available ({error})") from error
     except (OSError, ConnectionError) as error:
-        raise Unavailable(f"{what}: database unreachable ({error})") from error
+        raise Unavailable(f"{what}: database unreachable ({error!r})") from error

@@ -1,17 +1,21 @@
 from __future__ import annotations
 
 import base64
-from collections.abc import AsyncIterator
+import binascii
+from collections.abc import AsyncIterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Table, delete, select
+from sqlalchemy import Column, Integer, String, Table, delete, func, insert, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.types import TypeDecorator
 
 from memstore.db.base import Base
 from memstore.db.errors import translated
+from memstore.errors import InvalidInput
+from memstore.validation import check_storable
 
-__all__ = ["TenantRepository", "tenant_tables"]
+__all__ = ["TenantRepository", "from_jsonable", "tenant_table", "tenant_tables"]
 
 
 def tenant_tables() -> list[Table]:
@@ -21,6 +25,55 @@ def tenant_tables() -> list[Table]:
     export without anyone remembering to list it.
     """
     return [t for t in reversed(Base.metadata.sorted_tables) if "user_id" in t.c]
+
+
+def tenant_table(name: object) -> Table:
+    """The tenant table called ``name``; InvalidInput for anything else."""
+    for table in tenant_tables():
+        if table.name == name:
+            return table
+    raise InvalidInput(f"unknown tenant table {name!r}")
+
+
+def _python_type(column: Column[Any]) -> Any:
+    kind = column.type
+    while isinstance(kind, TypeDecorator):  # e.g. UTCDateTime: what it stores
+        kind = kind.impl_instance
+    try:
+        return kind.python_type
+    except NotImplementedError:  # e.g. pgvector: its bind processor takes the list
+        return None
+
+
+def from_jsonable(column: Column[Any], value: Any) -> Any:
+    """Inverse of the export encoding (:func:`_jsonable`), driven by the column's type.
+
+    Strings go back to datetimes and bytes where the column stores those; all
+    other values (JSON documents, lists for vector types) pass through to the
+    column type's own bind processing.
+    """
+    if value is None:
+        return None
+    where = f"{column.table.name}.{column.name}"
+    # Same rules as the API's validation, so a dump a backend accepted is
+    # accepted by every backend (SQLite would store NUL or overlong ids).
+    check_storable(where, value)
+    length = getattr(column.type, "length", None)
+    if isinstance(value, str) and isinstance(column.type, String) and length and (
+            len(value) > length):
+        raise InvalidInput(f"{where}: longer than {length} characters")
+    kind = _python_type(column)
+    try:
+        if kind is datetime and isinstance(value, str):
+            return datetime.fromisoformat(value)
+        if kind is bytes and isinstance(value, str) and not isinstance(
+                column.type, TypeDecorator):
+            return base64.b64decode(value, validate=True)
+        if kind is float and isinstance(value, int) and not isinstance(value, bool):
+            return float(value)
+    except (ValueError, binascii.Error) as exc:
+        raise InvalidInput(f"{where}: bad value {value!r}: {exc}") from exc
+    return value
 
 
 def _jsonable(value: Any) -> Any:
@@ -59,3 +112,64 @@ class TenantRepository:
         result = await self._session.stream(stmt)
         async for row in result.mappings():
             yield {k: _jsonable(v) for k, v in row.items() if k != "user_id"}
+
+    async def has_rows(self, user_id: str) -> bool:
+        with translated("check tenant is empty"):
+            for table in tenant_tables():
+                stmt = select(table.c.user_id).where(table.c.user_id == user_id).limit(1)
+                if (await self._session.execute(stmt)).first() is not None:
+                    return True
+        return False
+
+    async def insert_rows(
+        self, user_id: str, table: Table, rows: Sequence[Mapping[str, Any]]
+    ) -> int:
+        """Insert exported rows (JSON form, without ``user_id``) for ``user_id``."""
+        if not rows:
+            return 0
+        required = {
+            c.name for c in table.columns
+            if not c.nullable and c.default is None and c.server_default is None
+            and c.name != "user_id"
+        }
+        values = []
+        for row in rows:
+            if not isinstance(row, Mapping):
+                raise InvalidInput(f"{table.name}: a row must be a JSON object")
+            unknown = set(row) - set(table.c.keys()) | ({"user_id"} & set(row))
+            if unknown:
+                raise InvalidInput(f"{table.name}: unexpected columns {sorted(unknown)}")
+            missing = required - set(row)
+            if missing:
+                raise InvalidInput(f"{table.name}: missing columns {sorted(missing)}")
+            record = {k: from_jsonable(table.c[k], v) for k, v in row.items()}
+            record["user_id"] = user_id
+            values.append(record)
+        with translated(f"import {table.name}"):
+            await self._session.execute(insert(table), values)
+        return len(values)
+
+    async def advance_sequences(self, table: Table) -> None:
+        """After explicit ids were imported, move Postgres sequences past them."""
+        if self._session.get_bind().dialect.name != "postgresql":
+            return
+        for column in table.columns:
+            if not isinstance(column.type, Integer):
+                continue
+            with translated(f"advance sequences of {table.name}"):
+                seq = await self._session.scalar(
+                    select(func.pg_get_serial_sequence(table.name, column.name))
+                )
+                if seq is None:
+                    continue
+                quote = self._session.get_bind().dialect.identifier_preparer.quote
+                # Never move a sequence backwards: other tenants' ids came from it.
+                await self._session.execute(
+                    text(
+                        "SELECT setval(CAST(:seq AS regclass), GREATEST(m, "
+                        "COALESCE(pg_sequence_last_value(CAST(:seq AS regclass)), 0))) FROM "
+                        f"(SELECT max({quote(column.name)}) AS m FROM {quote(table.name)}) s "
+                        "WHERE m IS NOT NULL"
+                    ),
+                    {"seq": seq},
+                )

@@ -1,0 +1,36 @@
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from contextlib import ExitStack
+from typing import Any
+
+
+def register(subparsers: Any) -> None:
+    export = subparsers.add_parser(
+        "export", help="dump one tenant as JSON Lines (streamed; lossless, any backend)"
+    )
+    export.add_argument("--url", help="database URL (default: $MEMSTORE_URL or ./memstore.db)")
+    who = export.add_mutually_exclusive_group(required=True)
+    who.add_argument("--user", help="the tenant (user_id) to export")
+    who.add_argument("--anonymous", action="store_true", help="export the anonymous bucket")
+    export.add_argument("-o", "--output", default="-", help="file to write (default: stdout)")
+    export.set_defaults(handler=run)
+
+
+async def _export(args: argparse.Namespace, out: Any) -> dict[str, int]:
+    from memstore.jsonl import write_jsonl
+    from memstore.store import MemoryStore
+
+    async with MemoryStore.open(args.url) as store:
+        return await write_jsonl(store, out, user_id=None if args.anonymous else args.user)
+
+
+def run(args: argparse.Namespace) -> int:
+    with ExitStack() as stack:
+        out = sys.stdout if args.output == "-" else stack.enter_context(
+            open(args.output, "w", encoding="ascii", newline="\n"))
+        counts = asyncio.run(_export(args, out))
+    print(f"exported {sum(counts.values())} rows: {counts}", file=sys.stderr)
+    return 0

@@ -1,0 +1,41 @@
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from contextlib import ExitStack
+from typing import Any
+
+
+def register(subparsers: Any) -> None:
+    imp = subparsers.add_parser(
+        "import", help="load a `memstore export` JSON Lines dump into an empty tenant"
+    )
+    imp.add_argument("--url", help="database URL (default: $MEMSTORE_URL or ./memstore.db)")
+    who = imp.add_mutually_exclusive_group()
+    who.add_argument("--user", help="import as this tenant (default: the dump's)")
+    who.add_argument("--anonymous", action="store_true", help="import into the anonymous bucket")
+    imp.add_argument("-i", "--input", default="-", help="file to read (default: stdin)")
+    imp.set_defaults(handler=run)
+
+
+async def _import(args: argparse.Namespace, lines: Any) -> dict[str, int]:
+    from memstore.jsonl import read_jsonl
+    from memstore.store import FROM_DUMP, MemoryStore
+
+    user: Any = FROM_DUMP
+    if args.anonymous:
+        user = None
+    elif args.user is not None:
+        user = args.user
+    async with MemoryStore.open(args.url) as store:
+        return await read_jsonl(store, lines, user_id=user)
+
+
+def run(args: argparse.Namespace) -> int:
+    with ExitStack() as stack:
+        lines = sys.stdin if args.input == "-" else stack.enter_context(
+            open(args.input, encoding="utf-8", newline="\n"))
+        counts = asyncio.run(_import(args, lines))
+    print(f"imported {sum(counts.values())} rows: {counts}", file=sys.stderr)
+    return 0

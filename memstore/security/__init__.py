@@ -1,0 +1,1 @@
+"""Database-side security features (opt-in)."""

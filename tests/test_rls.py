@@ -1,0 +1,158 @@
+"""Row-level security (Postgres, opt-in), seen from a non-owner application role."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.engine import make_url
+
+from memstore import Episode, Fact, InvalidInput, MemoryStore, PermissionDenied
+from memstore.db.engine import create_engine
+from memstore.migrate import upgrade
+from memstore.repositories.tenants import tenant_tables
+from memstore.security.rls import rls_status
+from tests.conftest import table_counts
+from tests.test_export_import import comparable, populate
+
+pytestmark = pytest.mark.postgres
+ROOT = Path(__file__).resolve().parents[1]
+APP_ROLE = f"memstore_app_{os.getpid()}"
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "memstore", *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+
+
+async def _admin(url: str, *statements: str) -> None:
+    engine = create_engine(url, isolation_level="AUTOCOMMIT")
+    try:
+        async with engine.connect() as conn:
+            for statement in statements:
+                await conn.execute(text(statement))
+    finally:
+        await engine.dispose()
+
+
+@pytest.fixture
+async def urls(pg_cluster: Any) -> AsyncIterator[dict[str, str]]:
+    """An owner URL and a URL for a separate role that owns nothing."""
+    owner = await asyncio.to_thread(pg_cluster.create_database, "rls")
+    await upgrade(owner)
+    database = make_url(owner).database
+    await _admin(
+        owner,
+        f"DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '{APP_ROLE}') "
+        f"THEN CREATE ROLE {APP_ROLE} LOGIN; END IF; END $$",
+        f'GRANT CONNECT ON DATABASE "{database}" TO {APP_ROLE}',
+        f"GRANT USAGE ON SCHEMA public TO {APP_ROLE}",
+        f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {APP_ROLE}",
+    )
+    app = make_url(owner).set(username=APP_ROLE, password=None)
+    yield {"owner": owner, "app": app.render_as_string(hide_password=False)}
+
+
+async def _visible(url: str, tenant: str | None) -> dict[str, set[str]]:
+    """user_id values each tenant table shows to a raw connection as ``tenant``."""
+    engine = create_engine(url)
+    seen: dict[str, set[str]] = {}
+    try:
+        async with engine.begin() as conn:
+            if tenant is not None:
+                await conn.execute(text("SELECT set_config('memstore.user_id', :u, true)"),
+                                   {"u": tenant})
+            for table in tenant_tables():
+                rows = await conn.execute(text(f'SELECT user_id FROM "{table.name}"'))
+                seen[table.name] = {r[0] for r in rows}
+    finally:
+        await engine.dispose()
+    return seen
+
+
+async def test_policies_isolate_tenants_for_a_non_owner_role(urls: dict[str, str]) -> None:
+    async with MemoryStore.open(urls["owner"]) as owner:
+        await populate(owner, "alice")
+        await populate(owner, "bob")
+        alice_dump = await owner.export(user_id="alice")
+        bob_counts = await table_counts(owner, "bob")
+
+    # Before: the app role sees everybody (no policy yet) — the test can tell.
+    assert all(v == {"alice", "bob"} for v in (await _visible(urls["app"], None)).values())
+
+    done = await asyncio.to_thread(_cli, "rls", "enable", "--url", urls["owner"])
+    assert done.returncode == 0, done.stderr
+    assert all(s.enabled and s.has_policy and not s.forced
+               for s in await rls_status(urls["owner"]))
+    assert (await asyncio.to_thread(_cli, "rls", "status", "--url", urls["owner"])
+            ).returncode == 0
+
+    # Without the setting: nothing. With bob's: exactly bob's rows.
+    assert all(v == set() for v in (await _visible(urls["app"], None)).values())
+    assert all(v == {"bob"} for v in (await _visible(urls["app"], "bob")).values())
+    assert all(v == set() for v in (await _visible(urls["app"], "carol")).values())
+
+    # A row for another tenant cannot be written under bob's setting.
+    engine = create_engine(urls["app"])
+    try:
+        with pytest.raises(Exception, match="row-level security"):
+            async with engine.begin() as conn:
+                await conn.execute(text("SELECT set_config('memstore.user_id', 'bob', true)"))
+                await conn.execute(text(
+                    "INSERT INTO blocks (user_id, name, content, pinned_order, version,"
+                    " updated_at) VALUES ('alice', 'evil', '', 9, 1, now())"))
+    finally:
+        await engine.dispose()
+
+    # MemoryStore(rls=True) as the app role works normally for each tenant.
+    async with MemoryStore.open(urls["app"], rls=True) as app:
+        assert comparable(await app.export(user_id="alice")) == comparable(alice_dump)
+        await app.remember(Episode(user_id="alice", session_id="s", input="as app"))
+        await app.add_fact(Fact(user_id="alice", subject="me", predicate="lives_in",
+                                object="Rome"))
+        await app.update_block("persona", "new", user_id="alice")
+        await app.remember_many([Episode(user_id="alice", session_id="m", input="a"),
+                                 Episode(user_id="bob", session_id="m", input="b")])
+        assert [e.input for e in await app.recall("as app", user_id="alice")] == ["as app"]
+        assert await app.recall("as app", user_id="bob") == []
+        # The setting is transaction-local: the pooled connection forgets it.
+        async with app.engine.connect() as conn:
+            assert await conn.scalar(text("SELECT count(*) FROM episodes")) == 0
+        await app.forget(user_id="alice")
+        await app.import_(alice_dump)
+
+    # Without rls=True the app role sees nothing and may write nothing.
+    async with MemoryStore.open(urls["app"]) as blind:
+        assert await blind.recall("", user_id="bob") == []
+        with pytest.raises(PermissionDenied):
+            await blind.remember(Episode(user_id="bob", session_id="s", input="x"))
+
+    async with MemoryStore.open(urls["owner"]) as owner:
+        bob_now = await table_counts(owner, "bob")
+        assert bob_now["episodes"] == bob_counts["episodes"] + 1  # only remember_many's
+        assert {k: v for k, v in bob_now.items() if k != "episodes"} == {
+            k: v for k, v in bob_counts.items() if k != "episodes"}
+        assert comparable(await owner.export(user_id="alice")) == comparable(alice_dump)
+
+    done = await asyncio.to_thread(_cli, "rls", "disable", "--url", urls["owner"])
+    assert done.returncode == 0, done.stderr
+    assert all(v == {"alice", "bob"} for v in (await _visible(urls["app"], None)).values())
+    assert (await asyncio.to_thread(_cli, "rls", "status", "--url", urls["owner"])
+            ).returncode == 2
+
+
+async def test_rls_needs_postgres(tmp_path: Path) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'x.db'}"
+    await upgrade(url)
+    with pytest.raises(InvalidInput):
+        async with MemoryStore.open(url, rls=True):
+            pass
+    done = await asyncio.to_thread(_cli, "rls", "enable", "--url", url)
+    assert done.returncode == 1 and "PostgreSQL" in done.stderr
