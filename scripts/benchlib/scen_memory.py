@@ -52,7 +52,7 @@ def run(ctx: Context) -> Section:
                             **{"start MB": f"{exp['rss_start_mb']:.0f}",
                                "peak MB": f"{exp['peak_mb']:.0f}",
                                "peak - start MB": f"{exp['peak_mb'] - exp['rss_start_mb']:.0f}",
-                               "data MB": f"{exp['bytes'] / 2**20:.0f}",
+                               "data MB": f"{exp['bytes'] / 2**20:.1f}",
                                "seconds": f"{exp['seconds']:.0f}"})
     _verdicts(section, streams)
     return section
@@ -77,9 +77,9 @@ def _verdicts(section: Section, streams: bool) -> None:
         flat = grew <= allowance
         verdict = "stays flat (streams)" if flat else "grows with the tenant (holds it all)"
         section.note(f"{backend} {op}: +{m1:.0f} MB at {n1:,} rows -> +{m2:.0f} MB at "
-                     f"{n2:,} rows (data {d1:.0f} -> {d2:.0f} MB): {verdict}.")
+                     f"{n2:,} rows (data {d1:.1f} -> {d2:.1f} MB): {verdict}.")
         if op.startswith("export_stream" if streams else "export"):
             section.target(f"memory {backend}: {op} streams (peak does not grow with the "
-                           "tenant)", f"+{m2:.0f} MB peak for {d2:.0f} MB of data", flat)
+                           "tenant)", f"+{m2:.0f} MB peak for {d2:.1f} MB of data", flat)
     if not streams:
         section.note("This memstore build has no export_stream(); only export() was measured.")
