@@ -55,7 +55,8 @@ SIZES = {
     "large_queries": (60, 10, "timed queries per path on the large tenant (exact scans are slow)"),
     "temporal_versions": (1_000_000, 10_000, "fact versions in the bi-temporal store"),
     "consolidate_episodes": (5_000, 200, "episodes per consolidation run"),
-    "peer_rows": (100_000, 2_000, "episodes in the memstore vs LangGraph comparison"),
+    "peer_rows": (20_000, 2_000, "episodes in the memstore vs LangGraph comparison (both "
+                                 "ingest through an HNSW index, a few hundred rows/s here)"),
     "peer_tenants": (100, 10, "tenants in the peer comparison"),
     "memory_rows": (100_000, 5_000, "episodes of the tenant ingested/exported for peak memory"),
 }
