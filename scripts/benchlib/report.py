@@ -17,6 +17,19 @@ from .stats import Row, Section
 __all__ = ["load_run", "render", "run_record", "save_run"]
 
 
+# Which size flags matter to which scenario (by its number in the section title).
+SIZE_KEYS = {
+    "1": ("ingest_rows", "ingest_rows_pg", "ingest_tenants"),
+    "2": ("recall_rows_pg", "recall_tenants_pg", "recall_rows_sqlite", "recall_tenants_sqlite",
+          "queries"),
+    "3": ("large_facts", "large_queries"),
+    "4": ("temporal_versions", "queries"),
+    "5": ("consolidate_episodes",),
+    "6": ("peer_rows", "peer_tenants", "queries"),
+    "7": ("memory_rows",),
+}
+
+
 def _table(columns: Sequence[str], rows: Sequence[dict[str, Any]]) -> list[str]:
     out = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     for row in rows:
@@ -61,16 +74,18 @@ def render(runs: Sequence[dict[str, Any]], *, intro: Sequence[str] = (),
            summary: Sequence[str] = ()) -> str:
     lines = ["# memstore benchmarks", ""]
     lines += list(intro)
-    machine = runs[0]["machine"]
+    machine = {k: v for k, v in runs[0]["machine"].items() if k != "memstore code"}
     lines += ["", "## Machine", ""] + [f"- {k}: {v}" for k, v in machine.items()]
     lines += ["", "## Runs", ""]
     for n, run in enumerate(runs, start=1):
         features = ", ".join(f"{k}={'yes' if v else 'no'}" for k, v in run["features"].items())
         used = {s.title.split(".")[0] for s in run["sections"]}
+        code = run["machine"].get("memstore code", "unknown")
         lines += [f"{n}. `{run['command']}` — started {run['started']} UTC, "
-                  f"{run['total_seconds'] / 60:.1f} min; memstore features: {features}"]
+                  f"{run['total_seconds'] / 60:.1f} min; memstore {code}; features: {features}"]
+        wanted = {k for u in used for k in SIZE_KEYS.get(u, ())}
         sizes = ", ".join(f"{k}={v:,}" if isinstance(v, int) else f"{k}={v}"
-                          for k, v in run["sizes"].items())
+                          for k, v in run["sizes"].items() if k in wanted)
         lines += [f"   - sizes: {sizes}", f"   - scenarios: {', '.join(sorted(used))}"]
     sections = [s for run in runs for s in run["sections"]]
     sections.sort(key=lambda s: s.title)
