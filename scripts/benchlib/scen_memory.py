@@ -21,9 +21,10 @@ USER = "bigtenant"
 def run(ctx: Context) -> Section:
     n = ctx.args.memory_rows
     section = Section(f"7. Peak memory: ingest and export of a {n:,}-episode tenant")
-    section.note("Each measurement runs in a fresh child process; `peak` is its ru_maxrss "
-                 "(resident set high-water mark), `start` its RSS after imports and opening "
-                 "the store, so `peak - start` is what the operation added. The baseline is "
+    section.note("Each measurement runs in a fresh child process; `start` is its RSS after "
+                 "imports and opening the store, where the high-water mark is reset "
+                 "(/proc/self/clear_refs), and `peak` is the high-water mark (VmHWM) at the "
+                 "end of the operation, so `peak - start` is what the operation added. The baseline is "
                  "the size of the data itself (the export file written afterwards).")
     from memstore import MemoryStore
 
