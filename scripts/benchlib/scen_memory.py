@@ -24,8 +24,8 @@ def run(ctx: Context) -> Section:
     section.note("Each measurement runs in a fresh child process; `start` is its RSS after "
                  "imports and opening the store, where the high-water mark is reset "
                  "(/proc/self/clear_refs), and `peak` is the high-water mark (VmHWM) at the "
-                 "end of the operation, so `peak - start` is what the operation added. The baseline is "
-                 "the size of the data itself (the export file written afterwards).")
+                 "end of the operation, so `peak - start` is what the operation added. The "
+                 "baseline is the size of the data itself (the export file written afterwards).")
     from memstore import MemoryStore
 
     streams = hasattr(MemoryStore, "export_stream")
