@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import shlex
 import sys
 import time
@@ -142,6 +143,8 @@ def main(argv: list[str]) -> int:
     finally:
         dbs.close()
     command = "python scripts/bench.py" + ("" if not argv else " " + shlex.join(argv))
+    if os.environ.get("PYTHONPATH"):  # measuring another memstore checkout: say which
+        command = f"PYTHONPATH={os.environ['PYTHONPATH']} {command}"
     record = run_record(command=command, started=f"{started:%Y-%m-%d %H:%M}",
                         total_seconds=time.perf_counter() - t0, machine=machine,
                         features=ctx.features, sizes={k: getattr(args, k) for k in SIZES},
