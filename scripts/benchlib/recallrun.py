@@ -13,10 +13,21 @@ from .raw import SqliteQueries, pg_connect
 from .rawrecall import PgRecall, SqliteRecall
 from .stats import Section
 
-__all__ = ["BASELINE", "K", "Truth", "dense_only_tuning", "hnsw_path", "measure_recall",
-           "recall_at_k"]
+__all__ = [
+    "BASELINE",
+    "VECTOR_ONLY",
+    "K",
+    "Truth",
+    "dense_only_tuning",
+    "hnsw_path",
+    "measure_recall",
+    "recall_at_k",
+]
 
 K = 10
+# A query with no keyword terms (so only the dense signal runs) that is not empty
+# (an empty query means "newest rows"); the lookup embedder maps it to the vector.
+VECTOR_ONLY = "?"
 
 
 class Truth:
@@ -74,9 +85,8 @@ async def measure_recall(target: Any, classes: dict[str, list[tuple[str, str, np
                            **({"recall_tuning": tuning} if tuning else {})) as dense_store:
 
             async def vector_only(q: tuple[str, str, np.ndarray]) -> list[str]:
-                # An empty query has no keyword terms: only the dense signal runs.
-                embedder.known[""] = q[2]
-                return _ids(await dense_store.recall("", user_id=q[0], limit=K))
+                embedder.known[VECTOR_ONLY] = q[2]
+                return _ids(await dense_store.recall(VECTOR_ONLY, user_id=q[0], limit=K))
 
             paths: dict[str, Any] = {
                 "memstore recall (hybrid)": lambda q: hybrid_store.recall(

@@ -21,7 +21,15 @@ from .loader import load_episodes
 from .memapi import LookupEmbedder, open_store
 from .paired import run_paired
 from .raw import pg_connect, pg_copy
-from .recallrun import K, Truth, dense_only_tuning, hnsw_path, measure_recall, recall_at_k
+from .recallrun import (
+    VECTOR_ONLY,
+    K,
+    Truth,
+    dense_only_tuning,
+    hnsw_path,
+    measure_recall,
+    recall_at_k,
+)
 from .rows import raw_records
 from .stats import Section, ms, ratio
 
@@ -113,8 +121,8 @@ async def _facts_queries(target: Target, work: Workload, queries: list[Any], tru
                 open_store(target.url, embedder, recall_tuning=tuning) as dense:
 
             async def vector_only(q: Any) -> list[Any]:
-                embedder.known[""] = q[2]
-                return await dense.recall_facts("", user_id=USER, limit=K)
+                embedder.known[VECTOR_ONLY] = q[2]
+                return await dense.recall_facts(VECTOR_ONLY, user_id=USER, limit=K)
 
             async def raw_exact(q: Any) -> list[Any]:
                 return list(await conn.fetch(FACTS_EXACT, USER, q[2], utcnow(), K))

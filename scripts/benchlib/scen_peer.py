@@ -13,7 +13,7 @@ from .context import Context
 from .data import Workload, episode_id, tenant_name
 from .memapi import LookupEmbedder, open_store
 from .paired import run_paired
-from .recallrun import K, Truth, dense_only_tuning, recall_at_k
+from .recallrun import VECTOR_ONLY, K, Truth, dense_only_tuning, recall_at_k
 from .rows import episode_text, episodes_of
 from .stats import Samples, Section, ms, ratio
 
@@ -81,8 +81,8 @@ async def _search(mem_url: str, lg_dsn: str, queries: list[tuple[str, str, np.nd
             AsyncPostgresStore.from_conn_string(lg_dsn, index=_langgraph_index(embedder)) as lg:
 
         async def vector_only(q: tuple[str, str, np.ndarray]) -> list[Any]:
-            embedder.known[""] = q[2]
-            return await dense.recall("", user_id=q[0], limit=K)
+            embedder.known[VECTOR_ONLY] = q[2]
+            return await dense.recall(VECTOR_ONLY, user_id=q[0], limit=K)
 
         return await run_paired(queries, {
             "memstore recall (hybrid)": lambda q: hybrid.recall(q[1], user_id=q[0], limit=K),

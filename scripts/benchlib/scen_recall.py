@@ -57,9 +57,10 @@ def run(ctx: Context) -> Section:
                  "numpy, fused in Python); vector = `WHERE user_id = $1 ORDER BY embedding "
                  "<=> $2 LIMIT 10`, exact (`+ 0` keeps the HNSW index out) and as the planner "
                  "chooses (HNSW post-filtered). Both return full rows like memstore.")
-    section.note("memstore vector-only = `recall('')` on a store opened with dense-only "
-                 "RecallTuning (keyword, neighbour and session weights 0); an empty query has "
-                 "no keyword terms, so only the dense signal runs.")
+    section.note("memstore vector-only = `recall('?')` on a store opened with dense-only "
+                 "RecallTuning (keyword, neighbour and session weights 0); the query has no "
+                 "keyword terms, so only the dense signal runs, and the lookup embedder maps it "
+                 "to the query's vector.")
     if not ctx.features["embeddings"]:
         section.note("Skipped: this memstore build has no embeddings / hybrid recall yet.")
         return section
