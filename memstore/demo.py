@@ -73,7 +73,8 @@ async def run_demo(url: str) -> None:
         _say("recall('where does alice live? moved')",
              "\n".join(f"  [{e.occurred_at:%Y-%m-%d}] {e.input}" for e in hits))
         bob_view = await store.recall("Paris", user_id="bob")
-        _say("bob recalls 'Paris' (tenant isolation)", f"  {len(bob_view)} results")
+        _say("bob recalls 'Paris' (tenant isolation: only bob's own turns come back)",
+             "\n".join(f"  {e.input}" for e in bob_view))
 
         now_facts = await store.recall_facts("lives", user_id="alice")
         _say("where alice lives — as known now",

@@ -22,9 +22,26 @@ __all__ = [
     "current_revision",
     "downgrade",
     "head_revision",
+    "include_object",
     "migrations_path",
     "upgrade",
 ]
+
+
+# Search structures that only migrations manage, because the ORM cannot express
+# them portably: SQLite FTS5 tables (and their shadow and key-map tables) and
+# the Postgres HNSW / full-text GIN indexes of revision 0003. Autogenerate and
+# `alembic check` would otherwise report them as objects to drop.
+MIGRATION_ONLY = ("_fts", "_embedding_hnsw")
+
+
+def include_object(
+    obj: object, name: str | None, type_: str, reflected: bool, compare_to: object
+) -> bool:
+    """Alembic ``include_object`` hook: hide the migration-only objects above."""
+    return not (
+        reflected and compare_to is None and name and any(m in name for m in MIGRATION_ONLY)
+    )
 
 
 def migrations_path() -> Path:

@@ -8,8 +8,9 @@ from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Ma
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
+import numpy as np
 from sqlalchemy import Table, func, select
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
@@ -18,19 +19,26 @@ from memstore.agent.context import Context, ContextItem
 from memstore.agent.tokens import TokenCounter
 from memstore.db.engine import READ_ONLY, create_engine, resolve_url
 from memstore.db.errors import translated
-from memstore.errors import Conflict, InvalidInput, NotFound
+from memstore.embeddings.base import Embedder, embed_checked
+from memstore.embeddings.hashing import HashingEmbedder
+from memstore.errors import Conflict, DimensionMismatch, InvalidInput, NotFound
 from memstore.gc import GcReport, collect
 from memstore.migrate import check_schema, current_revision, upgrade
+from memstore.models import EpisodeRow
 from memstore.predicates import is_single_valued, normalize_predicate
+from memstore.recall.backends import backend_for
+from memstore.recall.documents import episode_search_text, episode_text, fact_text
+from memstore.recall.fusion import RecallTuning
+from memstore.recall.hybrid import HybridRecall
+from memstore.recall.settings import recorded_embedding_dim
 from memstore.repositories.access import AccessRepository, AccessStat
 from memstore.repositories.blocks import BlockRepository
-from memstore.repositories.episodes import EpisodeRepository
-from memstore.repositories.facts import AssertOutcome, FactRepository
+from memstore.repositories.episodes import EpisodeRepository, episode_from_row
+from memstore.repositories.facts import AssertOutcome, FactRepository, fact_from_row
 from memstore.repositories.tenants import TenantRepository, tenant_table, tenant_tables
 from memstore.scopes import ScopeContext
 from memstore.security.rls import RLS_SETTING
 from memstore.tenancy import public_user_id, storage_user_id
-from memstore.text import keyword_tokens
 from memstore.threads import (
     DEFAULT_MAX_SLOTS_PER_THREAD,
     DEFAULT_MAX_THREADS,
@@ -68,11 +76,6 @@ DEFAULT_BLOCK_CHAR_LIMIT = 5_000
 MAX_FACT_FIELD_CHARS = 2_000
 MAX_BATCH = 10_000
 MAX_EPISODE_ID_CHARS = 36
-# How many keyword candidates recall scores in Python before cutting to `limit`.
-_CANDIDATES = 200
-# Recency half-life for the small recency prior in keyword recall.
-_RECENCY_HALF_LIFE_DAYS = 30.0
-_RECENCY_WEIGHT = 0.1
 
 Clock = Callable[[], datetime]
 _ACCESS_KINDS = frozenset({"episode", "fact", "block"})
@@ -104,10 +107,21 @@ class MemoryStore:
         thread_idle_ttl_seconds: float | None = None,
         scratchpad_limit: int = DEFAULT_SCRATCHPAD_LIMIT,
         rls: bool = False,
+        embedder: Embedder | None = None,
+        recall_tuning: RecallTuning | None = None,
+        exact_scan_threshold: int | None = None,
     ) -> None:
         if rls and engine.dialect.name != "postgresql":
             raise InvalidInput("row-level security (rls=True) needs PostgreSQL")
         self.engine = engine
+        self.embedder: Embedder = embedder if embedder is not None else cast(
+            Embedder, HashingEmbedder()
+        )
+        options = {} if exact_scan_threshold is None else {"exact_threshold": exact_scan_threshold}
+        self.search = backend_for(engine, **options)
+        self._recall = HybridRecall(
+            embedder=self.embedder, backend=self.search, tuning=recall_tuning
+        )
         self.block_char_limit = block_char_limit
         # With row-level security every transaction names its tenant (see _as_tenant).
         self.rls = rls
@@ -134,7 +148,7 @@ class MemoryStore:
         cls,
         url: str | None = None,
         *,
-        embedder: Any = None,
+        embedder: Embedder | None = None,
         auto_migrate: bool = False,
         block_char_limit: int = DEFAULT_BLOCK_CHAR_LIMIT,
         clock: Clock = utcnow,
@@ -144,6 +158,8 @@ class MemoryStore:
         scratchpad_limit: int = DEFAULT_SCRATCHPAD_LIMIT,
         rls: bool = False,
         engine_options: Mapping[str, Any] | None = None,
+        recall_tuning: RecallTuning | None = None,
+        exact_scan_threshold: int | None = None,
     ) -> AsyncIterator[MemoryStore]:
         """Open a store on ``url`` (else ``$MEMSTORE_URL``, else ``./memstore.db``).
 
@@ -153,6 +169,9 @@ class MemoryStore:
         the row-level security policies of ``memstore rls enable``.
         ``engine_options`` go to :func:`memstore.db.engine.create_engine`
         (e.g. ``connect_timeout``, ``command_timeout``, ``sqlite_busy_timeout_ms``).
+        ``embedder`` defaults to the deterministic :class:`HashingEmbedder` at the
+        database's recorded width; an embedder of another width raises
+        :class:`DimensionMismatch`.
         """
         engine = create_engine(url, **dict(engine_options or {}))
         try:
@@ -162,11 +181,22 @@ class MemoryStore:
                 postgres = engine.dialect.name == "postgresql"
                 await upgrade(resolve_url(url) if postgres else engine)
             await check_schema(engine)
+            dim = await recorded_embedding_dim(engine)
+            if embedder is None:
+                embedder = cast(Embedder, HashingEmbedder(dim))
+            elif int(embedder.dim) != dim:
+                raise DimensionMismatch(
+                    f"the embedder produces {embedder.dim}-dimensional vectors but this "
+                    f"database stores {dim}; open it with a {dim}-dimensional embedder "
+                    "(the width is fixed when migrating, see README 'Recall')"
+                )
             store = cls(
                 engine=engine, block_char_limit=block_char_limit, clock=clock,
                 max_slots_per_thread=max_slots_per_thread, max_threads=max_threads,
                 thread_idle_ttl_seconds=thread_idle_ttl_seconds,
                 scratchpad_limit=scratchpad_limit, rls=rls,
+                embedder=embedder, recall_tuning=recall_tuning,
+                exact_scan_threshold=exact_scan_threshold,
             )
             try:
                 yield store
@@ -253,15 +283,23 @@ class MemoryStore:
         checked = [self._valid_episode(e) for e in episodes]
         if len({(u, e.id) for u, e in checked}) != len(checked):
             raise InvalidInput("duplicate episode ids in one batch")
+        # Embed before taking the write lock: inference can be slow.
+        vectors = await embed_checked(self.embedder, [episode_text(e) for _, e in checked])
         now = self.now()
-        by_user: dict[str, list[Episode]] = {}
-        for user, episode in checked:
-            by_user.setdefault(user, []).append(episode)
+        by_user: dict[str, list[tuple[Episode, np.ndarray]]] = {}
+        for (user, episode), vector in zip(checked, vectors, strict=True):
+            by_user.setdefault(user, []).append((episode, vector))
         async with self._write() as session:
             repo = EpisodeRepository(session=session)
             for user, group in by_user.items():
                 await self._as_tenant(session, user)
-                await repo.add_many(user, group, now)
+                turns = await repo.turn_counter(user, [e.session_id for e, _ in group])
+                extras = [
+                    {"embedding": vector, "search_text": episode_search_text(e),
+                     "turn": turns(e.session_id)}
+                    for e, vector in group
+                ]
+                await repo.add_many(user, [e for e, _ in group], now, extras=extras)
         return [e.id for _, e in checked]
 
     async def get_episode(self, episode_id: str, *, user_id: str | None = None) -> Episode:
@@ -281,8 +319,15 @@ class MemoryStore:
         user_id: str | None = None,
         limit: int = 5,
         time_range: tuple[datetime, datetime] | None = None,
+        recency_weight: float = 0.0,
     ) -> list[EpisodeMatch]:
-        """Episodes ranked by keyword overlap with ``query`` plus a small recency prior."""
+        """Episodes ranked by hybrid recall, with the score's parts.
+
+        Parts: ``dense`` (cosine), ``keyword`` (BM25), their z-scores
+        ``dense_z``/``keyword_z`` and sum ``fused``, the context terms ``neighbour``
+        and ``session``, and ``recency`` when ``recency_weight`` is set (added as
+        ``recency_weight * 2^(-age / 30 days)``).
+        """
         user = storage_user_id(user_id)
         check_text("query", query, allow_empty=True, max_chars=10_000)
         check_limit("limit", limit)
@@ -290,24 +335,35 @@ class MemoryStore:
             start, end = time_range
             check_aware("time_range[0]", start)
             check_aware("time_range[1]", end)
-        tokens = keyword_tokens(query)
-        async with self._read(user) as session:
-            repo = EpisodeRepository(session=session)
-            candidates = await repo.keyword_candidates(
-                user, tokens, time_range=time_range, limit=max(_CANDIDATES, limit)
-            )
+        if isinstance(recency_weight, bool) or not isinstance(recency_weight, int | float) or (
+            not math.isfinite(recency_weight) or recency_weight < 0
+        ):
+            raise InvalidInput("recency_weight must be a non-negative number")
         now = self.now()
-        matches = []
-        for episode in candidates:
-            text = f"{episode.input} {episode.output}".lower()
-            keyword = (sum(t in text for t in tokens) / len(tokens)) if tokens else 0.0
-            age_days = max(0.0, (now - episode.occurred_at).total_seconds() / 86_400)
-            recency = math.exp(-math.log(2) * age_days / _RECENCY_HALF_LIFE_DAYS)
-            score = keyword + _RECENCY_WEIGHT * recency
-            matches.append(
-                EpisodeMatch(episode=episode, score=score,
-                             parts={"keyword": keyword, "recency": recency})
+        if not query.strip():
+            # Nothing to rank by: the newest episodes, as an agent resuming expects.
+            async with self._read(user) as session:
+                newest = await EpisodeRepository(session=session).keyword_candidates(
+                    user, [], time_range=time_range, limit=limit
+                )
+            self.access_tracker.record(user, "episode", [e.id for e in newest], now)
+            return [EpisodeMatch(episode=e, score=0.0, parts={}) for e in newest]
+        qvec = await self._recall.embed_query(query)
+        async with self._read(user) as session:
+            ranked = await self._recall.episodes(
+                session, user, query, time_range=time_range, now=now,
+                recency_weight=float(recency_weight), qvec=qvec, limit=limit,
             )
+            # Load a few more than needed so ties can be broken newest-first.
+            wanted = [s.id for s in ranked[: limit * 2 + 10]]
+            rows = (await session.scalars(select(EpisodeRow).where(
+                EpisodeRow.user_id == user, EpisodeRow.id.in_(wanted)
+            ))).all() if wanted else []
+        episodes = {r.id: episode_from_row(r) for r in rows}
+        matches = [
+            EpisodeMatch(episode=episodes[s.id], score=s.score, parts=s.parts)
+            for s in ranked[: len(wanted)] if s.id in episodes
+        ]
         matches.sort(key=lambda m: (-m.score, -m.episode.occurred_at.timestamp(), m.episode.id))
         self.access_tracker.record(user, "episode", [m.episode.id for m in matches[:limit]], now)
         return matches[:limit]
@@ -319,9 +375,12 @@ class MemoryStore:
         user_id: str | None = None,
         limit: int = 5,
         time_range: tuple[datetime, datetime] | None = None,
+        recency_weight: float = 0.0,
     ) -> list[Episode]:
+        """The ``limit`` episodes that best match ``query`` (hybrid: vector + keyword)."""
         matches = await self.recall_scored(
-            query, user_id=user_id, limit=limit, time_range=time_range
+            query, user_id=user_id, limit=limit, time_range=time_range,
+            recency_weight=recency_weight,
         )
         return [m.episode for m in matches]
 
@@ -377,9 +436,11 @@ class MemoryStore:
     async def assert_fact(self, fact: Fact) -> AssertOutcome:
         """Like :meth:`add_fact`, but also says whether it added, reinforced or superseded."""
         user, cleaned, single, valid_from = self._valid_fact(fact)
+        (vector,) = await embed_checked(self.embedder, [fact_text(cleaned)])
         async with self._write(user) as session:
             return await FactRepository(session=session).assert_fact(
-                user, cleaned, single_valued=single, valid_from=valid_from, now=self.now()
+                user, cleaned, single_valued=single, valid_from=valid_from, now=self.now(),
+                embedding=vector,
             )
 
     async def add_fact(self, fact: Fact) -> str:
@@ -432,19 +493,30 @@ class MemoryStore:
         now = self.now()
         valid_at = check_aware("valid_at", valid_at) if valid_at is not None else now
         known_at = check_aware("known_at", known_at) if known_at is not None else now
-        tokens = keyword_tokens(query)
+        if not query.strip():
+            # Nothing to rank by: the most recently recorded facts.
+            async with self._read(user) as session:
+                newest = await FactRepository(session=session).text_candidates(
+                    user, [], valid_at=valid_at, known_at=known_at, limit=limit
+                )
+            self.access_tracker.record(user, "fact", [f.fact_id or "" for f in newest], now)
+            return newest
+        qvec = await self._recall.embed_query(query)
         async with self._read(user) as session:
-            candidates = await FactRepository(session=session).text_candidates(
-                user, tokens, valid_at=valid_at, known_at=known_at, limit=max(_CANDIDATES, limit)
+            facts = FactRepository(session=session)
+            ranked = await self._recall.facts(
+                session, user, query, where=facts.as_of(valid_at, known_at), qvec=qvec,
+                limit=limit,
             )
-
-        def hits(fact: Fact) -> int:
-            text = f"{fact.subject} {fact.predicate} {fact.object}".lower()
-            return sum(t in text for t in tokens)
-
-        candidates.sort(key=lambda f: -hits(f))  # stable: newest first among equals
-        self.access_tracker.record(user, "fact", [f.fact_id or "" for f in candidates[:limit]], now)
-        return candidates[:limit]
+            wanted = [s.id for s in ranked[: limit * 2 + 10]]
+            rows = await facts.rows_by_id(user, wanted)
+        score = {s.id: s.score for s in ranked}
+        found = [fact_from_row(r) for r in rows]
+        # Ties (e.g. an empty query) go to the most recently recorded.
+        found.sort(key=lambda f: (-score[f.id or ""], -(f.recorded_at or now).timestamp(),
+                                  f.id or ""))
+        self.access_tracker.record(user, "fact", [f.fact_id or "" for f in found[:limit]], now)
+        return found[:limit]
 
     # ---- working blocks -------------------------------------------------------------
 

@@ -12,6 +12,7 @@ from sqlalchemy.engine import Connection
 import memstore.models  # noqa: F401  (registers every table on the metadata)
 from memstore.db.base import Base
 from memstore.db.engine import create_engine
+from memstore.migrate import include_object
 
 config = context.config
 target_metadata = Base.metadata
@@ -35,6 +36,7 @@ def do_run_migrations(connection: Connection) -> None:
         # SQLite cannot ALTER most things in place; batch mode rebuilds tables.
         render_as_batch=connection.dialect.name == "sqlite",
         compare_type=True,
+        include_object=include_object,
     )
     with context.begin_transaction():
         context.run_migrations()

@@ -74,6 +74,6 @@ async def test_readme_agent_loop(store: MemoryStore) -> None:
     turn = (await store.session_messages("s1", user_id="alice"))
     assert [m.content for m in turn] == ["What is my fern called?", answer]
     facts = await store.recall_facts("fred", user_id="alice")
-    assert [(f.subject, f.object) for f in facts] == [("fern", "Fred")]
+    assert (facts[0].subject, facts[0].object) == ("fern", "Fred")
     counts = await store.access_counts("episode", [old], user_id="alice")
     assert counts[old] >= 2  # searched and loaded

@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import table_counts
 
 from memstore import Conflict, Episode, Fact, InvalidInput, MemoryStore
 from memstore.migrate import upgrade
 from memstore.repositories.tenants import tenant_tables
-from conftest import table_counts
 
 MARCH = datetime(2026, 3, 1, 9, 30, 15, 123456, tzinfo=UTC)
 JUNE = datetime(2026, 6, 1, tzinfo=timezone(timedelta(hours=2)))

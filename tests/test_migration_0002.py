@@ -13,10 +13,10 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Connection
 
 import memstore.models  # noqa: F401  (registers every table)
-from memstore import Episode, Fact, MemoryStore
+from memstore import MemoryStore
 from memstore.db.base import Base
 from memstore.db.engine import create_engine
-from memstore.migrate import downgrade, upgrade
+from memstore.migrate import downgrade, include_object, upgrade
 
 CORE_TABLES = ("episodes", "facts", "blocks", "block_versions")
 NEW_TABLES = {"threads", "slots", "working_memory", "working_memory_checkpoints"}
@@ -40,26 +40,65 @@ def _tables(connection: Connection) -> set[str]:
 
 
 def _drift(connection: Connection) -> list[Any]:
-    return list(compare_metadata(MigrationContext.configure(connection), Base.metadata))
+    context = MigrationContext.configure(connection, opts={"include_object": include_object})
+    return list(compare_metadata(context, Base.metadata))
+
+
+def _core_rows(naive: bool) -> dict[str, list[dict[str, Any]]]:
+    """Rows as revision 0001 stored them (written with its columns, not today's code)."""
+
+    def ts(month: int, day: int = 1) -> datetime:
+        value = datetime(2026, month, day, 9, 30, tzinfo=UTC)
+        return value.replace(tzinfo=None) if naive else value
+
+    episodes = [
+        {"user_id": "alice", "id": f"00000000-0000-0000-0000-00000000000{n}",
+         "session_id": f"s{n % 2}", "input": f"turn {n}", "output": "ok",
+         "tool_calls": [{"tool": "x"}], "metadata": {"n": n},
+         "occurred_at": ts(1, n + 1), "created_at": ts(1, n + 1)}
+        for n in range(5)
+    ] + [{"user_id": "__anonymous__", "id": "00000000-0000-0000-0000-000000000009",
+          "session_id": "s", "input": "anonymous turn", "output": "", "tool_calls": [],
+          "metadata": {}, "occurred_at": ts(2), "created_at": ts(2)}]
+    fact = {"user_id": "alice", "subject": "alice", "predicate": "lives_in",
+            "single_valued": True, "confidence": 1.0, "sources": []}
+    facts = [
+        {**fact, "id": "f1", "fact_id": "f1", "object": "Paris", "valid_from": ts(3),
+         "valid_to": None, "recorded_at": ts(3), "superseded_at": ts(6)},
+        {**fact, "id": "f2", "fact_id": "f1", "object": "Paris", "valid_from": ts(3),
+         "valid_to": ts(6), "recorded_at": ts(6), "superseded_at": None},
+        {**fact, "id": "f3", "fact_id": "f3", "object": "London", "valid_from": ts(6),
+         "valid_to": None, "recorded_at": ts(6), "superseded_at": None},
+    ]
+    blocks = [{"user_id": "alice", "name": "persona", "content": "Be brief. Metric.",
+               "pinned_order": 0, "version": 2, "updated_at": ts(7)}]
+    versions = [
+        {"user_id": "alice", "name": "persona", "version": 1, "content": "Be brief.",
+         "created_at": ts(7)},
+        {"user_id": "alice", "name": "persona", "version": 2, "content": "Be brief. Metric.",
+         "created_at": ts(7)},
+    ]
+    return {"episodes": episodes, "facts": facts, "blocks": blocks,
+            "block_versions": versions}
+
+
+def _insert_core_rows(connection: Connection) -> None:
+    metadata = MetaData()
+    naive = connection.dialect.name == "sqlite"
+    for name, rows in _core_rows(naive).items():
+        table = Table(name, metadata, autoload_with=connection)
+        connection.execute(table.insert(), rows)
 
 
 async def _populate(url: str) -> None:
-    # The schema is behind the code on purpose, so bypass open()'s currency check.
-    store = MemoryStore(engine=create_engine(url))
+    # The schema is behind the code on purpose: write rows as the core revision
+    # would have, through reflected tables, not through today's MemoryStore.
+    engine = create_engine(url)
     try:
-        for n in range(5):
-            await store.remember(Episode(session_id=f"s{n % 2}", user_id="alice",
-                                         input=f"turn {n}", output="ok",
-                                         tool_calls=[{"tool": "x"}], metadata={"n": n}))
-        await store.remember(Episode(session_id="s", input="anonymous turn"))
-        await store.add_fact(Fact(user_id="alice", subject="alice", predicate="lives_in",
-                                  object="Paris", valid_from=datetime(2026, 3, 1, tzinfo=UTC)))
-        await store.add_fact(Fact(user_id="alice", subject="alice", predicate="lives_in",
-                                  object="London", valid_from=datetime(2026, 6, 1, tzinfo=UTC)))
-        await store.update_block("persona", "Be brief.", user_id="alice")
-        await store.append_block("persona", " Metric.", user_id="alice")
+        async with engine.begin() as conn:
+            await conn.run_sync(_insert_core_rows)
     finally:
-        await store.engine.dispose()
+        await engine.dispose()
 
 
 async def test_upgrade_from_core_keeps_every_row_and_downgrade_reverses(

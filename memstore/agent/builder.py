@@ -112,13 +112,14 @@ async def build_context(
          for rank, f in enumerate(facts)),
         key=lambda t: (-t[0], t[1]),
     )[:fact_limit]
-    # Scores are normalised to the best match first, so the prior stays small
-    # whatever scale the recall implementation scores on (keyword, RRF, ...).
-    # (Without positive scores, fall back to the reciprocal rank like facts.)
-    best = max((m.score for m in episodes), default=0.0)
+    # Scores are min-max normalised over the candidates first, so the prior stays
+    # small whatever scale (or sign: hybrid recall fuses z-scores) recall uses,
+    # and exact ties stay ties for the prior to break.
+    scores = [m.score for m in episodes]
+    low, high = min(scores, default=0.0), max(scores, default=0.0)
 
     def relevance(rank: int, score: float) -> float:
-        return score / best if best > 0 else 1.0 / (1 + rank)
+        return (score - low) / (high - low) if high > low else 1.0
 
     scored_episodes = sorted(
         ((relevance(rank, m.score) + access_prior(episode_counts.get(m.episode.id, 0)),

@@ -23,6 +23,7 @@ COMMAND_MODULES = [
     "memstore.cli.rls",
     "memstore.cli.export",
     "memstore.cli.import_dump",
+    "memstore.cli.reembed",
 ]
 
 

@@ -99,6 +99,10 @@ def _configure_sqlite(engine: AsyncEngine, *, busy_timeout_ms: int) -> None:
 
 
 def _configure_postgres(engine: AsyncEngine) -> None:
+    # Importing it teaches SQLAlchemy's reflection the `vector` type (inspection,
+    # `alembic check`); lazy so SQLite-only users never import pgvector.
+    import pgvector.sqlalchemy  # noqa: F401
+
     @event.listens_for(engine.sync_engine, "connect")
     def on_connect(dbapi_connection: Any, _record: Any) -> None:
         dbapi_connection.run_async(_register_vector_codec)

@@ -5,12 +5,13 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, DateTime
+import numpy as np
+from sqlalchemy import JSON, DateTime, LargeBinary
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Dialect
-from sqlalchemy.types import TypeDecorator
+from sqlalchemy.types import TypeDecorator, TypeEngine, UserDefinedType
 
-__all__ = ["JSONDoc", "UTCDateTime"]
+__all__ = ["JSONDoc", "PgVector", "UTCDateTime", "Vector"]
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -44,3 +45,46 @@ class UTCDateTime(TypeDecorator[datetime]):
 
 # JSONB on Postgres (indexable, compact); plain JSON text elsewhere.
 JSONDoc: Any = JSON().with_variant(JSONB(), "postgresql")
+
+
+class PgVector(UserDefinedType[Any]):
+    """pgvector's ``vector`` column; values pass straight to the asyncpg codec.
+
+    The engine registers pgvector's binary asyncpg codec, which takes and
+    returns numpy arrays, so no text conversion happens here. The width is
+    fixed by the migration (``vector(dim)``), not by the model.
+    """
+
+    cache_ok = True
+
+    def get_col_spec(self, **kw: Any) -> str:
+        return "VECTOR"
+
+
+class Vector(TypeDecorator[np.ndarray]):
+    """A float32 embedding: pgvector ``vector`` on Postgres, raw float32 bytes elsewhere."""
+
+    impl = LargeBinary
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
+        if dialect.name == "postgresql":
+            return dialect.type_descriptor(PgVector())
+        return dialect.type_descriptor(LargeBinary())
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
+        if value is None:
+            return None
+        array = np.asarray(value, dtype=np.float32)
+        if dialect.name == "postgresql":
+            return array
+        return array.tobytes()
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> np.ndarray | None:
+        if value is None:
+            return None
+        if isinstance(value, bytes | bytearray | memoryview):
+            return np.frombuffer(bytes(value), dtype=np.float32)
+        if hasattr(value, "to_numpy"):  # pgvector.Vector from the asyncpg codec
+            value = value.to_numpy()
+        return np.asarray(value, dtype=np.float32)

@@ -3,6 +3,7 @@
 from memstore.db.base import Base
 from memstore.models.access import AccessStatRow
 from memstore.models.blocks import BlockRow, BlockVersionRow
+from memstore.models.config import ConfigRow
 from memstore.models.consolidation import EpisodeConsolidationRow
 from memstore.models.episodes import EpisodeRow
 from memstore.models.facts import FactRow
@@ -22,3 +23,4 @@ __all__ = [
     "WorkingMemoryCheckpointRow",
     "WorkingMemoryRow",
 ]
+__all__ = ["Base", "BlockRow", "BlockVersionRow", "ConfigRow", "EpisodeRow", "FactRow"]

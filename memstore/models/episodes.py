@@ -3,11 +3,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Index, String, Text
+from sqlalchemy import Index, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from memstore.db.base import Base
-from memstore.db.types import JSONDoc, UTCDateTime
+from memstore.db.types import JSONDoc, UTCDateTime, Vector
 
 
 class EpisodeRow(Base):
@@ -24,8 +24,15 @@ class EpisodeRow(Base):
     meta: Mapped[dict[str, Any]] = mapped_column("metadata", JSONDoc)
     occurred_at: Mapped[datetime] = mapped_column(UTCDateTime)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    # Recall (migration 0003). NULL for rows written before it existed.
+    embedding: Mapped[Any] = mapped_column(Vector, nullable=True)
+    # What keyword search indexes: the text plus the date it happened in words.
+    search_text: Mapped[str | None] = mapped_column(Text, nullable=True)
+    # Position within the session in insertion order (neighbour context for recall).
+    turn: Mapped[int | None] = mapped_column(Integer, nullable=True)
 
     __table_args__ = (
         Index(None, "user_id", "session_id", "occurred_at"),
         Index(None, "user_id", "occurred_at"),
+        Index(None, "user_id", "session_id", "turn"),
     )

@@ -1,12 +1,13 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import Boolean, CheckConstraint, Float, Index, String, Text, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from memstore.db.base import Base
-from memstore.db.types import JSONDoc, UTCDateTime
+from memstore.db.types import JSONDoc, UTCDateTime, Vector
 
 
 class FactRow(Base):
@@ -31,6 +32,8 @@ class FactRow(Base):
     valid_to: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     recorded_at: Mapped[datetime] = mapped_column(UTCDateTime)
     superseded_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    # Embedding of "subject predicate object" (migration 0003); NULL for older rows.
+    embedding: Mapped[Any] = mapped_column(Vector, nullable=True)
 
     __table_args__ = (
         CheckConstraint("confidence >= 0 AND confidence <= 1", name="confidence_range"),

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -34,7 +34,11 @@ class EpisodeRepository:
     def __init__(self, *, session: AsyncSession) -> None:
         self._session = session
 
-    async def add_many(self, user_id: str, episodes: Sequence[Episode], now: datetime) -> None:
+    async def add_many(
+        self, user_id: str, episodes: Sequence[Episode], now: datetime,
+        *, extras: Sequence[dict[str, Any]] | None = None,
+    ) -> None:
+        """Insert ``episodes``; ``extras`` adds per-row columns (embedding, search text, turn)."""
         rows: list[dict[str, Any]] = [
             {
                 "user_id": user_id,
@@ -49,8 +53,28 @@ class EpisodeRepository:
             }
             for ep in episodes
         ]
+        if extras is not None:
+            for row, extra in zip(rows, extras, strict=True):
+                row.update(extra)
         with translated("remember episodes"):
             await self._session.execute(insert(EpisodeRow), rows)
+
+    async def turn_counter(self, user_id: str, session_ids: Sequence[str]) -> Callable[[str], int]:
+        """Hands out each session's next turn numbers (insertion order, for recall context)."""
+        stmt = (
+            select(EpisodeRow.session_id, func.max(EpisodeRow.turn))
+            .where(EpisodeRow.user_id == user_id,
+                   EpisodeRow.session_id.in_(sorted(set(session_ids))))
+            .group_by(EpisodeRow.session_id)
+        )
+        last = {sid: (n if n is not None else -1)
+                for sid, n in (await self._session.execute(stmt)).all()}
+
+        def take(session_id: str) -> int:
+            last[session_id] = last.get(session_id, -1) + 1
+            return last[session_id]
+
+        return take
 
     async def get(self, user_id: str, episode_id: str) -> Episode | None:
         row = await self._session.get(EpisodeRow, (user_id, episode_id))

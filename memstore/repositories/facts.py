@@ -5,6 +5,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
+from typing import Any
 
 from sqlalchemy import and_, func, insert, or_, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -110,6 +111,7 @@ class FactRepository:
         single_valued: bool,
         valid_from: datetime,
         now: datetime,
+        embedding: Any = None,
     ) -> AssertOutcome:
         """Record ``fact`` (already validated and normalised) as the tenant now believes it."""
         with translated("add fact"):
@@ -137,7 +139,7 @@ class FactRepository:
                 await self._insert(
                     user_id, **statement, fact_id=identical.fact_id, object=identical.object,
                     confidence=confidence, sources=sources, valid_from=earliest,
-                    valid_to=identical.valid_to, recorded_at=now,
+                    valid_to=identical.valid_to, recorded_at=now, embedding=identical.embedding,
                 )
                 return AssertOutcome(FactChange.REINFORCED, identical.fact_id)
 
@@ -150,7 +152,7 @@ class FactRepository:
             fact_id = await self._insert(
                 user_id, **statement, object=fact.object, confidence=fact.confidence,
                 sources=list(dict.fromkeys(fact.sources)), valid_from=valid_from,
-                valid_to=valid_to, recorded_at=now,
+                valid_to=valid_to, recorded_at=now, embedding=embedding,
             )
             return AssertOutcome(change, fact_id)
 
@@ -181,7 +183,7 @@ class FactRepository:
             change = FactChange.SUPERSEDED
             kept = {
                 **statement, "object": row.object, "confidence": row.confidence,
-                "sources": list(row.sources), "recorded_at": now,
+                "sources": list(row.sources), "recorded_at": now, "embedding": row.embedding,
             }
             if row.valid_from < start:
                 await self._insert(user_id, **kept, fact_id=row.fact_id,
@@ -205,6 +207,16 @@ class FactRepository:
         with translated("retract fact"):
             result = await self._session.execute(stmt)
         return int(result.rowcount or 0)  # type: ignore[attr-defined]
+
+    def as_of(self, valid_at: datetime, known_at: datetime) -> list[ColumnElement[bool]]:
+        """Conditions selecting the versions true at ``valid_at`` as believed at ``known_at``."""
+        return self._as_of(valid_at, known_at)
+
+    async def rows_by_id(self, user_id: str, ids: Sequence[str]) -> list[FactRow]:
+        if not ids:
+            return []
+        stmt = select(FactRow).where(FactRow.user_id == user_id, FactRow.id.in_(list(ids)))
+        return list((await self._session.scalars(stmt)).all())
 
     def _as_of(self, valid_at: datetime, known_at: datetime) -> list[ColumnElement[bool]]:
         return [

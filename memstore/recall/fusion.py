@@ -1,0 +1,44 @@
+"""Turning per-signal scores into one ranking.
+
+Each signal (cosine similarity, BM25) is standardised over its own top
+candidates (z-scores), so neither dominates by scale, and summed. Two context
+terms follow, both general properties of conversational memory: a turn next to a
+strong hit is often the answer to it (neighbour boost), and a session with
+several strong hits is about the topic (session boost). Weights were chosen on
+the LoCoMo dev set, see docs/RECALL.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["RecallTuning", "standardise"]
+
+
+@dataclass(frozen=True)
+class RecallTuning:
+    depth: int = 200           # candidates taken from each signal
+    dense_weight: float = 1.0
+    keyword_weight: float = 1.0
+    neighbour_weight: float = 0.3
+    neighbour_width: int = 2   # turns either side within the same session
+    session_weight: float = 0.4
+    session_top: int = 2       # session score = mean of its best this-many turns
+    expand: int = 50           # best candidates whose neighbours are also scored
+    recency_half_life_days: float = 30.0
+
+
+def standardise(scores: Mapping[str, float]) -> tuple[dict[str, float], float]:
+    """z-scores of a candidate list, and the z of its weakest member (for non-candidates)."""
+    if not scores:
+        return {}, 0.0
+    values = np.fromiter(scores.values(), dtype=np.float64, count=len(scores))
+    mean = float(values.mean())
+    std = float(values.std())
+    if std < 1e-12:
+        return dict.fromkeys(scores, 0.0), 0.0
+    z = {k: (v - mean) / std for k, v in scores.items()}
+    return z, (float(values.min()) - mean) / std

@@ -1,0 +1,175 @@
+"""Postgres: pgvector for dense search, tsvector + GIN for keyword candidates.
+
+Per-tenant dense plan (episodes). A shared HNSW index returns the globally
+nearest ``ef_search`` rows and the ``user_id`` filter is applied afterwards, so
+a tenant holding 1 % of the table gets ~1 % of them: too few, and not its true
+top-k (measured in docs/RECALL.md). Instead:
+
+1. tenants with at most ``exact_threshold`` searchable rows, and any search with
+   extra filters (time ranges), are scanned exactly: the rows come from the
+   ``(user_id, …)`` btree and are sorted by distance, never through HNSW;
+2. larger tenants on pgvector >= 0.8 use HNSW with iterative scans
+   (``hnsw.iterative_scan = strict_order``), which keep scanning until enough
+   rows pass the tenant filter;
+3. on older pgvector, HNSW is used only when over-fetching can cover the tenant:
+   fetch ``depth / share * 2`` rows (share = tenant rows / all rows) with
+   ``ef_search`` raised to match, which must fit pgvector's 1000 limit;
+   otherwise, or when fewer than ``depth`` rows survive the filter, exact.
+
+Facts are always filtered by valid and transaction time, so they are always
+scanned exactly.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from sqlalchemy import ColumnElement, Float, bindparam, cast, func, literal_column, select, text
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from memstore.db.types import PgVector
+from memstore.models import EpisodeRow
+from memstore.recall.backends import RecallTable, row_text
+from memstore.recall.lexical import tsquery
+
+__all__ = ["DEFAULT_EXACT_THRESHOLD", "MAX_EF_SEARCH", "PostgresSearch"]
+
+DEFAULT_EXACT_THRESHOLD = 20_000
+MAX_EF_SEARCH = 1000  # pgvector's upper bound for hnsw.ef_search
+_OVERFETCH = 2.0
+# Floor for ef_search on the ANN paths (pgvector default 40 is tuned for speed).
+_MIN_EF_SEARCH = 100
+
+_TSV = {
+    "episodes": "to_tsvector('simple', coalesce(episodes.search_text, ''))",
+    "facts": (
+        "to_tsvector('simple', facts.subject || ' ' || replace(facts.predicate, '_', ' ') "
+        "|| ' ' || facts.object)"
+    ),
+}
+
+
+def _version_tuple(version: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in version.split(".") if p.isdigit())
+
+
+class PostgresSearch:
+    def __init__(self, *, exact_threshold: int = DEFAULT_EXACT_THRESHOLD) -> None:
+        self.exact_threshold = exact_threshold
+        self._pgvector: tuple[int, ...] | None = None
+        # The plan of the latest dense search, for measurement and tests.
+        self.last_plan = ""
+
+    async def _pgvector_version(self, session: AsyncSession) -> tuple[int, ...]:
+        if self._pgvector is None:
+            version = await session.scalar(
+                text("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+            )
+            self._pgvector = _version_tuple(str(version or "0"))
+        return self._pgvector
+
+    async def dense(
+        self, session: AsyncSession, model: RecallTable, user_id: str,
+        query: np.ndarray, depth: int, where: Sequence[ColumnElement[bool]],
+    ) -> dict[str, float]:
+        vector = bindparam("qvec", query.astype(np.float32), type_=PgVector())
+        distance = model.embedding.op("<=>", return_type=Float)(cast(vector, PgVector()))
+        if model is not EpisodeRow or where:
+            return await self._exact(session, model, user_id, distance, depth, where)
+        tenant_rows = int(await session.scalar(
+            select(func.count()).where(model.user_id == user_id, model.embedding.is_not(None))
+        ) or 0)
+        if tenant_rows <= self.exact_threshold:
+            return await self._exact(session, model, user_id, distance, depth, where)
+        if await self._pgvector_version(session) >= (0, 8):
+            return await self._iterative(session, model, user_id, distance, depth)
+        return await self._overfetch(session, model, user_id, distance, depth, tenant_rows)
+
+    async def _exact(
+        self, session: AsyncSession, model: RecallTable, user_id: str, distance: Any,
+        depth: int, where: Sequence[ColumnElement[bool]],
+    ) -> dict[str, float]:
+        self.last_plan = "exact"
+        # `+ 0` makes the sort key an expression the HNSW index cannot serve, so
+        # the planner reads the tenant's rows through the user_id btree and
+        # sorts them: exact by construction, whatever the statistics say.
+        key = (distance + 0).label("d")
+        stmt = (
+            select(model.id, key)
+            .where(model.user_id == user_id, model.embedding.is_not(None), *where)
+            .order_by(key, model.id)
+            .limit(depth)
+        )
+        return {r[0]: 1.0 - float(r[1]) for r in (await session.execute(stmt)).all()}
+
+    async def _iterative(
+        self, session: AsyncSession, model: RecallTable, user_id: str, distance: Any,
+        depth: int,
+    ) -> dict[str, float]:
+        self.last_plan = "hnsw-iterative"
+        await session.execute(text("SET LOCAL hnsw.iterative_scan = strict_order"))
+        ef = min(MAX_EF_SEARCH, max(_MIN_EF_SEARCH, depth))
+        await session.execute(text(f"SET LOCAL hnsw.ef_search = {ef}"))
+        stmt = (
+            select(model.id, distance.label("d"))
+            .where(model.user_id == user_id, model.embedding.is_not(None))
+            .order_by(distance)
+            .limit(depth)
+        )
+        found = {r[0]: 1.0 - float(r[1]) for r in (await session.execute(stmt)).all()}
+        if len(found) < depth:
+            return await self._exact(session, model, user_id, distance, depth, ())
+        return found
+
+    async def _overfetch(
+        self, session: AsyncSession, model: RecallTable, user_id: str, distance: Any,
+        depth: int, tenant_rows: int,
+    ) -> dict[str, float]:
+        table_name = model.__tablename__
+        total = await session.scalar(
+            text("SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE relname = :t"),
+            {"t": table_name},
+        )
+        total_rows = max(int(total or 0), tenant_rows)
+        share = tenant_rows / total_rows
+        fetch = math.ceil(depth / share * _OVERFETCH)
+        if fetch > MAX_EF_SEARCH:
+            return await self._exact(session, model, user_id, distance, depth, ())
+        self.last_plan = f"hnsw-overfetch({fetch})"
+        await session.execute(text(f"SET LOCAL hnsw.ef_search = {max(fetch, _MIN_EF_SEARCH)}"))
+        nearest = (
+            select(model.id, model.user_id, distance.label("d"))
+            .where(model.embedding.is_not(None))
+            .order_by(distance)
+            .limit(fetch)
+            .subquery()
+        )
+        stmt = (
+            select(nearest.c.id, nearest.c.d)
+            .where(nearest.c.user_id == user_id)
+            .order_by(nearest.c.d, nearest.c.id)
+            .limit(depth)
+        )
+        found = {r[0]: 1.0 - float(r[1]) for r in (await session.execute(stmt)).all()}
+        if len(found) < min(depth, tenant_rows):
+            return await self._exact(session, model, user_id, distance, depth, ())
+        return found
+
+    async def keyword(
+        self, session: AsyncSession, model: RecallTable, user_id: str,
+        terms: Sequence[str], cap: int, where: Sequence[ColumnElement[bool]],
+    ) -> list[tuple[str, str]]:
+        if not terms:
+            return []
+        tsv: ColumnElement[Any] = literal_column(_TSV[model.__tablename__])
+        query = func.to_tsquery(literal_column("'simple'"), tsquery(terms))
+        stmt = (
+            select(model.id, row_text(model))
+            .where(model.user_id == user_id, tsv.op("@@")(query), *where)
+            .order_by(func.ts_rank_cd(tsv, query).desc(), model.id)
+            .limit(cap)
+        )
+        return [(r[0], r[1]) for r in (await session.execute(stmt)).all()]

@@ -1,0 +1,105 @@
+"""Recompute stored embeddings: backfill rows that have none, or switch to another embedder.
+
+Switching to an embedder of another width changes the recorded dimension and, on
+Postgres, the column type (``vector(n)``) and its HNSW index, in one transaction with
+the recomputed vectors; nothing else in the schema is touched.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import select, text, update
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from memstore.embeddings.base import Embedder, embed_checked
+from memstore.models import ConfigRow, EpisodeRow, FactRow
+from memstore.models.config import EMBEDDING_DIM_KEY
+from memstore.recall.documents import episode_text, fact_text
+from memstore.types import Episode, Fact
+
+__all__ = ["ReembedResult", "reembed"]
+
+_BATCH = 256
+
+
+@dataclass(frozen=True)
+class ReembedResult:
+    dimension: int
+    previous_dimension: int
+    episodes: int
+    facts: int
+
+
+def _episode_text(row: Any) -> str:
+    return episode_text(Episode(session_id=row.session_id, input=row.input, output=row.output))
+
+
+def _fact_text(row: Any) -> str:
+    return fact_text(Fact(subject=row.subject, predicate=row.predicate, object=row.object))
+
+
+async def _change_dimension(conn: AsyncConnection, dim: int) -> None:
+    if conn.dialect.name == "postgresql":
+        await conn.execute(text("DROP INDEX IF EXISTS ix_episodes_embedding_hnsw"))
+        for table in ("episodes", "facts"):
+            await conn.execute(text(
+                f"ALTER TABLE {table} ALTER COLUMN embedding TYPE vector({int(dim)}) USING NULL"
+            ))
+    else:
+        for table in ("episodes", "facts"):
+            await conn.execute(text(f"UPDATE {table} SET embedding = NULL"))
+    await conn.execute(
+        update(ConfigRow).where(ConfigRow.key == EMBEDDING_DIM_KEY).values(value=str(dim))
+    )
+
+
+async def _refresh(conn: AsyncConnection, model: Any, embedder: Embedder, to_text: Any,
+                   only_missing: bool) -> int:
+    done = 0
+    after: tuple[str, str] | None = None
+    while True:
+        stmt = select(model).order_by(model.user_id, model.id).limit(_BATCH)
+        if only_missing:
+            stmt = stmt.where(model.embedding.is_(None))
+        if after is not None:
+            stmt = stmt.where((model.user_id > after[0])
+                              | ((model.user_id == after[0]) & (model.id > after[1])))
+        rows = (await conn.execute(stmt)).all()
+        if not rows:
+            return done
+        vectors = await embed_checked(embedder, [to_text(r) for r in rows])
+        for row, vector in zip(rows, vectors, strict=True):
+            await conn.execute(
+                update(model).where(model.user_id == row.user_id, model.id == row.id)
+                .values(embedding=vector)
+            )
+        done += len(rows)
+        after = (rows[-1].user_id, rows[-1].id)
+
+
+async def reembed(engine: AsyncEngine, embedder: Embedder, *, all_rows: bool = False
+                  ) -> ReembedResult:
+    """Embed rows without an embedding (or every row with ``all_rows``) using ``embedder``.
+
+    If its width differs from the recorded one, every row is re-embedded and the
+    recorded width (and Postgres column type) changes with it.
+    """
+    dim = int(embedder.dim)
+    async with engine.begin() as conn:
+        recorded = int(await conn.scalar(
+            select(ConfigRow.value).where(ConfigRow.key == EMBEDDING_DIM_KEY)) or 0)
+        if dim != recorded:
+            await _change_dimension(conn, dim)
+            all_rows = True
+        episodes = await _refresh(conn, EpisodeRow, embedder, _episode_text, not all_rows)
+        facts = await _refresh(conn, FactRow, embedder, _fact_text, not all_rows)
+        if dim != recorded and conn.dialect.name == "postgresql":
+            await conn.execute(text(
+                "CREATE INDEX ix_episodes_embedding_hnsw ON episodes "
+                "USING hnsw (embedding vector_cosine_ops)"
+            ))
+    # Pooled connections may have cached the old column type's statements.
+    await engine.dispose()
+    return ReembedResult(dim, recorded, episodes, facts)
