@@ -110,9 +110,8 @@ def main(argv: list[str]) -> int:
 
     if args.combine:
         runs = [load_run(p) for p in args.combine]
-        sections = [s for r in runs for s in r["sections"]]
-        write(render(runs, intro=intro(any(r["quick"] for r in runs)),
-                     summary=summary(sections)), args.output or "docs/BENCHMARKS.md", args.notes)
+        write(render(runs, intro=intro(any(r["quick"] for r in runs))),
+              args.output or "docs/BENCHMARKS.md", args.notes)
         return 0
     started = datetime.now(UTC)
     t0 = time.perf_counter()

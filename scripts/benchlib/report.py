@@ -87,7 +87,14 @@ def render(runs: Sequence[dict[str, Any]], *, intro: Sequence[str] = (),
         sizes = ", ".join(f"{k}={v:,}" if isinstance(v, int) else f"{k}={v}"
                           for k, v in run["sizes"].items() if k in wanted)
         lines += [f"   - sizes: {sizes}", f"   - scenarios: {', '.join(sorted(used))}"]
-    sections = [s for run in runs for s in run["sections"]]
+    sections = []
+    for n, run in enumerate(runs, start=1):
+        for s in run["sections"]:
+            if len(runs) > 1:  # the same scenario may appear in several runs
+                s = Section(f"{s.title} (run {n})", s.columns, s.rows,
+                            [(f"{t[0]} (run {n})", *t[1:]) for t in s.targets], s.notes,
+                            s.seconds)
+            sections.append(s)
     sections.sort(key=lambda s: s.title)
     lines += ["", "### Time per part", ""]
     lines += _table(["scenario", "wall time"],
