@@ -110,7 +110,9 @@ def main(argv: list[str]) -> int:
 
     if args.combine:
         runs = [load_run(p) for p in args.combine]
-        write(render(runs, intro=intro(any(r["quick"] for r in runs))),
+        how = [f"This document combines {len(runs)} runs (data in the `.json` files named "
+               f"below), rendered with `python scripts/bench.py {shlex.join(argv)}`."]
+        write(render(runs, intro=[*intro(any(r["quick"] for r in runs)), "", *how]),
               args.output or "docs/BENCHMARKS.md", args.notes)
         return 0
     started = datetime.now(UTC)

@@ -69,6 +69,8 @@ class Section:
 
     def target(self, name: str, measured: str, met: bool | str | None) -> None:
         """``met=None``: reported without a numeric target; a string: a verdict as is."""
+        if met is not None and not isinstance(met, str):
+            met = bool(met)  # numpy booleans would not survive the JSON record
         self.targets.append((name, measured, met))
 
     def note(self, text: str) -> None:
