@@ -13,8 +13,9 @@ import json
 from collections.abc import AsyncIterator, Iterable
 from typing import IO, Any
 
+from memstore.api.base import FROM_DUMP, _FromDump
 from memstore.errors import InvalidInput
-from memstore.store import FROM_DUMP, MemoryStore, _FromDump
+from memstore.store import MemoryStore
 
 __all__ = ["read_jsonl", "write_jsonl"]
 

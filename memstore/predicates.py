@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 from memstore.errors import InvalidInput
+from memstore.validation import MAX_IDENTIFIER_CHARS
 
 __all__ = ["SINGLE_VALUED", "is_single_valued", "normalize_predicate"]
 
@@ -45,6 +46,13 @@ def normalize_predicate(predicate: str) -> str:
     normalized = _NON_WORD.sub("_", predicate.strip().lower()).strip("_")
     if not normalized:
         raise InvalidInput(f"predicate {predicate!r} has no letters or digits")
+    # Lower-casing can lengthen text ("İ" becomes "i" + a combining dot, then "i_"),
+    # so the column limit is checked on the normalised name.
+    if len(normalized) > MAX_IDENTIFIER_CHARS:
+        raise InvalidInput(
+            f"predicate is {len(normalized)} characters once normalised; "
+            f"the limit is {MAX_IDENTIFIER_CHARS}"
+        )
     return normalized
 
 

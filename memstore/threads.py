@@ -40,12 +40,16 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_MAX_SLOTS_PER_THREAD",
     "DEFAULT_MAX_THREADS",
+    "MAX_DURATION_SECONDS",
     "ThreadBuffer",
     "check_positive_seconds",
 ]
 
 DEFAULT_MAX_SLOTS_PER_THREAD = 10_000
 DEFAULT_MAX_THREADS = 1_000
+# TTLs are added to / subtracted from the clock; a longer one would overflow
+# datetime arithmetic (and means "never" anyway), so it is refused up front.
+MAX_DURATION_SECONDS = 1_000 * 365 * 86_400
 _MAX_LIMIT = 100_000_000
 _ITER_BATCH = 256
 
@@ -53,10 +57,12 @@ _ITER_BATCH = 256
 def check_positive_seconds(field: str, value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise InvalidInput(f"{field} must be a number of seconds")
-    seconds = float(value)
-    if not (0 < seconds < float("inf")):
-        raise InvalidInput(f"{field} must be a positive, finite number of seconds")
-    return seconds
+    # Compared before float(): an int too large for a float must not raise OverflowError.
+    if not (0 < value <= MAX_DURATION_SECONDS):
+        raise InvalidInput(
+            f"{field} must be a positive number of seconds, at most {MAX_DURATION_SECONDS}"
+        )
+    return float(value)
 
 
 def _encode_payload(payload: Any) -> tuple[str, Any]:

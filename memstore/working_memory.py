@@ -232,7 +232,8 @@ class WorkingMemory:
                 raise InvalidInput("progress_percent must be a number")
             if progress_percent != progress_percent:  # NaN cannot be clamped meaningfully
                 raise InvalidInput("progress_percent must not be NaN")
-            progress_percent = min(100.0, max(0.0, float(progress_percent)))
+            # Clamp before float(): an int beyond float range must not raise OverflowError.
+            progress_percent = float(min(100.0, max(0.0, progress_percent)))
         if status is not None:
             check_text("status", status, allow_empty=True, max_chars=255)
         now = self._store.now()

@@ -12,6 +12,7 @@ import asyncio
 import itertools
 import os
 from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -133,6 +134,19 @@ async def _wipe(url: str) -> None:
 async def store(db_url: str) -> AsyncIterator[MemoryStore]:
     async with MemoryStore.open(db_url) as opened:
         yield opened
+
+
+class ManualClock:
+    """A clock tests move by hand (``MemoryStore(clock=...)``): TTLs need no sleeping."""
+
+    def __init__(self, start: datetime = datetime(2026, 1, 1, tzinfo=UTC)) -> None:
+        self.now = start
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, **delta: float) -> None:
+        self.now += timedelta(**delta)
 
 
 async def table_counts(store: MemoryStore, user_id: str | None = None) -> dict[str, int]:

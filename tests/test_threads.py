@@ -9,6 +9,7 @@ from dataclasses import FrozenInstanceError, dataclass
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from conftest import ManualClock as Clock
 from conftest import table_counts
 from sqlalchemy import exc as sa_exc
 from sqlalchemy import text, update
@@ -19,18 +20,6 @@ from memstore.models import SlotRow
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
-
-class Clock:
-    """A clock tests move by hand, so TTL and ordering need no sleeping."""
-
-    def __init__(self, start: datetime = T0) -> None:
-        self.now = start
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, **delta: float) -> None:
-        self.now += timedelta(**delta)
 
 
 @dataclass

@@ -8,24 +8,13 @@ from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from conftest import ManualClock as Clock
 from conftest import table_counts
 
 from memstore import InvalidInput, MemoryStore, NotFound, ScopeLevel, TaskState
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
-
-class Clock:
-    """A clock tests move by hand, so TTL needs no sleeping."""
-
-    def __init__(self, start: datetime = T0) -> None:
-        self.now = start
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, **delta: float) -> None:
-        self.now += timedelta(**delta)
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import reprlib
 from collections.abc import Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
@@ -145,6 +146,17 @@ _TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
+# Error messages quote untrusted values: bounded in depth and length, so a huge
+# or deeply nested value cannot make the message itself fail (RecursionError).
+_PREVIEW = reprlib.Repr()
+_PREVIEW.maxlevel = 3
+_PREVIEW.maxstring = _PREVIEW.maxother = 80
+
+
+def _preview(value: Any) -> str:
+    return _PREVIEW.repr(value)
+
+
 def _type_ok(value: Any, expected: str) -> bool:
     if expected in ("integer", "number") and isinstance(value, bool):
         return False
@@ -158,7 +170,7 @@ def _parse_datetime(tool: str, field: str, value: str) -> datetime:
         parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
         raise InvalidInput(
-            f"{tool}: argument {field!r} must be an ISO 8601 date-time, got {value!r}"
+            f"{tool}: argument {field!r} must be an ISO 8601 date-time, got {_preview(value)}"
         ) from None
     if parsed.tzinfo is None:
         raise InvalidInput(
@@ -169,14 +181,17 @@ def _parse_datetime(tool: str, field: str, value: str) -> datetime:
 
 def validate_arguments(name: str, arguments: Any) -> dict[str, Any]:
     """Check ``arguments`` (a dict or the JSON text a model sent) against tool ``name``."""
-    if name not in TOOL_SCHEMAS:
-        raise InvalidInput(f"unknown tool {name!r}; available: {', '.join(TOOL_SCHEMAS)}")
+    # The name comes from the model too: it may be a list or dict (unhashable).
+    if not isinstance(name, str) or name not in TOOL_SCHEMAS:
+        raise InvalidInput(
+            f"unknown tool {_preview(name)}; available: {', '.join(TOOL_SCHEMAS)}"
+        )
     if arguments is None:
         arguments = {}
     if isinstance(arguments, str | bytes):
         try:
             arguments = json.loads(arguments or "{}")
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:  # too deeply nested for the decoder
             raise InvalidInput(f"{name}: arguments are not valid JSON ({exc})") from None
     if not isinstance(arguments, Mapping):
         raise InvalidInput(
@@ -184,10 +199,11 @@ def validate_arguments(name: str, arguments: Any) -> dict[str, Any]:
         )
     schema = TOOL_SCHEMAS[name]["parameters"]
     props: dict[str, Any] = schema["properties"]
-    unexpected = sorted(set(arguments) - set(props))
+    # key=str: a dict built in Python may mix key types, which do not compare.
+    unexpected = sorted(set(arguments) - set(props), key=str)
     if unexpected:
         raise InvalidInput(
-            f"{name}: unexpected argument {unexpected[0]!r}; allowed: {', '.join(props)}"
+            f"{name}: unexpected argument {_preview(unexpected[0])}; allowed: {', '.join(props)}"
         )
     for field in schema["required"]:
         if field not in arguments:
@@ -197,11 +213,11 @@ def validate_arguments(name: str, arguments: Any) -> dict[str, Any]:
         if not _type_ok(value, rule["type"]):
             raise InvalidInput(
                 f"{name}: argument {field!r} must be of type {rule['type']}, "
-                f"got {type(value).__name__} {value!r:.80}"
+                f"got {type(value).__name__} {_preview(value)}"
             )
         if "enum" in rule and value not in rule["enum"]:
             raise InvalidInput(
-                f"{name}: argument {field!r} must be one of {rule['enum']}, got {value!r:.80}"
+                f"{name}: argument {field!r} must be one of {rule['enum']}, got {_preview(value)}"
             )
         if ("minimum" in rule and value < rule["minimum"]) or (
             "maximum" in rule and value > rule["maximum"]
@@ -221,7 +237,7 @@ def validate_arguments(name: str, arguments: Any) -> dict[str, Any]:
             if "pattern" in rule and not re.search(rule["pattern"], value):
                 raise InvalidInput(
                     f"{name}: argument {field!r} must look like 'episode:<id>', "
-                    f"'fact:<id>' or 'block:<name>', got {value!r:.80}"
+                    f"'fact:<id>' or 'block:<name>', got {_preview(value)}"
                 )
             if rule.get("format") == "date-time":
                 _parse_datetime(name, field, value)
@@ -233,7 +249,7 @@ def parse_memory_id(memory_id: str) -> tuple[str, str]:
     if not isinstance(memory_id, str) or not re.match(ID_PATTERN, memory_id):
         raise InvalidInput(
             f"memory id must look like 'episode:<id>', 'fact:<id>' or 'block:<name>', "
-            f"got {memory_id!r:.80}"
+            f"got {_preview(memory_id)}"
         )
     kind, key = memory_id.split(":", 1)
     return kind, key

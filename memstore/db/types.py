@@ -43,8 +43,34 @@ class UTCDateTime(TypeDecorator[datetime]):
         return value.astimezone(UTC)
 
 
+class _SQLiteJSON(TypeDecorator[Any]):
+    """JSON text on SQLite that keeps a top-level number exact.
+
+    SQLite gives a column declared ``JSON`` NUMERIC affinity: the text of a bare
+    number is converted on storage (``1.0`` becomes the integer 1, a 25-digit
+    integer a lossy REAL). Such documents are bound as a BLOB of the same JSON
+    text, which affinity leaves alone and the JSON reader decodes as before.
+    Everything else is stored exactly as plain ``JSON`` stores it (same DDL).
+    """
+
+    impl = JSON
+    cache_ok = True
+
+    def bind_processor(self, dialect: Dialect) -> Any:
+        to_text = super().bind_processor(dialect)
+
+        def process(value: Any) -> Any:
+            out = to_text(value) if to_text is not None else value
+            if isinstance(value, int | float) and not isinstance(value, bool) and isinstance(
+                    out, str):
+                return out.encode()
+            return out
+
+        return process
+
+
 # JSONB on Postgres (indexable, compact); plain JSON text elsewhere.
-JSONDoc: Any = JSON().with_variant(JSONB(), "postgresql")
+JSONDoc: Any = JSON().with_variant(JSONB(), "postgresql").with_variant(_SQLiteJSON(), "sqlite")
 
 
 class PgVector(UserDefinedType[Any]):

@@ -1,0 +1,122 @@
+"""Agent-facing layer: per-turn context, memory tools, access tracking."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from memstore.agent.context import Context, ContextItem
+from memstore.agent.tokens import TokenCounter
+from memstore.errors import InvalidInput
+from memstore.repositories.access import AccessRepository, AccessStat
+from memstore.tenancy import storage_user_id
+from memstore.validation import check_limit
+
+if TYPE_CHECKING:
+    pass
+
+
+from memstore.api.base import _ACCESS_KINDS, StoreBase
+
+__all__ = ["AgentAPI"]
+
+
+class AgentAPI(StoreBase):
+    """Agent-facing layer: per-turn context, memory tools, access tracking."""
+
+    async def context(
+        self,
+        *,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        query: str = "",
+        max_tokens: int = 2_000,
+        counter: TokenCounter | None = None,
+        fact_limit: int = 10,
+        episode_limit: int = 5,
+        message_limit: int = 20,
+        keep_recent: int = 4,
+    ) -> Context:
+        """Memory for one agent turn, packed by priority into ``max_tokens``.
+
+        Priority: working blocks (pinned order), the newest ``keep_recent``
+        messages of ``session_id``, facts true now relevant to ``query``, relevant
+        episodes of other sessions, then older messages of this session.
+        """
+        from memstore.agent.builder import build_context
+
+        return await build_context(
+            self._facade,
+            user_id=user_id,
+            session_id=session_id,
+            query=query,
+            max_tokens=max_tokens,
+            counter=counter,
+            fact_limit=fact_limit,
+            episode_limit=episode_limit,
+            message_limit=message_limit,
+            keep_recent=keep_recent,
+        )
+
+    def tool_definitions(self, style: str = "openai") -> list[dict[str, Any]]:
+        """JSON-schema definitions of the memory tools (``openai`` or ``anthropic`` style)."""
+        from memstore.agent.tools import tool_definitions
+
+        return tool_definitions(style)  # type: ignore[arg-type]
+
+    async def call_tool(
+        self, name: str, arguments: Any, *, user_id: str | None = None
+    ) -> dict[str, Any]:
+        """Run a memory tool call (arguments as a dict or the model's JSON text)."""
+        from memstore.agent.tools import call_tool
+
+        storage_user_id(user_id)  # a bad tenant id fails before anything else
+        return await call_tool(self._facade, name, arguments, user_id=user_id)
+
+    async def prefetch(
+        self, *, user_id: str | None = None, session_id: str | None = None, limit: int = 5
+    ) -> list[ContextItem]:
+        """The user's hottest items: last session's ending, most-accessed facts and episodes."""
+        from memstore.agent.prefetch import prefetch_items
+
+        return await prefetch_items(
+            self._facade, user_id=user_id, session_id=session_id, limit=limit
+        )
+
+    def record_access(
+        self, kind: str, item_ids: Sequence[str], *, user_id: str | None = None
+    ) -> None:
+        """Count one access of each item (buffered; written in batches)."""
+        if kind not in _ACCESS_KINDS:
+            raise InvalidInput(f"kind must be one of {sorted(_ACCESS_KINDS)}")
+        user = storage_user_id(user_id)
+        self.access_tracker.record(user, kind, [i for i in item_ids if i], self.now())
+
+    async def flush_access(self) -> None:
+        """Write buffered access counts now (also happens on close and every few hundred)."""
+        await self.access_tracker.flush()
+
+    async def access_counts(
+        self, kind: str, item_ids: Sequence[str], *, user_id: str | None = None
+    ) -> dict[str, int]:
+        """Access counts of the given items, including not yet flushed ones."""
+        user = storage_user_id(user_id)
+        if not item_ids:
+            return {}
+        async with self._read(user) as session:
+            counts = await AccessRepository(session=session).counts(user, kind, item_ids)
+        for item_id, extra in self.access_tracker.pending(user, kind, item_ids).items():
+            counts[item_id] = counts.get(item_id, 0) + extra
+        return counts
+
+    async def access_stats(
+        self, *, user_id: str | None = None, kind: str | None = None, limit: int = 20
+    ) -> list[AccessStat]:
+        """The most-accessed items of a user (optionally of one kind), hottest first."""
+        user = storage_user_id(user_id)
+        if kind is not None and kind not in _ACCESS_KINDS:
+            raise InvalidInput(f"kind must be one of {sorted(_ACCESS_KINDS)}")
+        check_limit("limit", limit)
+        await self.flush_access()
+        async with self._read(user) as session:
+            return await AccessRepository(session=session).hottest(user, kind, limit)

@@ -1,0 +1,115 @@
+"""Shared state, constants and transactions of the MemoryStore API."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from datetime import datetime
+from typing import TYPE_CHECKING, cast
+
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+
+from memstore.agent.access import AccessTracker
+from memstore.db.errors import translated
+from memstore.embeddings.base import Embedder
+from memstore.recall.backends import SearchBackend
+from memstore.recall.hybrid import HybridRecall
+from memstore.security.rls import RLS_SETTING
+from memstore.threads import ThreadBuffer
+from memstore.validation import check_aware
+
+if TYPE_CHECKING:
+    from memstore.store import MemoryStore
+
+__all__ = [
+    "DEFAULT_BLOCK_CHAR_LIMIT",
+    "EXPORT_FORMAT",
+    "FROM_DUMP",
+    "MAX_BATCH",
+    "MAX_EPISODE_ID_CHARS",
+    "MAX_FACT_FIELD_CHARS",
+    "Clock",
+    "StoreBase",
+]
+
+EXPORT_FORMAT = "memstore-export/1"
+DEFAULT_BLOCK_CHAR_LIMIT = 5_000
+MAX_FACT_FIELD_CHARS = 2_000
+MAX_BATCH = 10_000
+MAX_EPISODE_ID_CHARS = 36
+
+Clock = Callable[[], datetime]
+_ACCESS_KINDS = frozenset({"episode", "fact", "block"})
+
+
+class _FromDump(enum.Enum):
+    FROM_DUMP = "from-dump"
+
+
+# Default of import_(user_id=...): the tenant recorded in the dump (None is anonymous).
+FROM_DUMP = _FromDump.FROM_DUMP
+_IMPORT_BATCH = 500
+
+
+class StoreBase:
+    """State and transaction helpers shared by every part of the MemoryStore API.
+
+    :class:`memstore.store.MemoryStore` sets these attributes in ``__init__``;
+    the mixins in ``memstore.api`` use them.
+    """
+
+    engine: AsyncEngine
+    embedder: Embedder
+    search: SearchBackend
+    block_char_limit: int
+    scratchpad_limit: int
+    rls: bool
+    threads: ThreadBuffer
+    access_tracker: AccessTracker
+    _recall: HybridRecall
+    _clock: Clock
+    _sessions: async_sessionmaker[AsyncSession]
+    _read_sessions: async_sessionmaker[AsyncSession]
+
+    @property
+    def _facade(self) -> MemoryStore:
+        """This object as the whole facade: every mixin ends up in MemoryStore."""
+        return cast("MemoryStore", self)
+
+    def now(self) -> datetime:
+        return check_aware("clock()", self._clock())
+
+    @asynccontextmanager
+    async def _write(self, tenant: str | None = None) -> AsyncIterator[AsyncSession]:
+        with translated("write"):
+            async with self._sessions.begin() as session:
+                if tenant is not None:
+                    await self._as_tenant(session, tenant)
+                yield session
+
+    @asynccontextmanager
+    async def _read(
+        self, tenant: str | None = None, *, snapshot: bool = False
+    ) -> AsyncIterator[AsyncSession]:
+        """A read transaction; ``snapshot`` makes every statement see the same data."""
+        with translated("read"):
+            async with self._read_sessions.begin() as session:
+                if snapshot and self.engine.dialect.name == "postgresql":
+                    # SQLite read transactions are snapshots already (WAL).
+                    await session.connection(
+                        execution_options={"isolation_level": "REPEATABLE READ"}
+                    )
+                if tenant is not None:
+                    await self._as_tenant(session, tenant)
+                yield session
+
+    async def _as_tenant(self, session: AsyncSession, tenant: str) -> None:
+        """Name the transaction's tenant for the row-level security policies.
+
+        Transaction-local (``is_local``), so a pooled connection never carries it
+        into the next transaction; may be called again to switch tenant.
+        """
+        if self.rls:
+            await session.execute(select(func.set_config(RLS_SETTING, tenant, True)))

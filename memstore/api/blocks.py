@@ -1,0 +1,101 @@
+"""Pinned working blocks with version history and optimistic concurrency."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from memstore.errors import InvalidInput, NotFound
+from memstore.repositories.blocks import BlockRepository
+from memstore.tenancy import storage_user_id
+from memstore.types import BlockVersion, MemoryBlock
+from memstore.validation import MAX_TEXT_CHARS, check_identifier, check_text
+
+if TYPE_CHECKING:
+    pass
+
+
+from memstore.api.base import StoreBase
+
+__all__ = ["BlockAPI"]
+
+
+class BlockAPI(StoreBase):
+    """Pinned working blocks with version history and optimistic concurrency."""
+
+    @property
+    def _content_cap(self) -> int:
+        # The block limit itself is enforced on the edited content by the repository.
+        return max(self.block_char_limit, MAX_TEXT_CHARS)
+
+    async def _write_block(
+        self,
+        name: str,
+        edit: Callable[[str], str],
+        user_id: str | None,
+        expected_version: int | None,
+    ) -> MemoryBlock:
+        user = storage_user_id(user_id)
+        check_identifier("block name", name)
+        if expected_version is not None and (
+            isinstance(expected_version, bool)
+            or not isinstance(expected_version, int)
+            or expected_version < 0
+        ):
+            raise InvalidInput("expected_version must be a non-negative integer")
+        async with self._write(user) as session:
+            return await BlockRepository(session=session).write(
+                user,
+                name,
+                edit,
+                char_limit=self.block_char_limit,
+                expected_version=expected_version,
+                now=self.now(),
+            )
+
+    async def update_block(
+        self,
+        name: str,
+        content: str,
+        *,
+        user_id: str | None = None,
+        expected_version: int | None = None,
+    ) -> MemoryBlock:
+        """Replace a block's content (creating it if new).
+
+        Pass ``expected_version`` (0 for "must not exist yet") to fail with
+        :class:`Conflict` instead of overwriting someone else's change.
+        """
+        check_text("content", content, allow_empty=True, max_chars=self._content_cap)
+        return await self._write_block(name, lambda _old: content, user_id, expected_version)
+
+    async def append_block(
+        self,
+        name: str,
+        content: str,
+        *,
+        user_id: str | None = None,
+        expected_version: int | None = None,
+    ) -> MemoryBlock:
+        """Append to a block atomically: concurrent appends all land, in some order."""
+        check_text("content", content, max_chars=self._content_cap)
+        return await self._write_block(name, lambda old: old + content, user_id, expected_version)
+
+    async def working(self, *, user_id: str | None = None) -> list[MemoryBlock]:
+        """The user's pinned blocks, ordered by ``pinned_order``."""
+        user = storage_user_id(user_id)
+        async with self._read(user) as session:
+            return await BlockRepository(session=session).in_order(user)
+
+    async def block_history(self, name: str, *, user_id: str | None = None) -> list[BlockVersion]:
+        user = storage_user_id(user_id)
+        check_identifier("block name", name)
+        async with self._read(user) as session:
+            return await BlockRepository(session=session).history(user, name)
+
+    async def delete_block(self, name: str, *, user_id: str | None = None) -> None:
+        user = storage_user_id(user_id)
+        check_identifier("block name", name)
+        async with self._write(user) as session:
+            if not await BlockRepository(session=session).delete(user, name):
+                raise NotFound(f"no block {name!r} for this user")

@@ -1,0 +1,210 @@
+"""Episodes: remember agent turns and recall them."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+import numpy as np
+from sqlalchemy import select
+
+from memstore.embeddings.base import embed_checked
+from memstore.errors import InvalidInput, NotFound
+from memstore.models import EpisodeRow
+from memstore.recall.documents import episode_search_text, episode_text
+from memstore.repositories.episodes import EpisodeRepository, episode_from_row
+from memstore.tenancy import storage_user_id
+from memstore.types import Episode, EpisodeMatch, Message, Role
+from memstore.validation import check_aware, check_identifier, check_json, check_limit, check_text
+
+if TYPE_CHECKING:
+    pass
+
+
+from memstore.api.base import MAX_BATCH, MAX_EPISODE_ID_CHARS, StoreBase
+
+__all__ = ["EpisodeAPI"]
+
+
+class EpisodeAPI(StoreBase):
+    """Episodes: remember agent turns and recall them."""
+
+    def _valid_episode(self, episode: Episode) -> tuple[str, Episode]:
+        if not isinstance(episode, Episode):
+            raise InvalidInput(f"expected an Episode, got {type(episode).__name__}")
+        user = storage_user_id(episode.user_id)
+        # The id column is String(36) (a UUID): longer ids would fit SQLite only.
+        check_identifier("episode.id", episode.id, max_chars=MAX_EPISODE_ID_CHARS)
+        check_identifier("session_id", episode.session_id)
+        check_text("episode.input", episode.input, allow_empty=True)
+        check_text("episode.output", episode.output, allow_empty=True)
+        if not (episode.input.strip() or episode.output.strip()):
+            raise InvalidInput("an episode needs a non-empty input or output")
+        if not isinstance(episode.tool_calls, list):
+            raise InvalidInput("episode.tool_calls must be a list")
+        check_json("episode.tool_calls", episode.tool_calls)
+        if not isinstance(episode.metadata, dict):
+            raise InvalidInput("episode.metadata must be a dict")
+        check_json("episode.metadata", episode.metadata)
+        check_aware("episode.occurred_at", episode.occurred_at)
+        return user, episode
+
+    async def remember(self, episode: Episode) -> str:
+        """Store one agent turn; returns its id."""
+        (episode_id,) = await self.remember_many([episode])
+        return episode_id
+
+    async def remember_many(self, episodes: Sequence[Episode]) -> list[str]:
+        """Store many turns in one transaction (all or nothing); returns their ids."""
+        episodes = list(episodes)
+        if not episodes:
+            return []
+        if len(episodes) > MAX_BATCH:
+            raise InvalidInput(f"at most {MAX_BATCH} episodes per call")
+        checked = [self._valid_episode(e) for e in episodes]
+        if len({(u, e.id) for u, e in checked}) != len(checked):
+            raise InvalidInput("duplicate episode ids in one batch")
+        # Embed before taking the write lock: inference can be slow.
+        vectors = await embed_checked(self.embedder, [episode_text(e) for _, e in checked])
+        now = self.now()
+        by_user: dict[str, list[tuple[Episode, np.ndarray]]] = {}
+        for (user, episode), vector in zip(checked, vectors, strict=True):
+            by_user.setdefault(user, []).append((episode, vector))
+        async with self._write() as session:
+            repo = EpisodeRepository(session=session)
+            for user, group in by_user.items():
+                await self._as_tenant(session, user)
+                turns = await repo.turn_counter(user, [e.session_id for e, _ in group])
+                extras = [
+                    {
+                        "embedding": vector,
+                        "search_text": episode_search_text(e),
+                        "turn": turns(e.session_id),
+                    }
+                    for e, vector in group
+                ]
+                await repo.add_many(user, [e for e, _ in group], now, extras=extras)
+        return [e.id for _, e in checked]
+
+    async def get_episode(self, episode_id: str, *, user_id: str | None = None) -> Episode:
+        user = storage_user_id(user_id)
+        check_identifier("episode_id", episode_id)
+        async with self._read(user) as session:
+            found = await EpisodeRepository(session=session).get(user, episode_id)
+        if found is None:
+            raise NotFound(f"no episode {episode_id!r} for this user")
+        self.access_tracker.record(user, "episode", [found.id], self.now())
+        return found
+
+    async def recall_scored(
+        self,
+        query: str,
+        *,
+        user_id: str | None = None,
+        limit: int = 5,
+        time_range: tuple[datetime, datetime] | None = None,
+        recency_weight: float = 0.0,
+    ) -> list[EpisodeMatch]:
+        """Episodes ranked by hybrid recall, with the score's parts.
+
+        Parts: ``dense`` (cosine), ``keyword`` (BM25), their z-scores
+        ``dense_z``/``keyword_z`` and sum ``fused``, the context terms ``neighbour``
+        and ``session``, and ``recency`` when ``recency_weight`` is set (added as
+        ``recency_weight * 2^(-age / 30 days)``).
+        """
+        user = storage_user_id(user_id)
+        check_text("query", query, allow_empty=True, max_chars=10_000)
+        check_limit("limit", limit)
+        if time_range is not None:
+            start, end = time_range
+            check_aware("time_range[0]", start)
+            check_aware("time_range[1]", end)
+        if (
+            isinstance(recency_weight, bool)
+            or not isinstance(recency_weight, int | float)
+            or (not math.isfinite(recency_weight) or recency_weight < 0)
+        ):
+            raise InvalidInput("recency_weight must be a non-negative number")
+        now = self.now()
+        if not query.strip():
+            # Nothing to rank by: the newest episodes, as an agent resuming expects.
+            async with self._read(user) as session:
+                newest = await EpisodeRepository(session=session).keyword_candidates(
+                    user, [], time_range=time_range, limit=limit
+                )
+            self.access_tracker.record(user, "episode", [e.id for e in newest], now)
+            return [EpisodeMatch(episode=e, score=0.0, parts={}) for e in newest]
+        qvec = await self._recall.embed_query(query)
+        async with self._read(user) as session:
+            ranked = await self._recall.episodes(
+                session,
+                user,
+                query,
+                time_range=time_range,
+                now=now,
+                recency_weight=float(recency_weight),
+                qvec=qvec,
+                limit=limit,
+            )
+            # Load a few more than needed so ties can be broken newest-first.
+            wanted = [s.id for s in ranked[: limit * 2 + 10]]
+            rows = (
+                (
+                    await session.scalars(
+                        select(EpisodeRow).where(
+                            EpisodeRow.user_id == user, EpisodeRow.id.in_(wanted)
+                        )
+                    )
+                ).all()
+                if wanted
+                else []
+            )
+        episodes = {r.id: episode_from_row(r) for r in rows}
+        matches = [
+            EpisodeMatch(episode=episodes[s.id], score=s.score, parts=s.parts)
+            for s in ranked[: len(wanted)]
+            if s.id in episodes
+        ]
+        matches.sort(key=lambda m: (-m.score, -m.episode.occurred_at.timestamp(), m.episode.id))
+        self.access_tracker.record(user, "episode", [m.episode.id for m in matches[:limit]], now)
+        return matches[:limit]
+
+    async def recall(
+        self,
+        query: str,
+        *,
+        user_id: str | None = None,
+        limit: int = 5,
+        time_range: tuple[datetime, datetime] | None = None,
+        recency_weight: float = 0.0,
+    ) -> list[Episode]:
+        """The ``limit`` episodes that best match ``query`` (hybrid: vector + keyword)."""
+        matches = await self.recall_scored(
+            query,
+            user_id=user_id,
+            limit=limit,
+            time_range=time_range,
+            recency_weight=recency_weight,
+        )
+        return [m.episode for m in matches]
+
+    async def session_messages(
+        self, session_id: str, *, user_id: str | None = None, limit: int = 20
+    ) -> list[Message]:
+        """The latest turns of a session as user/assistant messages, oldest first."""
+        user = storage_user_id(user_id)
+        check_identifier("session_id", session_id)
+        check_limit("limit", limit)
+        async with self._read(user) as session:
+            episodes = await EpisodeRepository(session=session).latest_in_session(
+                user, session_id, max(1, limit // 2)
+            )
+        messages: list[Message] = []
+        for ep in episodes:
+            if ep.input:
+                messages.append(Message(role=Role.USER, content=ep.input, episode_id=ep.id))
+            if ep.output:
+                messages.append(Message(role=Role.ASSISTANT, content=ep.output, episode_id=ep.id))
+        return messages[-limit:]

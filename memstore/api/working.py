@@ -1,0 +1,102 @@
+"""Working memory, garbage collection and the consolidation entry point."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from memstore.errors import InvalidInput
+from memstore.gc import GcReport, collect
+from memstore.scopes import ScopeContext
+from memstore.tenancy import storage_user_id
+from memstore.validation import check_identifier
+from memstore.working_memory import WorkingMemory
+
+if TYPE_CHECKING:
+    from memstore.consolidation.types import ConsolidationResult, Extractor
+
+
+from memstore.api.base import StoreBase
+
+__all__ = ["WorkingAPI"]
+
+
+class WorkingAPI(StoreBase):
+    """Working memory, garbage collection and the consolidation entry point."""
+
+    def working_memory(
+        self,
+        *,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        project_id: str | None = None,
+        agent_id: str | None = None,
+        default_ttl_seconds: float | None = None,
+    ) -> WorkingMemory:
+        """Working memory of the scope project > agent instance > session given.
+
+        Keys are isolated per full scope path and per tenant; at least one of
+        ``project_id``, ``agent_id``, ``session_id`` is required.
+        """
+        for name, value in (
+            ("project_id", project_id),
+            ("agent_id", agent_id),
+            ("session_id", session_id),
+        ):
+            if value is not None:
+                check_identifier(name, value)
+        scope = ScopeContext.build(project_id=project_id, agent_id=agent_id, session_id=session_id)
+        if scope is None:
+            raise InvalidInput("working memory needs a project_id, agent_id or session_id")
+        return WorkingMemory(
+            self._facade,
+            scope,
+            user_id=user_id,
+            default_ttl_seconds=default_ttl_seconds,
+            scratchpad_limit=self.scratchpad_limit,
+        )
+
+    async def gc(
+        self,
+        *,
+        user_id: str | None = None,
+        all_tenants: bool = False,
+        max_threads: int | None = None,
+        thread_idle_ttl_seconds: float | None = None,
+    ) -> GcReport:
+        """Collect idle / surplus threads and expired working-memory keys.
+
+        One tenant (``user_id``, None = anonymous) or, with ``all_tenants=True``,
+        every tenant, each in its own transaction. The limits default to the
+        store's configuration. Returns what was removed.
+        """
+        if all_tenants and user_id is not None:
+            raise InvalidInput("pass either user_id or all_tenants=True, not both")
+        user = None if all_tenants else storage_user_id(user_id)
+        return await collect(
+            self._facade,
+            user=user,
+            max_threads=max_threads,
+            idle_ttl_seconds=thread_idle_ttl_seconds,
+        )
+
+    async def consolidate(
+        self,
+        limit: int | None = None,
+        user_id: str | None = None,
+        extractor: Extractor | None = None,
+        *,
+        batch_size: int | None = None,
+        max_seconds: float | None = None,
+    ) -> ConsolidationResult:
+        """Turn unconsolidated episodes into facts (rule extractor unless ``extractor``).
+
+        ``user_id=None`` consolidates every tenant; ``limit`` caps the episodes.
+        Safe to run from several processes at once: each episode is consolidated
+        exactly once (see :mod:`memstore.consolidation.consolidator`).
+        """
+        from memstore.consolidation.consolidator import DEFAULT_BATCH_SIZE, Consolidator
+
+        consolidator = Consolidator(
+            self._facade, extractor=extractor, batch_size=batch_size or DEFAULT_BATCH_SIZE
+        )
+        return await consolidator.run(limit=limit, user_id=user_id, max_seconds=max_seconds)
