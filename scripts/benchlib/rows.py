@@ -45,10 +45,18 @@ def episode_text(input_: str, output: str) -> str:
 
 
 def search_text(episode: Any) -> str | None:
+    """memstore's keyword document for an episode; None only before recall existed."""
     try:
-        from memstore.store import episode_search_text
+        from memstore.recall.documents import episode_search_text
     except ImportError:
-        return None
+        try:
+            from memstore.store import episode_search_text
+        except ImportError:
+            from memstore.models import EpisodeRow
+
+            if "search_text" in EpisodeRow.__table__.c:
+                raise RuntimeError("cannot find memstore's episode_search_text") from None
+            return None
     return str(episode_search_text(episode))
 
 
