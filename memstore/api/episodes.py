@@ -69,23 +69,27 @@ class EpisodeAPI(StoreBase):
         # Embed before taking the write lock: inference can be slow.
         vectors = await embed_checked(self.embedder, [episode_text(e) for _, e in checked])
         now = self.now()
-        by_user: dict[str, list[tuple[Episode, np.ndarray]]] = {}
-        for (user, episode), vector in zip(checked, vectors, strict=True):
-            by_user.setdefault(user, []).append((episode, vector))
+        items = [(user, e, vector) for (user, e), vector in zip(checked, vectors, strict=True)]
+        # With row-level security a statement may only touch the tenant its
+        # transaction names, so tenants go one at a time; otherwise the whole
+        # batch is one turn lookup and one multi-row INSERT.
+        batches: list[list[tuple[str, Episode, np.ndarray]]] = [items]
+        if self.rls:
+            by_user: dict[str, list[tuple[str, Episode, np.ndarray]]] = {}
+            for item in items:
+                by_user.setdefault(item[0], []).append(item)
+            batches = list(by_user.values())
         async with self._write() as session:
             repo = EpisodeRepository(session=session)
-            for user, group in by_user.items():
-                await self._as_tenant(session, user)
-                turns = await repo.turn_counter(user, [e.session_id for e, _ in group])
-                extras = [
-                    {
-                        "embedding": vector,
-                        "search_text": episode_search_text(e),
-                        "turn": turns(e.session_id),
-                    }
-                    for e, vector in group
-                ]
-                await repo.add_many(user, [e for e, _ in group], now, extras=extras)
+            for batch in batches:
+                if self.rls:
+                    await self._as_tenant(session, batch[0][0])
+                turns = await repo.turn_counter([(u, e.session_id) for u, e, _ in batch])
+                await repo.insert_rows([
+                    repo.row(u, e, now, embedding=vector, search_text=episode_search_text(e),
+                             turn=turns(u, e.session_id))
+                    for u, e, vector in batch
+                ])
         return [e.id for _, e in checked]
 
     async def get_episode(self, episode_id: str, *, user_id: str | None = None) -> Episode:

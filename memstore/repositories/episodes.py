@@ -4,7 +4,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, func, insert, or_, select
+from sqlalchemy import delete, func, insert, or_, select, tuple_
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from memstore.db.errors import translated
@@ -34,45 +34,47 @@ class EpisodeRepository:
     def __init__(self, *, session: AsyncSession) -> None:
         self._session = session
 
-    async def add_many(
-        self, user_id: str, episodes: Sequence[Episode], now: datetime,
-        *, extras: Sequence[dict[str, Any]] | None = None,
-    ) -> None:
-        """Insert ``episodes``; ``extras`` adds per-row columns (embedding, search text, turn)."""
-        rows: list[dict[str, Any]] = [
-            {
-                "user_id": user_id,
-                "id": ep.id,
-                "session_id": ep.session_id,
-                "input": ep.input,
-                "output": ep.output,
-                "tool_calls": ep.tool_calls,
-                "meta": ep.metadata,
-                "occurred_at": ep.occurred_at,
-                "created_at": now,
-            }
-            for ep in episodes
-        ]
-        if extras is not None:
-            for row, extra in zip(rows, extras, strict=True):
-                row.update(extra)
+    @staticmethod
+    def row(user_id: str, episode: Episode, now: datetime, **extra: Any) -> dict[str, Any]:
+        """The insert values of one episode; ``extra`` adds embedding, search text, turn."""
+        return {
+            "user_id": user_id,
+            "id": episode.id,
+            "session_id": episode.session_id,
+            "input": episode.input,
+            "output": episode.output,
+            "tool_calls": episode.tool_calls,
+            "meta": episode.metadata,
+            "occurred_at": episode.occurred_at,
+            "created_at": now,
+            **extra,
+        }
+
+    async def insert_rows(self, rows: Sequence[dict[str, Any]]) -> None:
+        """One multi-row INSERT; rows may belong to several tenants (built by :meth:`row`)."""
         with translated("remember episodes"):
-            await self._session.execute(insert(EpisodeRow), rows)
+            await self._session.execute(insert(EpisodeRow), list(rows))
 
-    async def turn_counter(self, user_id: str, session_ids: Sequence[str]) -> Callable[[str], int]:
-        """Hands out each session's next turn numbers (insertion order, for recall context)."""
+    async def turn_counter(
+        self, keys: Sequence[tuple[str, str]]
+    ) -> Callable[[str, str], int]:
+        """Hands out the next turn numbers of (tenant, session) pairs, in one query.
+
+        Turns order a session's episodes by insertion, for recall context.
+        """
+        wanted = sorted(set(keys))
         stmt = (
-            select(EpisodeRow.session_id, func.max(EpisodeRow.turn))
-            .where(EpisodeRow.user_id == user_id,
-                   EpisodeRow.session_id.in_(sorted(set(session_ids))))
-            .group_by(EpisodeRow.session_id)
+            select(EpisodeRow.user_id, EpisodeRow.session_id, func.max(EpisodeRow.turn))
+            .where(tuple_(EpisodeRow.user_id, EpisodeRow.session_id).in_(wanted))
+            .group_by(EpisodeRow.user_id, EpisodeRow.session_id)
         )
-        last = {sid: (n if n is not None else -1)
-                for sid, n in (await self._session.execute(stmt)).all()}
+        last = {(user, sid): (n if n is not None else -1)
+                for user, sid, n in (await self._session.execute(stmt)).all()}
 
-        def take(session_id: str) -> int:
-            last[session_id] = last.get(session_id, -1) + 1
-            return last[session_id]
+        def take(user_id: str, session_id: str) -> int:
+            key = (user_id, session_id)
+            last[key] = last.get(key, -1) + 1
+            return last[key]
 
         return take
 
