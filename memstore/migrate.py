@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -61,8 +62,15 @@ def alembic_config(url: str | None = None) -> Config:
     return config
 
 
+@lru_cache(maxsize=1)
+def _scripts() -> ScriptDirectory:
+    # Parsing the revision files costs milliseconds; every MemoryStore.open
+    # checks the schema, so read them once per process.
+    return ScriptDirectory.from_config(alembic_config())
+
+
 def head_revision() -> str:
-    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
+    head = _scripts().get_current_head()
     assert head is not None, "migration scripts have no head"
     return head
 
@@ -116,7 +124,7 @@ async def check_schema(engine: AsyncEngine) -> None:
             "the database has no memstore schema yet; run `memstore migrate` "
             "(or `alembic upgrade head`) against it first"
         )
-    known = {rev.revision for rev in ScriptDirectory.from_config(alembic_config()).walk_revisions()}
+    known = {rev.revision for rev in _scripts().walk_revisions()}
     if current not in known:
         raise SchemaOutOfDate(
             f"the database schema is at revision {current}, which this version of memstore "

@@ -64,6 +64,18 @@ class WorkingMemoryRepository:
         name = self._session.get_bind().dialect.name
         return (postgresql.insert if name == "postgresql" else sqlite.insert)(WorkingMemoryRow)
 
+    @staticmethod
+    def _overwrite_on_conflict(stmt: Any) -> Any:
+        """Make an insert of a key that already exists replace its value and expiry."""
+        return stmt.on_conflict_do_update(
+            index_elements=_KEY_COLUMNS,
+            set_={
+                "value": stmt.excluded.value,
+                "expires_at": stmt.excluded.expires_at,
+                "updated_at": stmt.excluded.updated_at,
+            },
+        )
+
     def _where(self, user_id: str, scope: ScopeKey) -> list[Any]:
         return _in_scope(WorkingMemoryRow, user_id, scope)
 
@@ -107,14 +119,7 @@ class WorkingMemoryRepository:
             session_id=scope.session_id, key=key, value=value, expires_at=expires_at,
             updated_at=now,
         )
-        stmt = stmt.on_conflict_do_update(
-            index_elements=_KEY_COLUMNS,
-            set_={
-                "value": stmt.excluded.value,
-                "expires_at": stmt.excluded.expires_at,
-                "updated_at": stmt.excluded.updated_at,
-            },
-        )
+        stmt = self._overwrite_on_conflict(stmt)
         with translated("write working memory"):
             await self._session.execute(stmt)
 
@@ -171,14 +176,7 @@ class WorkingMemoryRepository:
         # An upsert, so a key another process set between our delete and this
         # insert is overwritten by the restore instead of failing it.
         stmt = self._insert()
-        stmt = stmt.on_conflict_do_update(
-            index_elements=_KEY_COLUMNS,
-            set_={
-                "value": stmt.excluded.value,
-                "expires_at": stmt.excluded.expires_at,
-                "updated_at": stmt.excluded.updated_at,
-            },
-        )
+        stmt = self._overwrite_on_conflict(stmt)
         with translated("restore working memory"):
             await self._session.execute(stmt, rows)
 
