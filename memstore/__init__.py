@@ -30,6 +30,7 @@ from memstore.types import (
     Profile,
     Role,
 )
+from memstore.version import __version__
 from memstore.working_memory import WorkingMemory
 
 __all__ = [
@@ -73,4 +74,5 @@ __all__ = [
     "TokenCounter",
     "Unavailable",
     "WorkingMemory",
+    "__version__",
 ]

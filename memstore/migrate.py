@@ -1,21 +1,28 @@
-"""Schema migrations: run Alembic from code and check a database is current."""
+"""Schema migrations: run Alembic from code and check a database is current.
+
+Alembic (and Mako under it) is imported inside the functions that need it, not at
+module level: ``import memstore`` and every ``memstore`` CLI call would otherwise
+pay for it even when nothing is migrated.
+"""
 
 from __future__ import annotations
 
+import logging
+import time
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from memstore.db.engine import create_engine
 from memstore.db.errors import translated
 from memstore.errors import SchemaOutOfDate
+
+if TYPE_CHECKING:
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
 
 __all__ = [
     "alembic_config",
@@ -27,6 +34,8 @@ __all__ = [
     "migrations_path",
     "upgrade",
 ]
+
+logger = logging.getLogger(__name__)
 
 
 # Search structures that only migrations manage, because the ORM cannot express
@@ -55,6 +64,8 @@ def migrations_path() -> Path:
 
 
 def alembic_config(url: str | None = None) -> Config:
+    from alembic.config import Config
+
     config = Config()
     config.set_main_option("script_location", str(migrations_path()))
     if url is not None:
@@ -66,6 +77,8 @@ def alembic_config(url: str | None = None) -> Config:
 def _scripts() -> ScriptDirectory:
     # Parsing the revision files costs milliseconds; every MemoryStore.open
     # checks the schema, so read them once per process.
+    from alembic.script import ScriptDirectory
+
     return ScriptDirectory.from_config(alembic_config())
 
 
@@ -76,6 +89,8 @@ def head_revision() -> str:
 
 
 def _run(connection: Connection, action: str, revision: str) -> None:
+    from alembic import command
+
     config = alembic_config()
     # env.py uses this connection instead of opening its own (connection sharing).
     config.attributes["connection"] = connection
@@ -84,12 +99,38 @@ def _run(connection: Connection, action: str, revision: str) -> None:
 
 async def _with_engine(target: AsyncEngine | str | None, action: str, revision: str) -> None:
     # No per-statement timeout: building an index on a big table may take long.
-    engine = target if isinstance(target, AsyncEngine) else create_engine(
-        target, command_timeout=None)
+    engine = (
+        target if isinstance(target, AsyncEngine) else create_engine(target, command_timeout=None)
+    )
+    started = time.perf_counter()
     try:
         with translated(f"migrate ({action} {revision})"):
             async with engine.begin() as connection:
+                before = await connection.run_sync(_current)
+                logger.info(
+                    "migration %s to %s starting (database at %s, backend %s)",
+                    action,
+                    revision,
+                    before,
+                    engine.dialect.name,
+                )
                 await connection.run_sync(_run, action, revision)
+                after = await connection.run_sync(_current)
+        logger.info(
+            "migration %s done: %s -> %s in %.2f s",
+            action,
+            before,
+            after,
+            time.perf_counter() - started,
+        )
+    except BaseException:
+        logger.error(
+            "migration %s to %s failed after %.2f s; the transaction was rolled back",
+            action,
+            revision,
+            time.perf_counter() - started,
+        )
+        raise
     finally:
         # Pooled connections opened before the migration may lack codecs for
         # types it created (pgvector); start afresh.
@@ -105,6 +146,8 @@ async def downgrade(target: AsyncEngine | str | None, revision: str) -> None:
 
 
 def _current(connection: Connection) -> Any:
+    from alembic.runtime.migration import MigrationContext
+
     return MigrationContext.configure(connection).get_current_revision()
 
 
