@@ -1,5 +1,7 @@
 """memstore: durable, SQL-backed memory for AI agents."""
 
+import logging
+
 from memstore.agent import AccessStat, ApproxTokenCounter, Context, ContextItem, TokenCounter
 from memstore.consolidation.errors import ExtractionError, LLMEndpointError, LLMResponseError
 from memstore.consolidation.types import ConsolidationResult
@@ -32,6 +34,10 @@ from memstore.types import (
 )
 from memstore.version import __version__
 from memstore.working_memory import WorkingMemory
+
+# A library configures no handlers; the application decides where records go
+# (records of the "memstore" logger tree are dropped unless it does).
+logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 __all__ = [
     "FROM_DUMP",

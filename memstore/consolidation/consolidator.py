@@ -22,6 +22,7 @@ Claiming, per database:
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import time
@@ -49,6 +50,8 @@ if TYPE_CHECKING:
     from memstore.store import MemoryStore
 
 __all__ = ["DEFAULT_BATCH_SIZE", "DEFAULT_LEASE_SECONDS", "Consolidator", "default_worker_id"]
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_BATCH_SIZE = 100
 DEFAULT_LEASE_SECONDS = 300.0
@@ -140,13 +143,34 @@ class Consolidator:
                     on_batch(batch)
         finally:
             result.duration = time.monotonic() - started
+        logger.info("consolidation run done (worker %s): %s", self.worker_id, result.summary())
         return result
 
     async def run_batch(self, size: int, user: str | None = None) -> BatchResult | None:
         """One batch of one tenant (stored id ``user`` if given); None when nothing is free."""
-        if self._postgres:
-            return await self._batch_postgres(size, user)
-        return await self._batch_sqlite(size, user)
+        started = time.monotonic()
+        try:
+            if self._postgres:
+                batch = await self._batch_postgres(size, user)
+            else:
+                batch = await self._batch_sqlite(size, user)
+        except Exception as error:
+            logger.warning(
+                "consolidation batch failed after %.3f s (worker %s, extractor %s): %s: %s; "
+                "it was rolled back and its episodes stay queued",
+                time.monotonic() - started, self.worker_id, self.extractor.name,
+                type(error).__name__, error,
+            )
+            raise
+        if batch is not None:
+            logger.info(
+                "consolidation batch committed: tenant=%r processed=%d added=%d reinforced=%d "
+                "superseded=%d unchanged=%d in %.3f s (worker %s, extractor %s)",
+                batch.user_id, batch.processed, batch.added, batch.reinforced,
+                batch.superseded, batch.unchanged, time.monotonic() - started,
+                self.worker_id, self.extractor.name,
+            )
+        return batch
 
     # ---- Postgres ---------------------------------------------------------------
 

@@ -10,6 +10,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from memstore.db import jsontext
+from memstore.db.slowlog import check_threshold, install_slow_query_log, slow_query_ms_from_env
 
 __all__ = [
     "DEFAULT_URL",
@@ -51,9 +52,18 @@ def create_engine(
     sqlite_busy_timeout_ms: int = SQLITE_BUSY_TIMEOUT_MS,
     connect_timeout: float = PG_CONNECT_TIMEOUT_S,
     command_timeout: float | None = PG_COMMAND_TIMEOUT_S,
+    slow_query_ms: float | None = None,
     **kwargs: Any,
 ) -> AsyncEngine:
-    """An engine for ``url``; the timeouts apply to their backend only."""
+    """An engine for ``url``; the timeouts apply to their backend only.
+
+    ``slow_query_ms`` (default ``$MEMSTORE_SLOW_QUERY_MS``, else off) logs each
+    statement that takes at least that long (see :mod:`memstore.db.slowlog`).
+    """
+    if slow_query_ms is None:
+        slow_query_ms = slow_query_ms_from_env()
+    else:
+        slow_query_ms = check_threshold(slow_query_ms)
     resolved = resolve_url(url)
     backend = make_url(resolved).get_backend_name()
     if backend == "sqlite":
@@ -72,6 +82,8 @@ def create_engine(
         _configure_postgres(engine)
     else:
         raise ValueError(f"unsupported database backend {backend!r}; use sqlite or postgresql")
+    if slow_query_ms is not None:
+        install_slow_query_log(engine, slow_query_ms)
     return engine
 
 
