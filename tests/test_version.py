@@ -50,3 +50,9 @@ def test_license_file_matches_pyproject() -> None:
     text = (ROOT / "LICENSE").read_text(encoding="utf-8")
     assert text.startswith("MIT License")
     assert "memstore authors" in text
+
+
+def test_changelog_has_unreleased_and_this_version() -> None:
+    text = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
+    assert "## [Unreleased]" in text
+    assert f"## [{PROJECT['version']}] - " in text
