@@ -106,7 +106,7 @@ async def _with_engine(target: AsyncEngine | str | None, action: str, revision: 
     try:
         with translated(f"migrate ({action} {revision})"):
             async with engine.begin() as connection:
-                before = await connection.run_sync(_current)
+                before = await connection.run_sync(_heads)
                 logger.info(
                     "migration %s to %s starting (database at %s, backend %s)",
                     action,
@@ -115,7 +115,7 @@ async def _with_engine(target: AsyncEngine | str | None, action: str, revision: 
                     engine.dialect.name,
                 )
                 await connection.run_sync(_run, action, revision)
-                after = await connection.run_sync(_current)
+                after = await connection.run_sync(_heads)
         logger.info(
             "migration %s done: %s -> %s in %.2f s",
             action,
@@ -143,6 +143,15 @@ async def upgrade(target: AsyncEngine | str | None = None, revision: str = "head
 
 async def downgrade(target: AsyncEngine | str | None, revision: str) -> None:
     await _with_engine(target, "downgrade", revision)
+
+
+def _heads(connection: Connection) -> str | None:
+    # For the log only: every head, so a (never expected) branched database is
+    # reported rather than failing the migration the way get_current_revision would.
+    from alembic.runtime.migration import MigrationContext
+
+    heads = MigrationContext.configure(connection).get_current_heads()
+    return ",".join(heads) if heads else None
 
 
 def _current(connection: Connection) -> Any:
