@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from memstore.repositories.access import AccessRepository
 from memstore.repositories.blocks import BlockRepository
 from memstore.repositories.episodes import EpisodeRepository
+from memstore.repositories.erasure import lock_for_erasure
 from memstore.repositories.facts import FactRepository
 from memstore.repositories.tenants import TenantRepository
 from memstore.tenancy import public_user_id, storage_user_id
@@ -63,6 +64,9 @@ class TenantAPI(StoreBase):
             await self.access_tracker.discard(user)
         async with self._write(user) as session:
             if session_id is None and before is None:
+                # Waits for an in-flight consolidation batch or access flush of
+                # this tenant and keeps new ones out until the erase commits.
+                await lock_for_erasure(session, user)
                 removed = await TenantRepository(session=session).erase(user)
                 return sum(removed.values())
             deleted = await EpisodeRepository(session=session).delete(
