@@ -18,6 +18,11 @@ Claiming, per database:
   still leased to this worker and marks them. A killed worker's uncommitted
   transaction is discarded by SQLite's journal; its lease expires and the
   episodes are claimed again.
+
+Erasure: the transaction that writes facts first takes the tenant's erasure
+guard (:mod:`memstore.repositories.erasure`) and then writes only for claimed
+episodes that still exist, so a ``forget(user_id=X)`` that ran meanwhile wins
+(a write phase in its own transaction must keep doing both).
 """
 
 from __future__ import annotations
