@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from memstore.db.scrub import purge_full_text, truncate_wal
 from memstore.repositories.access import AccessRepository
 from memstore.repositories.blocks import BlockRepository
 from memstore.repositories.episodes import EpisodeRepository
@@ -68,9 +69,15 @@ class TenantAPI(StoreBase):
                 # this tenant and keeps new ones out until the erase commits.
                 await lock_for_erasure(session, user)
                 removed = await TenantRepository(session=session).erase(user)
-                return sum(removed.values())
-            deleted = await EpisodeRepository(session=session).delete(
-                user, session_id=session_id, before=before
-            )
-            await AccessRepository(session=session).prune_episodes(user)
-            return deleted
+                await purge_full_text(session, [t for t, n in removed.items() if n])
+                deleted = sum(removed.values())
+            else:
+                deleted = await EpisodeRepository(session=session).delete(
+                    user, session_id=session_id, before=before
+                )
+                await AccessRepository(session=session).prune_episodes(user)
+                if deleted:
+                    await purge_full_text(session, ["episodes"])
+        if deleted:
+            await truncate_wal(self.engine)
+        return deleted

@@ -85,6 +85,9 @@ def _configure_sqlite(engine: AsyncEngine, *, busy_timeout_ms: int) -> None:
         cursor.execute("PRAGMA journal_mode = WAL")
         cursor.execute("PRAGMA synchronous = NORMAL")
         cursor.execute("PRAGMA foreign_keys = ON")
+        # Deleted content is overwritten with zeros, so erased text does not
+        # linger in freed pages or free space of the file (forget).
+        cursor.execute("PRAGMA secure_delete = ON")
         cursor.close()
 
     @event.listens_for(engine.sync_engine, "begin")
