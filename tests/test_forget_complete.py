@@ -8,6 +8,7 @@ anyone listing it here. Tables the facade cannot fill yet get a synthesised row.
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ from sqlalchemy.types import TypeDecorator
 
 from memstore import Episode, Fact, MemoryStore
 from memstore.db.base import Base
+from memstore.db.scrub import truncate_wal
 from memstore.repositories.tenants import tenant_tables
 from tests.test_export_import import populate
 
@@ -206,3 +208,23 @@ async def test_every_table_is_a_tenant_table_or_declared_global() -> None:
     assert not undeclared, (
         f"tables {undeclared} have no user_id, so forget/export skip them; add user_id, "
         "or mark them __table_args__ = {'info': {'global': True}} if they hold no tenant data")
+
+
+async def test_forget_succeeds_while_a_reader_pins_the_wal(store: MemoryStore) -> None:
+    """The post-erase checkpoint is best effort: a reader delays it, never fails forget."""
+    if store.engine.dialect.name != "sqlite":
+        return
+    await populate_everything(store, VICTIM)
+    path = store.engine.url.database
+    assert path is not None
+    reader = sqlite3.connect(path, isolation_level=None)
+    try:
+        reader.execute("BEGIN")
+        reader.execute("SELECT count(*) FROM episodes").fetchone()  # holds a WAL snapshot
+        assert await store.forget(user_id=VICTIM) > 0
+        assert not any((await rows_of(store, VICTIM)).values())
+    finally:
+        reader.close()
+    assert await truncate_wal(store.engine)  # once the reader is gone it goes through
+    wal = Path(f"{path}-wal")
+    assert await asyncio.to_thread(lambda: wal.read_bytes() if wal.exists() else b"") == b""

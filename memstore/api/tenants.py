@@ -64,10 +64,10 @@ class TenantAPI(StoreBase):
         if session_id is None and before is None:
             await self.access_tracker.discard(user)
         async with self._write(user) as session:
+            # Waits for an in-flight consolidation batch or access flush of this
+            # tenant and keeps new ones out until the erase commits.
+            await lock_for_erasure(session, user)
             if session_id is None and before is None:
-                # Waits for an in-flight consolidation batch or access flush of
-                # this tenant and keeps new ones out until the erase commits.
-                await lock_for_erasure(session, user)
                 removed = await TenantRepository(session=session).erase(user)
                 await purge_full_text(session, [t for t, n in removed.items() if n])
                 deleted = sum(removed.values())
