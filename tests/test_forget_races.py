@@ -10,9 +10,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
+import pytest
+
 from memstore import Episode, Fact, MemoryStore
 from memstore.consolidation import RuleExtractor
 from memstore.consolidation.types import CandidateFact
+from memstore.repositories.erasure import lock_for_erasure
+from memstore.repositories.tenants import TenantRepository
 from memstore.types import Episode as EpisodeType
 from tests.test_forget_complete import rows_of
 
@@ -99,3 +103,21 @@ async def test_forget_in_the_same_store_drops_counts_recorded_meanwhile(db_url: 
         store.record_access("block", ["persona"], user_id=VICTIM)
         await store.flush_access()
         assert _nonzero(await rows_of(store, VICTIM)) == {}
+
+
+async def test_a_flush_during_a_forget_waits_and_writes_nothing(db_url: str) -> None:
+    """Postgres: forget's transaction is open (X's rows deleted, not committed yet) when
+    another store flushes X's counts; the flush must wait and then write nothing."""
+    if not db_url.startswith("postgresql"):
+        pytest.skip("SQLite writers are serial (BEGIN IMMEDIATE); no interleaving")
+    async with MemoryStore.open(db_url) as app, MemoryStore.open(db_url) as worker:
+        await app.remember(Episode(user_id=VICTIM, session_id="s", input="hello there"))
+        assert await worker.recall("hello", user_id=VICTIM)  # buffered in the worker
+        async with app._sessions.begin() as session:  # forget's transaction, held open
+            await lock_for_erasure(session, VICTIM)
+            await TenantRepository(session=session).erase(VICTIM)
+            flush = asyncio.create_task(worker.flush_access())
+            await asyncio.sleep(1.0)
+            assert not flush.done()  # waits for the erase to commit
+        await flush
+        assert _nonzero(await rows_of(app, VICTIM)) == {}
