@@ -6,8 +6,9 @@ before extracting, an access-count flush writes counters of items recalled
 earlier. Had forget erased X in between, such a write would bring rows of X
 back. So:
 
-* forget of a whole tenant takes the tenant's erasure lock **exclusively**
-  (:func:`lock_for_erasure`) before deleting anything;
+* forget (of the whole tenant, or of some of its episodes) takes the tenant's
+  erasure lock **exclusively** (:func:`lock_for_erasure`) before deleting
+  anything;
 * a derived writer takes it **shared** (:func:`guard_against_erasure`) before
   it reads what it depends on in its writing transaction, then writes only for
   sources that still exist.
