@@ -46,10 +46,12 @@ def _nonzero(counts: dict[str, int]) -> dict[str, int]:
 
 async def test_forget_wins_over_an_in_flight_consolidation(db_url: str) -> None:
     async with MemoryStore.open(db_url) as worker, MemoryStore.open(db_url) as app:
-        await app.remember(Episode(user_id=VICTIM, session_id="s",
-                                   input="I live in Paris.", output="Noted."))
-        await app.remember(Episode(user_id=BYSTANDER, session_id="s",
-                                   input="I live in Rome.", output="Noted."))
+        await app.remember(
+            Episode(user_id=VICTIM, session_id="s", input="I live in Paris.", output="Noted.")
+        )
+        await app.remember(
+            Episode(user_id=BYSTANDER, session_id="s", input="I live in Rome.", output="Noted.")
+        )
         extractor = SlowExtractor(3.0)
         batch = asyncio.create_task(worker.consolidate(user_id=VICTIM, extractor=extractor))
         await asyncio.wait_for(extractor.started.wait(), 30)
@@ -71,8 +73,7 @@ async def test_forget_wins_over_an_in_flight_consolidation(db_url: str) -> None:
 async def test_buffered_access_counts_do_not_resurrect_a_forgotten_tenant(db_url: str) -> None:
     async with MemoryStore.open(db_url) as app:
         ep = await app.remember(Episode(user_id=VICTIM, session_id="s", input="hello there"))
-        await app.add_fact(Fact(user_id=VICTIM, subject="me", predicate="likes",
-                                object="tea"))
+        await app.add_fact(Fact(user_id=VICTIM, subject="me", predicate="likes", object="tea"))
         await app.update_block("persona", "Be brief.", user_id=VICTIM)
         await app.remember(Episode(user_id=BYSTANDER, session_id="s", input="hello there"))
         dump = await app.export(user_id=VICTIM)
