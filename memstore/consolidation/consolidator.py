@@ -18,6 +18,11 @@ Claiming, per database:
   still leased to this worker and marks them. A killed worker's uncommitted
   transaction is discarded by SQLite's journal; its lease expires and the
   episodes are claimed again.
+
+Erasure: the transaction that writes facts first takes the tenant's erasure
+guard (:mod:`memstore.repositories.erasure`) and then writes only for claimed
+episodes that still exist, so a ``forget(user_id=X)`` that ran meanwhile wins
+(a write phase in its own transaction must keep doing both).
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ from memstore.consolidation.types import (
 )
 from memstore.errors import InvalidInput
 from memstore.repositories.consolidation import ConsolidationRepository
+from memstore.repositories.erasure import guard_against_erasure
 from memstore.repositories.facts import FactChange, FactRepository
 from memstore.tenancy import public_user_id, storage_user_id
 from memstore.types import Episode, Fact
@@ -180,6 +186,10 @@ class Consolidator:
             for user in await repo.pending_users(only):
                 if not await repo.try_lock_tenant(user):
                     continue
+                # Held across extraction (this transaction also holds the row
+                # locks): a forget of the tenant waits for the batch, then erases
+                # its facts too; a batch after a forget finds no episodes.
+                await guard_against_erasure(session, [user])
                 episodes = await repo.lock_pending(user, size)
                 if not episodes:
                     continue
@@ -199,6 +209,9 @@ class Consolidator:
         try:
             candidates = await self._extract(episodes)
             async with self._sessions.begin() as session:
+                # The sources may have been forgotten while extracting: write
+                # only for episodes that still exist and are still leased to us.
+                await guard_against_erasure(session, [user])
                 repo = ConsolidationRepository(session=session)
                 ours = await repo.still_leased(user, [e.id for e in episodes], self.worker_id)
                 kept = [e for e in episodes if e.id in ours]
