@@ -6,6 +6,7 @@ from memstore.consolidation.types import ConsolidationResult
 from memstore.errors import (
     Conflict,
     DimensionMismatch,
+    EmbedderMismatch,
     InvalidInput,
     LimitExceeded,
     MemstoreError,
@@ -43,6 +44,7 @@ __all__ = [
     "Context",
     "ContextItem",
     "DimensionMismatch",
+    "EmbedderMismatch",
     "Episode",
     "EpisodeMatch",
     "ExtractionError",

@@ -25,6 +25,7 @@ __all__ = [
     "head_revision",
     "include_object",
     "migrations_path",
+    "needs_upgrade",
     "upgrade",
 ]
 
@@ -112,6 +113,14 @@ async def current_revision(engine: AsyncEngine) -> str | None:
     with translated("read schema revision"):
         async with engine.connect() as connection:
             return await connection.run_sync(_current)
+
+
+async def needs_upgrade(engine: AsyncEngine) -> bool:
+    """True when the schema is missing or older than the code (not when it is newer)."""
+    current = await current_revision(engine)
+    if current == head_revision():
+        return False
+    return current is None or current in {rev.revision for rev in _scripts().walk_revisions()}
 
 
 async def check_schema(engine: AsyncEngine) -> None:
