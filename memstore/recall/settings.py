@@ -31,10 +31,10 @@ __all__ = [
 async def recorded_settings(engine: AsyncEngine) -> tuple[int, str | None]:
     """The recorded embedding width and embedder identity (None if none recorded yet)."""
     async with engine.connect() as conn:
-        rows = dict((await conn.execute(
+        result = await conn.execute(
             select(ConfigRow.key, ConfigRow.value)
-            .where(ConfigRow.key.in_([EMBEDDING_DIM_KEY, EMBEDDER_KEY]))
-        )).tuples().all())
+            .where(ConfigRow.key.in_([EMBEDDING_DIM_KEY, EMBEDDER_KEY])))
+        rows = {key: value for key, value in result.all()}
     if rows.get(EMBEDDING_DIM_KEY) is None:
         raise DimensionMismatch("the database records no embedding dimension; run migrations")
     return int(rows[EMBEDDING_DIM_KEY]), rows.get(EMBEDDER_KEY)
