@@ -156,8 +156,9 @@ class MemoryStore(EpisodeAPI, FactAPI, BlockAPI, WorkingAPI, TenantAPI, Transfer
                     f"database stores {dim}; open it with a {dim}-dimensional embedder "
                     "(the width is fixed when migrating, see README 'Recall')"
                 )
-            check_embedder(recorded, embedder_identity(embedder),
-                           allow_change=allow_embedder_change)
+            check_embedder(
+                recorded, embedder_identity(embedder), allow_change=allow_embedder_change
+            )
             store = cls(
                 engine=engine,
                 block_char_limit=block_char_limit,

@@ -79,12 +79,20 @@ async def test_sqlite_opt_out_and_newer_schema_are_refused(private_dir: Path) ->
 def test_default_url_is_the_embedded_file_in_the_working_directory(private_dir: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "MEMSTORE_URL"}
     env["PYTHONPATH"] = str(ROOT)
-    code = ("import asyncio\nfrom memstore import MemoryStore\n"
-            "async def main():\n    async with MemoryStore.open() as s:\n"
-            "        await s.update_block('persona', 'hi', user_id='u')\n"
-            "asyncio.run(main())\n")
-    done = subprocess.run([sys.executable, "-c", code], cwd=private_dir, env=env,
-                          capture_output=True, text=True, timeout=120)
+    code = (
+        "import asyncio\nfrom memstore import MemoryStore\n"
+        "async def main():\n    async with MemoryStore.open() as s:\n"
+        "        await s.update_block('persona', 'hi', user_id='u')\n"
+        "asyncio.run(main())\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=private_dir,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     assert (private_dir / "memstore.db").is_file()
 

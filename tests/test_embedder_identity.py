@@ -39,8 +39,7 @@ async def recorded(url: str) -> str | None:
     engine = create_engine(url)
     try:
         async with engine.connect() as conn:
-            return await conn.scalar(
-                select(ConfigRow.value).where(ConfigRow.key == EMBEDDER_KEY))
+            return await conn.scalar(select(ConfigRow.value).where(ConfigRow.key == EMBEDDER_KEY))
     finally:
         await engine.dispose()
 
@@ -78,22 +77,24 @@ async def test_same_width_other_embedder_is_refused_naming_both(db_url: str) -> 
 async def test_explicit_opt_in_opens_and_keeps_the_recorded_identity(db_url: str) -> None:
     async with MemoryStore.open(db_url) as store:
         await store.remember(ep("I live in Berlin"))
-    async with MemoryStore.open(db_url, embedder=OtherEmbedder(),
-                                allow_embedder_change=True) as store:
+    async with MemoryStore.open(
+        db_url, embedder=OtherEmbedder(), allow_embedder_change=True
+    ) as store:
         await store.remember(ep("I live in Paris"))
         assert len(await store.recall("Paris", user_id="u")) == 2
     assert await recorded(db_url) == HASHING
 
 
 async def test_two_stores_racing_to_claim_a_fresh_database(db_url: str) -> None:
-    async with MemoryStore.open(db_url) as first, \
-            MemoryStore.open(db_url, embedder=OtherEmbedder()) as second:
+    async with (
+        MemoryStore.open(db_url) as first,
+        MemoryStore.open(db_url, embedder=OtherEmbedder()) as second,
+    ):
         await first.remember(ep("first"))
         with pytest.raises(EmbedderMismatch):
             await second.remember(ep("second"))
         with pytest.raises(EmbedderMismatch):
-            await second.add_fact(Fact(user_id="u", subject="u", predicate="likes",
-                                       object="tea"))
+            await second.add_fact(Fact(user_id="u", subject="u", predicate="likes", object="tea"))
         assert await episode_count(first) == 1
         assert await first.fact_history(user_id="u") == []
 
@@ -105,8 +106,7 @@ async def test_embedder_without_identity_is_named_by_its_class(db_url: str) -> N
         await store.remember(ep("I live in Berlin"))
     assert await recorded(db_url) == f"{__name__}.PlainEmbedder"
     async with MemoryStore.open(db_url, embedder=PlainEmbedder()) as store:
-        assert [e.input for e in await store.recall("Berlin", user_id="u")] == [
-            "I live in Berlin"]
+        assert [e.input for e in await store.recall("Berlin", user_id="u")] == ["I live in Berlin"]
     with pytest.raises(EmbedderMismatch):
         async with MemoryStore.open(db_url):
             pass
@@ -129,8 +129,7 @@ async def test_database_without_identity_adopts_the_first_writer(db_url: str) ->
 async def test_reembed_switches_a_same_width_database_and_records_it(db_url: str) -> None:
     async with MemoryStore.open(db_url) as store:
         await store.remember_many([ep("I live in Berlin"), ep("I like tea")])
-        await store.add_fact(Fact(user_id="u", subject="u", predicate="lives_in",
-                                  object="Berlin"))
+        await store.add_fact(Fact(user_id="u", subject="u", predicate="lives_in", object="Berlin"))
     engine = create_engine(db_url)
     try:
         result = await reembed(engine, OtherEmbedder())
@@ -175,7 +174,10 @@ def test_reembed_cli_records_the_new_embedder(db_url: str) -> None:
     root = Path(__file__).resolve().parents[1]
     done = subprocess.run(
         [sys.executable, "-m", "memstore", "reembed", "--url", db_url],
-        capture_output=True, text=True, timeout=120, cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=root,
         env={**os.environ, "PYTHONPATH": str(root)},
     )
     assert done.returncode == 0, done.stderr

@@ -50,8 +50,13 @@ def test_api_tour_runs_verbatim_in_a_fresh_directory(fresh_dir: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "MEMSTORE_URL"}
     env["PYTHONPATH"] = str(ROOT)  # this checkout's memstore
     done = subprocess.run(
-        [sys.executable, "-c", _RUNNER], input=api_tour(), cwd=fresh_dir, env=env,
-        capture_output=True, text=True, timeout=300,
+        [sys.executable, "-c", _RUNNER],
+        input=api_tour(),
+        cwd=fresh_dir,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert done.returncode == 0, done.stderr
     assert "tour finished" in done.stdout

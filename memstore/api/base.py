@@ -118,7 +118,8 @@ class StoreBase:
         """
         if not self._embedder_checked:
             self._embedder_checked = await claim_embedder(
-                session, self.embedder_identity, allow_change=self.allow_embedder_change)
+                session, self.embedder_identity, allow_change=self.allow_embedder_change
+            )
 
     async def _as_tenant(self, session: AsyncSession, tenant: str) -> None:
         """Name the transaction's tenant for the row-level security policies.

@@ -126,15 +126,25 @@ class TransferAPI(StoreBase):
                 if current is None or name != current.name or len(batch) >= _IMPORT_BATCH:
                     if current is not None:
                         counts[current.name] = counts.get(current.name, 0) + (
-                            await repo.insert_rows(user, current, await fill_embeddings(
-                                self.embedder, current.name, batch, recompute=recompute))
+                            await repo.insert_rows(
+                                user,
+                                current,
+                                await fill_embeddings(
+                                    self.embedder, current.name, batch, recompute=recompute
+                                ),
+                            )
                         )
                     current, batch = tenant_table(name), []
                 batch.append(row)
             if current is not None:
                 counts[current.name] = counts.get(current.name, 0) + (
-                    await repo.insert_rows(user, current, await fill_embeddings(
-                        self.embedder, current.name, batch, recompute=recompute))
+                    await repo.insert_rows(
+                        user,
+                        current,
+                        await fill_embeddings(
+                            self.embedder, current.name, batch, recompute=recompute
+                        ),
+                    )
                 )
             for name in counts:
                 await repo.advance_sequences(tenant_table(name))

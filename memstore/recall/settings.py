@@ -32,8 +32,10 @@ async def recorded_settings(engine: AsyncEngine) -> tuple[int, str | None]:
     """The recorded embedding width and embedder identity (None if none recorded yet)."""
     async with engine.connect() as conn:
         result = await conn.execute(
-            select(ConfigRow.key, ConfigRow.value)
-            .where(ConfigRow.key.in_([EMBEDDING_DIM_KEY, EMBEDDER_KEY])))
+            select(ConfigRow.key, ConfigRow.value).where(
+                ConfigRow.key.in_([EMBEDDING_DIM_KEY, EMBEDDER_KEY])
+            )
+        )
         rows = {key: value for key, value in result.all()}
     if rows.get(EMBEDDING_DIM_KEY) is None:
         raise DimensionMismatch("the database records no embedding dimension; run migrations")
@@ -69,8 +71,7 @@ async def claim_embedder(
     then stop checking); False when this transaction recorded it (a rollback
     would undo that).
     """
-    recorded = await session.scalar(
-        select(ConfigRow.value).where(ConfigRow.key == EMBEDDER_KEY))
+    recorded = await session.scalar(select(ConfigRow.value).where(ConfigRow.key == EMBEDDER_KEY))
     committed = recorded is not None
     if recorded is None:
         insert = pg_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
@@ -78,7 +79,8 @@ async def claim_embedder(
             insert(ConfigRow).values(key=EMBEDDER_KEY, value=identity).on_conflict_do_nothing()
         )
         recorded = await session.scalar(
-            select(ConfigRow.value).where(ConfigRow.key == EMBEDDER_KEY))
+            select(ConfigRow.value).where(ConfigRow.key == EMBEDDER_KEY)
+        )
     check_embedder(recorded, identity, allow_change=allow_change)
     return committed
 
@@ -87,5 +89,6 @@ async def set_embedder(conn: AsyncConnection, identity: str) -> None:
     """Record ``identity`` as the embedder of every stored vector (after a re-embed)."""
     insert = pg_insert if conn.dialect.name == "postgresql" else sqlite_insert
     stmt = insert(ConfigRow).values(key=EMBEDDER_KEY, value=identity)
-    await conn.execute(stmt.on_conflict_do_update(
-        index_elements=[ConfigRow.key], set_={"value": identity}))
+    await conn.execute(
+        stmt.on_conflict_do_update(index_elements=[ConfigRow.key], set_={"value": identity})
+    )
