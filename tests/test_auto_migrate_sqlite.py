@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import subprocess
@@ -106,3 +107,47 @@ async def test_postgres_is_never_migrated_implicitly(empty_db_url: str) -> None:
     async with MemoryStore.open(empty_db_url, auto_migrate=True) as store:
         assert await store.working(user_id="u") == []
     assert await revision_of(empty_db_url) == head_revision()
+
+
+_OPEN_AND_WRITE = """
+import asyncio, sys
+from memstore import Episode, MemoryStore
+
+async def main():
+    async with MemoryStore.open(sys.argv[1]) as store:
+        await store.remember(Episode(session_id="s", user_id="u", input=sys.argv[2]))
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.sqlite
+def test_processes_opening_a_fresh_file_together_all_succeed(private_dir: Path) -> None:
+    # Migration transactions take the write lock (BEGIN IMMEDIATE): the first
+    # process migrates, the others wait and then find the schema current.
+    url = f"sqlite+aiosqlite:///{private_dir / 'race.db'}"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _OPEN_AND_WRITE, url, f"p{i}"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(4)
+    ]
+    try:
+        results = [p.communicate(timeout=120) for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    assert [p.returncode for p in procs] == [0] * 4, [err for _, err in results]
+
+    async def written() -> set[str]:
+        async with MemoryStore.open(url) as store:
+            return {e.input for e in await store.recall("p", user_id="u", limit=10)}
+
+    assert asyncio.run(written()) == {"p0", "p1", "p2", "p3"}
