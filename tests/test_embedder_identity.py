@@ -184,3 +184,38 @@ def test_reembed_cli_records_the_new_embedder(db_url: str) -> None:
     assert "re-embedded 1 episodes" in done.stdout
     assert f"embedder {OtherEmbedder.identity} -> {HASHING}" in done.stdout
     assert asyncio.run(recorded(db_url)) == HASHING
+
+
+def test_cli_commands_with_the_wrong_embedder(db_url: str) -> None:
+    """consolidate embeds (so refuses another embedder's database); gc and export do not."""
+    import asyncio
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    async def fill() -> None:
+        async with MemoryStore.open(db_url, embedder=OtherEmbedder()) as store:
+            await store.remember(ep("I live in Berlin"))
+
+    asyncio.run(fill())
+    root = Path(__file__).resolve().parents[1]
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "memstore", *args, "--url", db_url],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=root,
+            env={**os.environ, "PYTHONPATH": str(root)},
+        )
+
+    refused = cli("consolidate", "--once", "--embedder", "hashing")
+    assert refused.returncode == 1
+    assert "EmbedderMismatch" in refused.stderr and "Traceback" not in refused.stderr
+    assert OtherEmbedder.identity in refused.stderr and HASHING in refused.stderr
+    assert cli("gc").returncode == 0
+    exported = cli("export", "--user", "u")
+    assert exported.returncode == 0, exported.stderr
+    assert OtherEmbedder.identity in exported.stdout.splitlines()[0]  # the dump's header
