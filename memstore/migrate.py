@@ -93,8 +93,10 @@ async def _with_engine(target: AsyncEngine | str | None, action: str, revision: 
                 await connection.run_sync(_run, action, revision)
     finally:
         # Pooled connections opened before the migration may lack codecs for
-        # types it created (pgvector); start afresh.
-        await engine.dispose()
+        # types it created (pgvector); start afresh. A caller's SQLite engine is
+        # kept: it has no codecs, and disposing would lose a :memory: database.
+        if engine is not target or engine.dialect.name == "postgresql":
+            await engine.dispose()
 
 
 async def upgrade(target: AsyncEngine | str | None = None, revision: str = "head") -> None:

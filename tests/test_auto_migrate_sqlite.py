@@ -151,3 +151,11 @@ def test_processes_opening_a_fresh_file_together_all_succeed(private_dir: Path) 
             return {e.input for e in await store.recall("p", user_id="u", limit=10)}
 
     assert asyncio.run(written()) == {"p0", "p1", "p2", "p3"}
+
+
+@pytest.mark.sqlite
+async def test_in_memory_sqlite_is_migrated_and_kept() -> None:
+    # Migrating must not drop the engine's connection: that would lose the database.
+    async with MemoryStore.open("sqlite+aiosqlite:///:memory:") as store:
+        await store.remember(Episode(session_id="s", user_id="u", input="hello there"))
+        assert [e.input for e in await store.recall("hello", user_id="u")] == ["hello there"]
