@@ -253,3 +253,15 @@ async def test_hashing_database_opened_with_minilm_is_refused_until_reembedded(
     async with MemoryStore.open(db_url, embedder=minilm) as store:
         hits = await store.recall("young cat", user_id="u", limit=1)
         assert [e.input for e in hits] == ["I adopted a kitten"]
+
+
+async def test_unstorable_identity_is_refused_at_open(db_url: str) -> None:
+    from memstore import InvalidInput
+
+    class Broken(OtherEmbedder):
+        identity = "model\x00name"
+
+    with pytest.raises(InvalidInput, match="embedder.identity"):
+        async with MemoryStore.open(db_url, embedder=Broken()):
+            pass
+    assert await recorded(db_url) is None
