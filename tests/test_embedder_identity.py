@@ -261,7 +261,7 @@ async def test_unstorable_identity_is_refused_at_open(db_url: str) -> None:
     class Broken(OtherEmbedder):
         identity = "model\x00name"
 
-    with pytest.raises(InvalidInput, match="embedder.identity"):
+    with pytest.raises(InvalidInput, match=r"embedder\.identity"):
         async with MemoryStore.open(db_url, embedder=Broken()):
             pass
     assert await recorded(db_url) is None
