@@ -8,6 +8,7 @@ from memstore.consolidation.types import ConsolidationResult
 from memstore.errors import (
     Conflict,
     DimensionMismatch,
+    EmbedderMismatch,
     InvalidInput,
     LimitExceeded,
     MemstoreError,
@@ -50,6 +51,7 @@ __all__ = [
     "Context",
     "ContextItem",
     "DimensionMismatch",
+    "EmbedderMismatch",
     "Episode",
     "EpisodeMatch",
     "ExtractionError",

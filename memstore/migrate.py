@@ -32,6 +32,7 @@ __all__ = [
     "head_revision",
     "include_object",
     "migrations_path",
+    "needs_upgrade",
     "upgrade",
 ]
 
@@ -133,8 +134,10 @@ async def _with_engine(target: AsyncEngine | str | None, action: str, revision: 
         raise
     finally:
         # Pooled connections opened before the migration may lack codecs for
-        # types it created (pgvector); start afresh.
-        await engine.dispose()
+        # types it created (pgvector); start afresh. A caller's SQLite engine is
+        # kept: it has no codecs, and disposing would lose a :memory: database.
+        if engine is not target or engine.dialect.name == "postgresql":
+            await engine.dispose()
 
 
 async def upgrade(target: AsyncEngine | str | None = None, revision: str = "head") -> None:
@@ -164,6 +167,14 @@ async def current_revision(engine: AsyncEngine) -> str | None:
     with translated("read schema revision"):
         async with engine.connect() as connection:
             return await connection.run_sync(_current)
+
+
+async def needs_upgrade(engine: AsyncEngine) -> bool:
+    """True when the schema is missing or older than the code (not when it is newer)."""
+    current = await current_revision(engine)
+    if current == head_revision():
+        return False
+    return current is None or current in {rev.revision for rev in _scripts().walk_revisions()}
 
 
 async def check_schema(engine: AsyncEngine) -> None:
