@@ -22,6 +22,7 @@ __all__ = [
     "check_limit",
     "check_storable",
     "check_text",
+    "check_time_range",
     "check_vector",
 ]
 
@@ -92,6 +93,21 @@ def check_aware(field: str, value: object) -> datetime:
     except OverflowError as exc:
         raise InvalidInput(f"{field} is out of range once converted to UTC") from exc
     return value
+
+
+def check_time_range(value: object) -> tuple[datetime, datetime]:
+    """A ``(start, end)`` pair of aware datetimes with ``start <= end`` (inclusive)."""
+    if not isinstance(value, tuple | list) or len(value) != 2:
+        got = f"{len(value)} items" if isinstance(value, tuple | list) else type(value).__name__
+        raise InvalidInput(f"time_range must be a (start, end) pair of datetimes, got {got}")
+    start = check_aware("time_range[0]", value[0])
+    end = check_aware("time_range[1]", value[1])
+    if start > end:
+        raise InvalidInput(
+            f"time_range starts ({start.isoformat()}) after it ends ({end.isoformat()}); "
+            "pass (start, end) with start <= end"
+        )
+    return start, end
 
 
 def check_json(field: str, value: Any) -> Any:
