@@ -4,6 +4,7 @@ from memstore.agent import AccessStat, ApproxTokenCounter, Context, ContextItem,
 from memstore.consolidation.errors import ExtractionError, LLMEndpointError, LLMResponseError
 from memstore.consolidation.types import ConsolidationResult
 from memstore.errors import (
+    ConfigurationError,
     Conflict,
     DimensionMismatch,
     InvalidInput,
@@ -38,6 +39,7 @@ __all__ = [
     "ApproxTokenCounter",
     "AssertOutcome",
     "BlockVersion",
+    "ConfigurationError",
     "Conflict",
     "ConsolidationResult",
     "Context",

@@ -7,6 +7,7 @@ escape the repository boundary untranslated.
 from __future__ import annotations
 
 __all__ = [
+    "ConfigurationError",
     "Conflict",
     "DimensionMismatch",
     "InvalidInput",
@@ -54,3 +55,17 @@ class Unavailable(MemstoreError):
 class PermissionDenied(MemstoreError):
     """The database refused the operation: privileges or a row-level security policy
     (e.g. a store without ``rls=True`` writing to tables that have it enabled)."""
+
+
+class ConfigurationError(MemstoreError):
+    """The store is configured wrongly (bad URL, unsupported backend, missing database
+    or role, missing directory): retrying will not help, fixing the setting will.
+
+    ``setting`` names what to fix (e.g. ``"url"``); ``url`` is the offending URL with
+    any password hidden, when there is one.
+    """
+
+    def __init__(self, message: str, *, setting: str = "url", url: str | None = None) -> None:
+        super().__init__(message)
+        self.setting = setting
+        self.url = url

@@ -15,8 +15,7 @@ T1 = datetime(2026, 2, 1, tzinfo=UTC)
 
 @pytest.mark.parametrize("time_range", [(T0,), (T0, T1, T1), (T1, T0), (), "2026", (T0, None)])
 async def test_bad_time_range_is_invalid_input(store: MemoryStore, time_range: Any) -> None:
-    await store.remember(Episode(user_id="u", session_id="s", input="paris trip",
-                                 occurred_at=T0))
+    await store.remember(Episode(user_id="u", session_id="s", input="paris trip", occurred_at=T0))
     for call in (store.recall, store.recall_scored):
         with pytest.raises(InvalidInput, match="time_range"):
             await call("paris", user_id="u", time_range=time_range)
@@ -25,8 +24,7 @@ async def test_bad_time_range_is_invalid_input(store: MemoryStore, time_range: A
 
 
 async def test_good_time_range_still_filters(store: MemoryStore) -> None:
-    await store.remember(Episode(user_id="u", session_id="s", input="paris trip",
-                                 occurred_at=T0))
+    await store.remember(Episode(user_id="u", session_id="s", input="paris trip", occurred_at=T0))
     assert len(await store.recall("paris", user_id="u", time_range=(T0, T0))) == 1
     assert await store.recall("paris", user_id="u", time_range=(T1, T1)) == []
 
