@@ -13,11 +13,13 @@ from memstore.errors import InvalidInput
 
 __all__ = [
     "MAX_IDENTIFIER_CHARS",
+    "MAX_INDEX_KEY_BYTES",
     "MAX_JSON_BYTES",
     "MAX_JSON_DEPTH",
     "MAX_TEXT_CHARS",
     "check_aware",
     "check_identifier",
+    "check_index_key_bytes",
     "check_json",
     "check_limit",
     "check_storable",
@@ -29,6 +31,12 @@ __all__ = [
 MAX_IDENTIFIER_CHARS = 255
 MAX_TEXT_CHARS = 100_000
 MAX_JSON_BYTES = 1_000_000
+# Postgres b-tree entries hold at most 2,704 bytes (8 kB pages). Identifiers that
+# share one index entry (e.g. a working-memory key: tenant, project, agent,
+# session, key) may together use this many UTF-8 bytes, which leaves room for the
+# entry's headers and padding; SQLite enforces the same rule so both backends
+# accept exactly the same data.
+MAX_INDEX_KEY_BYTES = 2_560
 # Nesting of lists/objects in a JSON payload; deeper documents are refused
 # before they can exhaust the recursion limit of an encoder or decoder.
 MAX_JSON_DEPTH = 100
@@ -68,6 +76,18 @@ def check_identifier(field: str, value: object, *, max_chars: int = MAX_IDENTIFI
         raise InvalidInput(f"{field} must not contain control characters")
     _unstorable(field, value)
     return value
+
+
+def check_index_key_bytes(what: str, parts: Sequence[str], *, reserve: int = 0) -> None:
+    """Refuse identifiers that together would not fit one index entry on Postgres."""
+    used = sum(len(p.encode("utf-8")) for p in parts) + reserve
+    if used > MAX_INDEX_KEY_BYTES:
+        from memstore.errors import LimitExceeded
+
+        raise LimitExceeded(
+            f"{what} use {used} bytes in UTF-8 together; the limit is {MAX_INDEX_KEY_BYTES} "
+            "(a database index entry must hold them): use shorter ids"
+        )
 
 
 def check_text(field: str, value: object, *, allow_empty: bool = False,

@@ -108,6 +108,8 @@ def translated(what: str) -> Iterator[None]:
             raise PermissionDenied(f"{what}: {orig}") from error
         if code in ("40001", "40P01"):
             raise Conflict(f"{what}: concurrent transaction conflict; retry ({orig})") from error
+        if code == "54000":  # program_limit_exceeded, e.g. an index entry over 2,704 bytes
+            raise InvalidInput(f"{what}: a value is too large for the database ({orig})") from error
         if isinstance(error, sa_exc.DataError):
             raise InvalidInput(f"{what}: the database refused a value ({orig})") from error
         raise
