@@ -10,6 +10,7 @@ __all__ = [
     "ConfigurationError",
     "Conflict",
     "DimensionMismatch",
+    "InvalidImportRow",
     "InvalidInput",
     "LimitExceeded",
     "MemstoreError",
@@ -26,6 +27,22 @@ class MemstoreError(Exception):
 
 class InvalidInput(MemstoreError, ValueError):
     """The caller passed something memstore refuses to store; nothing was written."""
+
+
+class InvalidImportRow(InvalidInput):
+    """A row of an import fails the write API's validation; nothing was imported.
+
+    ``table``, ``row`` (its position among that table's rows, from 0) and
+    ``column`` (None for the row as a whole) say where; ``cause`` says why.
+    """
+
+    def __init__(self, table: str, row: int, column: str | None, cause: str) -> None:
+        where = f"{table}[{row}]" + (f".{column}" if column else "")
+        super().__init__(f"import: {where}: {cause}; nothing was imported, fix the dump")
+        self.table = table
+        self.row = row
+        self.column = column
+        self.cause = cause
 
 
 class NotFound(MemstoreError, LookupError):

@@ -36,7 +36,7 @@ from memstore.validation import (
 if TYPE_CHECKING:
     from memstore.store import MemoryStore
 
-__all__ = ["DEFAULT_SCRATCHPAD_LIMIT", "WorkingMemory"]
+__all__ = ["DEFAULT_SCRATCHPAD_LIMIT", "WorkingMemory", "check_task_state"]
 
 DEFAULT_SCRATCHPAD_LIMIT = 100
 # Reserved keys of the seed; user keys may not start with "_".
@@ -97,6 +97,10 @@ def _check_row_bytes(user: str, scope: ScopeKey, key: str | None) -> None:
         parts,
         reserve=_RESERVED_KEY_BYTES if key is None else 0,
     )
+
+
+# The import path validates a dumped task state with the same rules.
+check_task_state = _check_task_state
 
 
 class WorkingMemory:

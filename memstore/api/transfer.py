@@ -9,6 +9,7 @@ from sqlalchemy import Table
 
 from memstore.errors import Conflict, InvalidInput
 from memstore.migrate import current_revision
+from memstore.repositories.episodes import EpisodeRepository
 from memstore.repositories.tenants import TenantRepository, tenant_table, tenant_tables
 from memstore.tenancy import public_user_id, storage_user_id
 
@@ -103,8 +104,10 @@ class TransferAPI(StoreBase):
         else:
             user = storage_user_id(user_id)
         counts: dict[str, int] = {}
+        dim = int(self.embedder.dim)
         async with self._write(user) as session:
             repo = TenantRepository(session=session)
+            await repo.lock_for_import(user)
             if await repo.has_rows(user):
                 raise Conflict(
                     f"tenant {public_user_id(user)!r} already has data; import needs an empty "
@@ -112,20 +115,37 @@ class TransferAPI(StoreBase):
                 )
             current: Table | None = None
             batch: list[Mapping[str, Any]] = []
+
+            async def flush() -> None:
+                if current is None or not batch:
+                    return
+                done = counts.get(current.name, 0)
+                try:
+                    counts[current.name] = done + await repo.insert_rows(
+                        user, current, batch, start=done, dim=dim)
+                except Conflict as exc:
+                    # The tenant was empty and is locked: the dump contradicts itself.
+                    raise InvalidInput(
+                        f"import: {current.name} rows {done}..{done + len(batch) - 1} break "
+                        f"a uniqueness rule ({exc}); nothing was imported, fix the dump"
+                    ) from exc
+
             async for name, row in _aiter(rows):
                 if current is None or name != current.name or len(batch) >= _IMPORT_BATCH:
-                    if current is not None:
-                        counts[current.name] = counts.get(current.name, 0) + (
-                            await repo.insert_rows(user, current, batch)
-                        )
+                    await flush()
                     current, batch = tenant_table(name), []
                 batch.append(row)
-            if current is not None:
-                counts[current.name] = counts.get(current.name, 0) + (
-                    await repo.insert_rows(user, current, batch)
-                )
+            await flush()
             for name in counts:
                 await repo.advance_sequences(tenant_table(name))
+            stale = await repo.overfull_threads(user)
+            if stale:
+                raise InvalidInput(
+                    f"import: threads {stale[:5]}: next_slot_index must be greater than "
+                    "every slot_index of the thread; nothing was imported, fix the dump"
+                )
+            # Dumps without (or with stale) turn counters: move them past every turn.
+            await EpisodeRepository(session=session).resync_turn_counters(user)
         return counts
 
 
