@@ -187,7 +187,8 @@ def _typed(column: Column[Any], value: Any, dim: int | None) -> Any:
         return _aware_text("value", value)
     if isinstance(kind, Vector):
         if not isinstance(value, list) or not all(
-                isinstance(x, int | float) and not isinstance(x, bool) for x in value):
+            isinstance(x, int | float) and not isinstance(x, bool) for x in value
+        ):
             raise InvalidInput("must be a list of numbers")
         return check_vector("embedding", value, dim)
     if isinstance(kind, Boolean):
@@ -199,8 +200,11 @@ def _typed(column: Column[Any], value: Any, dim: int | None) -> Any:
             raise InvalidInput(f"must be an integer, got {type(value).__name__}")
         return value
     if isinstance(kind, Float):
-        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(
-                value):
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not math.isfinite(value)
+        ):
             raise InvalidInput(f"must be a finite number, got {value!r}")
         return float(value)
     if isinstance(kind, String | Text):
@@ -223,15 +227,23 @@ def _typed(column: Column[Any], value: Any, dim: int | None) -> Any:
 
 def _check_row(table: str, record: dict[str, Any]) -> tuple[str, str] | None:
     """Rules across columns of one row; returns (column, cause) of the first failure."""
-    if table == "facts" and record.get("valid_to") is not None and (
-            record["valid_to"] <= record["valid_from"]):
+    if (
+        table == "facts"
+        and record.get("valid_to") is not None
+        and (record["valid_to"] <= record["valid_from"])
+    ):
         return "valid_to", "must be later than valid_from"
     if table == "episodes" and not (record["input"].strip() or record["output"].strip()):
         return "input", "an episode needs a non-empty input or output"
     if table in ("working_memory", "working_memory_checkpoints"):
         last = record["key"] if table == "working_memory" else record["id"]
-        parts = [record["user_id"], record["project_id"], record["agent_id"],
-                 record["session_id"], last]
+        parts = [
+            record["user_id"],
+            record["project_id"],
+            record["agent_id"],
+            record["session_id"],
+            last,
+        ]
         try:
             check_index_key_bytes("its tenant, scope and key", parts)
         except InvalidInput as exc:
@@ -258,14 +270,17 @@ def _check_internal_key(key: str, value: Any) -> tuple[str, str] | None:
             check_task_state(state)
         elif key == "_scratchpad":
             if not isinstance(value, list) or not all(
-                    isinstance(e, dict) and isinstance(e.get("content"), str)
-                    and isinstance(e.get("timestamp"), str) for e in value):
+                isinstance(e, dict)
+                and isinstance(e.get("content"), str)
+                and isinstance(e.get("timestamp"), str)
+                for e in value
+            ):
                 raise InvalidInput("the scratchpad must be a list of {content, timestamp}")
         elif key == "_metadata":
             if not isinstance(value, dict):
                 raise InvalidInput("scope metadata must be an object")
         else:
-            raise InvalidInput("keys starting with '_' are reserved")
+            return "key", f"{key!r}: keys starting with '_' are reserved"
     except InvalidInput as exc:
         return "value", f"{key}: {exc}"
     return None
@@ -295,8 +310,7 @@ def import_record(
         if column.name == "user_id" or column.info.get("derived"):
             continue
         if column.name not in row:
-            if column.nullable or column.default is not None or (
-                    column.server_default is not None):
+            if column.nullable or column.default is not None or (column.server_default is not None):
                 continue
             raise fail(column.name, "is missing")
         value = row[column.name]
@@ -316,4 +330,3 @@ def import_record(
     if problem is not None:
         raise fail(*problem)
     return record
-

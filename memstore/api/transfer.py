@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Table
 
-from memstore.errors import Conflict, InvalidInput
+from memstore.errors import Conflict, InvalidImportRow, InvalidInput
 from memstore.migrate import current_revision
 from memstore.repositories.episodes import EpisodeRepository
 from memstore.repositories.tenants import TenantRepository, tenant_table, tenant_tables
@@ -130,23 +130,43 @@ class TransferAPI(StoreBase):
                         f"a uniqueness rule ({exc}); nothing was imported, fix the dump"
                     ) from exc
 
+            slots = _SlotCounters()
             async for name, row in _aiter(rows):
                 if current is None or name != current.name or len(batch) >= _IMPORT_BATCH:
                     await flush()
                     current, batch = tenant_table(name), []
+                slots.see(name, counts.get(name, 0) + len(batch), row)
                 batch.append(row)
             await flush()
             for name in counts:
                 await repo.advance_sequences(tenant_table(name))
-            stale = await repo.overfull_threads(user)
-            if stale:
-                raise InvalidInput(
-                    f"import: threads {stale[:5]}: next_slot_index must be greater than "
-                    "every slot_index of the thread; nothing was imported, fix the dump"
-                )
             # Dumps without (or with stale) turn counters: move them past every turn.
             await EpisodeRepository(session=session).resync_turn_counters(user)
         return counts
+
+
+class _SlotCounters:
+    """A thread's ``next_slot_index`` must lie past its slots, or the next append
+    would collide with an imported slot. Threads precede their slots in a dump."""
+
+    def __init__(self) -> None:
+        self._threads: dict[Any, tuple[int, Any]] = {}
+
+    def see(self, table: str, index: int, row: Any) -> None:
+        if not isinstance(row, Mapping):
+            return  # refused with its position by the row checks
+        if table == "threads":
+            self._threads[row.get("thread_id")] = (index, row.get("next_slot_index"))
+        elif table == "slots" and row.get("thread_id") in self._threads:
+            thread_index, next_slot = self._threads[row.get("thread_id")]
+            slot = row.get("slot_index")
+            if (isinstance(slot, int) and isinstance(next_slot, int)
+                    and not isinstance(next_slot, bool) and slot >= next_slot):
+                raise InvalidImportRow(
+                    "threads", thread_index, "next_slot_index",
+                    f"is {next_slot} but slots[{index}] has slot_index {slot}; it must be "
+                    "greater than every slot_index of the thread",
+                )
 
 
 async def _aiter(items: Iterable[Any] | AsyncIterable[Any]) -> AsyncIterator[Any]:

@@ -15,7 +15,6 @@ from memstore.db.base import Base
 from memstore.db.errors import translated
 from memstore.errors import InvalidInput
 from memstore.import_checks import import_record
-from memstore.models import SlotRow, ThreadRow
 from memstore.validation import check_storable
 
 __all__ = ["TenantRepository", "from_jsonable", "tenant_table", "tenant_tables"]
@@ -158,20 +157,6 @@ class TenantRepository:
                 text("SELECT pg_advisory_xact_lock(:k)"),
                 {"k": int.from_bytes(digest, "big", signed=True)},
             )
-
-    async def overfull_threads(self, user_id: str) -> list[str]:
-        """Threads of the tenant whose slot counter does not lie past their slots."""
-        stmt = (
-            select(ThreadRow.thread_id)
-            .join(SlotRow, (SlotRow.user_id == ThreadRow.user_id)
-                  & (SlotRow.thread_id == ThreadRow.thread_id))
-            .where(ThreadRow.user_id == user_id)
-            .group_by(ThreadRow.thread_id, ThreadRow.next_slot_index)
-            .having(func.max(SlotRow.slot_index) >= ThreadRow.next_slot_index)
-            .order_by(ThreadRow.thread_id)
-        )
-        with translated("check imported threads"):
-            return list((await self._session.scalars(stmt)).all())
 
     async def advance_sequences(self, table: Table) -> None:
         """After explicit ids were imported, move Postgres sequences past them."""
