@@ -74,6 +74,18 @@ def _kind(expected: type, what: str) -> Rule:
     return rule
 
 
+def _stripped(value: Any) -> None:
+    if value != value.strip():
+        raise InvalidInput("must not start or end with whitespace (the API strips it)")
+
+
+def _normalised_predicate(value: Any) -> None:
+    from memstore.predicates import normalize_predicate
+
+    if normalize_predicate(value) != value:
+        raise InvalidInput(f"must be normalised like the API's ({normalize_predicate(value)!r})")
+
+
 def _confidence(value: Any) -> None:
     if not 0.0 <= value <= 1.0:
         raise InvalidInput("must be a number between 0 and 1")
@@ -135,9 +147,9 @@ _RULES: dict[tuple[str, str], list[Rule]] = {
     ("episodes", "turn"): [_at_least(0)],
     ("facts", "id"): [_identifier(_EPISODE_ID_CHARS)],
     ("facts", "fact_id"): [_identifier(_EPISODE_ID_CHARS)],
-    ("facts", "subject"): [_text(_FACT_FIELD_CHARS, allow_empty=False)],
-    ("facts", "object"): [_text(_FACT_FIELD_CHARS, allow_empty=False)],
-    ("facts", "predicate"): [_identifier()],
+    ("facts", "subject"): [_text(_FACT_FIELD_CHARS, allow_empty=False), _stripped],
+    ("facts", "object"): [_text(_FACT_FIELD_CHARS, allow_empty=False), _stripped],
+    ("facts", "predicate"): [_identifier(), _normalised_predicate],
     ("facts", "confidence"): [_confidence],
     ("facts", "sources"): [_sources],
     ("blocks", "name"): [_identifier()],
@@ -153,6 +165,8 @@ _RULES: dict[tuple[str, str], list[Rule]] = {
     ("slots", "to_id"): [_identifier()],
     ("slots", "payload_type"): [_identifier()],
     ("slots", "own_name"): [_identifier()],
+    ("slots", "usage_instructions"): [_text()],
+    ("slots", "todo_nudge"): [_text()],
     ("working_memory", "project_id"): [_scope_level],
     ("working_memory", "agent_id"): [_scope_level],
     ("working_memory", "session_id"): [_scope_level],
@@ -162,6 +176,7 @@ _RULES: dict[tuple[str, str], list[Rule]] = {
     ("working_memory_checkpoints", "session_id"): [_scope_level],
     ("working_memory_checkpoints", "id"): [_identifier(_EPISODE_ID_CHARS)],
     ("working_memory_checkpoints", "data"): [_checkpoint_data],
+    ("working_memory_checkpoints", "description"): [_text(10_000)],
     ("episode_consolidation", "episode_id"): [_identifier(_EPISODE_ID_CHARS)],
     ("access_stats", "kind"): [_one_of(_ACCESS_KINDS)],
     ("access_stats", "item_id"): [_identifier()],

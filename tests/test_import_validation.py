@@ -107,6 +107,8 @@ CASES: list[tuple[str, Corruption, str, str]] = [
         "valid_to",
     ),
     ("subject NUL", set_col("facts", "subject", "a\x00b"), "facts", "subject"),
+    ("subject unstripped", set_col("facts", "subject", " me"), "facts", "subject"),
+    ("predicate not normalised", set_col("facts", "predicate", "Lives In"), "facts", "predicate"),
     (
         "checkpoint data empty",
         set_col("working_memory_checkpoints", "data", {}),
