@@ -6,9 +6,11 @@ from memstore.agent import AccessStat, ApproxTokenCounter, Context, ContextItem,
 from memstore.consolidation.errors import ExtractionError, LLMEndpointError, LLMResponseError
 from memstore.consolidation.types import ConsolidationResult
 from memstore.errors import (
+    ConfigurationError,
     Conflict,
     DimensionMismatch,
     EmbedderMismatch,
+    InvalidImportRow,
     InvalidInput,
     LimitExceeded,
     MemstoreError,
@@ -46,6 +48,7 @@ __all__ = [
     "ApproxTokenCounter",
     "AssertOutcome",
     "BlockVersion",
+    "ConfigurationError",
     "Conflict",
     "ConsolidationResult",
     "Context",
@@ -58,6 +61,7 @@ __all__ = [
     "Fact",
     "FactChange",
     "GcReport",
+    "InvalidImportRow",
     "InvalidInput",
     "LLMEndpointError",
     "LLMResponseError",

@@ -7,9 +7,11 @@ escape the repository boundary untranslated.
 from __future__ import annotations
 
 __all__ = [
+    "ConfigurationError",
     "Conflict",
     "DimensionMismatch",
     "EmbedderMismatch",
+    "InvalidImportRow",
     "InvalidInput",
     "LimitExceeded",
     "MemstoreError",
@@ -26,6 +28,22 @@ class MemstoreError(Exception):
 
 class InvalidInput(MemstoreError, ValueError):
     """The caller passed something memstore refuses to store; nothing was written."""
+
+
+class InvalidImportRow(InvalidInput):
+    """A row of an import fails the write API's validation; nothing was imported.
+
+    ``table``, ``row`` (its position among that table's rows, from 0) and
+    ``column`` (None for the row as a whole) say where; ``cause`` says why.
+    """
+
+    def __init__(self, table: str, row: int, column: str | None, cause: str) -> None:
+        where = f"{table}[{row}]" + (f".{column}" if column else "")
+        super().__init__(f"import: {where}: {cause}; nothing was imported, fix the dump")
+        self.table = table
+        self.row = row
+        self.column = column
+        self.cause = cause
 
 
 class NotFound(MemstoreError, LookupError):
@@ -75,3 +93,17 @@ class Unavailable(MemstoreError):
 class PermissionDenied(MemstoreError):
     """The database refused the operation: privileges or a row-level security policy
     (e.g. a store without ``rls=True`` writing to tables that have it enabled)."""
+
+
+class ConfigurationError(MemstoreError):
+    """The store is configured wrongly (bad URL, unsupported backend, missing database
+    or role, missing directory): retrying will not help, fixing the setting will.
+
+    ``setting`` names what to fix (e.g. ``"url"``); ``url`` is the offending URL with
+    any password hidden, when there is one.
+    """
+
+    def __init__(self, message: str, *, setting: str = "url", url: str | None = None) -> None:
+        super().__init__(message)
+        self.setting = setting
+        self.url = url

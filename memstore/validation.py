@@ -13,21 +13,30 @@ from memstore.errors import InvalidInput
 
 __all__ = [
     "MAX_IDENTIFIER_CHARS",
+    "MAX_INDEX_KEY_BYTES",
     "MAX_JSON_BYTES",
     "MAX_JSON_DEPTH",
     "MAX_TEXT_CHARS",
     "check_aware",
     "check_identifier",
+    "check_index_key_bytes",
     "check_json",
     "check_limit",
     "check_storable",
     "check_text",
+    "check_time_range",
     "check_vector",
 ]
 
 MAX_IDENTIFIER_CHARS = 255
 MAX_TEXT_CHARS = 100_000
 MAX_JSON_BYTES = 1_000_000
+# Postgres b-tree entries hold at most 2,704 bytes (8 kB pages). Identifiers that
+# share one index entry (e.g. a working-memory key: tenant, project, agent,
+# session, key) may together use this many UTF-8 bytes, which leaves room for the
+# entry's headers and padding; SQLite enforces the same rule so both backends
+# accept exactly the same data.
+MAX_INDEX_KEY_BYTES = 2_560
 # Nesting of lists/objects in a JSON payload; deeper documents are refused
 # before they can exhaust the recursion limit of an encoder or decoder.
 MAX_JSON_DEPTH = 100
@@ -69,6 +78,18 @@ def check_identifier(field: str, value: object, *, max_chars: int = MAX_IDENTIFI
     return value
 
 
+def check_index_key_bytes(what: str, parts: Sequence[str], *, reserve: int = 0) -> None:
+    """Refuse identifiers that together would not fit one index entry on Postgres."""
+    used = sum(len(p.encode("utf-8")) for p in parts) + reserve
+    if used > MAX_INDEX_KEY_BYTES:
+        from memstore.errors import LimitExceeded
+
+        raise LimitExceeded(
+            f"{what} use {used} bytes in UTF-8 together; the limit is {MAX_INDEX_KEY_BYTES} "
+            "(a database index entry must hold them): use shorter ids"
+        )
+
+
 def check_text(field: str, value: object, *, allow_empty: bool = False,
                max_chars: int = MAX_TEXT_CHARS) -> str:
     if not isinstance(value, str):
@@ -92,6 +113,21 @@ def check_aware(field: str, value: object) -> datetime:
     except OverflowError as exc:
         raise InvalidInput(f"{field} is out of range once converted to UTC") from exc
     return value
+
+
+def check_time_range(value: object) -> tuple[datetime, datetime]:
+    """A ``(start, end)`` pair of aware datetimes with ``start <= end`` (inclusive)."""
+    if not isinstance(value, tuple | list) or len(value) != 2:
+        got = f"{len(value)} items" if isinstance(value, tuple | list) else type(value).__name__
+        raise InvalidInput(f"time_range must be a (start, end) pair of datetimes, got {got}")
+    start = check_aware("time_range[0]", value[0])
+    end = check_aware("time_range[1]", value[1])
+    if start > end:
+        raise InvalidInput(
+            f"time_range starts ({start.isoformat()}) after it ends ({end.isoformat()}); "
+            "pass (start, end) with start <= end"
+        )
+    return start, end
 
 
 def check_json(field: str, value: Any) -> Any:

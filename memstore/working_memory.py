@@ -25,12 +25,18 @@ from memstore.repositories.working_memory import (
 from memstore.scopes import ScopeContext, ScopeLevel, TaskState
 from memstore.tenancy import public_user_id, storage_user_id
 from memstore.threads import check_positive_seconds
-from memstore.validation import check_aware, check_identifier, check_json, check_text
+from memstore.validation import (
+    check_aware,
+    check_identifier,
+    check_index_key_bytes,
+    check_json,
+    check_text,
+)
 
 if TYPE_CHECKING:
     from memstore.store import MemoryStore
 
-__all__ = ["DEFAULT_SCRATCHPAD_LIMIT", "WorkingMemory"]
+__all__ = ["DEFAULT_SCRATCHPAD_LIMIT", "WorkingMemory", "check_task_state"]
 
 DEFAULT_SCRATCHPAD_LIMIT = 100
 # Reserved keys of the seed; user keys may not start with "_".
@@ -80,6 +86,23 @@ def _check_task_state(state: object) -> TaskState:
     return state
 
 
+# Internal keys and checkpoint ids (UUIDs) share the index entry with the scope.
+_RESERVED_KEY_BYTES = 36
+
+
+def _check_row_bytes(user: str, scope: ScopeKey, key: str | None) -> None:
+    parts = [user, *scope] + ([key] if key is not None else [])
+    check_index_key_bytes(
+        "tenant id, project_id, agent_id, session_id" + (" and key" if key else ""),
+        parts,
+        reserve=_RESERVED_KEY_BYTES if key is None else 0,
+    )
+
+
+# The import path validates a dumped task state with the same rules.
+check_task_state = _check_task_state
+
+
 class WorkingMemory:
     """Working memory of one scope of one tenant. Obtain via ``store.working_memory(...)``."""
 
@@ -96,6 +119,7 @@ class WorkingMemory:
         self._scope = scope
         self._key = _scope_key(scope)
         self._user = storage_user_id(user_id)
+        _check_row_bytes(self._user, self._key, None)
         self._default_ttl = (
             None if default_ttl_seconds is None
             else check_positive_seconds("default_ttl_seconds", default_ttl_seconds)
@@ -132,6 +156,7 @@ class WorkingMemory:
     async def set(self, key: str, value: Any, ttl_seconds: float | None = None) -> None:
         """Store a JSON value; it expires after ``ttl_seconds`` (else the default TTL)."""
         _check_user_key(key, "set")
+        _check_row_bytes(self._user, self._key, key)
         check_json(f"value of {key!r}", value)
         ttl = self._default_ttl if ttl_seconds is None else check_positive_seconds(
             "ttl_seconds", ttl_seconds

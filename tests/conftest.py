@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
+import shutil
+import tempfile
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -26,6 +28,7 @@ from memstore.migrate import upgrade
 from memstore.models import ConfigRow
 from memstore.models.config import EMBEDDER_KEY
 from memstore.repositories.tenants import tenant_tables
+from tests.pg_servers import private_pgserver
 
 BACKENDS = [
     pytest.param("sqlite", marks=pytest.mark.sqlite),
@@ -61,17 +64,36 @@ class PostgresCluster:
         return self.url_for(name)
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    # pytest's default temp root (/tmp/pytest-of-USER) is shared by every run of
+    # the user and pruned by them: another run could delete a database file or a
+    # server's data directory under this one. A private root unless --basetemp.
+    if config.option.basetemp is None:
+        private = tempfile.mkdtemp(prefix="memstore-pytest-")
+        config.option.basetemp = private
+        config.stash[_PRIVATE_BASETEMP] = private
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    private = config.stash.get(_PRIVATE_BASETEMP, None)
+    if private is not None:
+        shutil.rmtree(private, ignore_errors=True)
+
+
+_PRIVATE_BASETEMP = pytest.StashKey[str]()
+
+
 @pytest.fixture(scope="session")
-def pg_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PostgresCluster]:
+def pg_cluster() -> Iterator[PostgresCluster]:
     external = os.environ.get("MEMSTORE_TEST_PG_URL")
     if external:
         yield PostgresCluster(external)
         return
-    import pgserver
-
-    server = pgserver.get_server(tmp_path_factory.mktemp("pgdata"), cleanup_mode="stop")
-    url = make_url(server.get_uri()).set(drivername="postgresql+asyncpg")
-    yield PostgresCluster(url.render_as_string(hide_password=False))
+    # Own directory, stopped and checked in teardown (tests/pg_servers.py).
+    with private_pgserver("memstore-pg-cluster-") as (server, _pids):
+        url = make_url(server.get_uri()).set(drivername="postgresql+asyncpg")
+        yield PostgresCluster(url.render_as_string(hide_password=False))
 
 
 @pytest.fixture(scope="session")

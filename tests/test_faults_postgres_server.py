@@ -18,6 +18,7 @@ from sqlalchemy.engine import make_url
 
 from memstore import Conflict, Episode, Fact, MemoryStore, Unavailable
 from memstore.migrate import upgrade
+from tests.pg_servers import live_postmaster_pid, pg_ctl, private_pgserver
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 # Guards against a hang turning into a stuck CI job; never reached when calls behave.
@@ -28,41 +29,38 @@ HANG_GUARD_S = 120
 class OwnServer:
     server: Any
     url: str
-
-    def _pg_ctl(self, *args: str) -> None:
-        from pgserver._commands import pg_ctl
-
-        pg_ctl(list(args), pgdata=self.server.pgdata, user=self.server.system_user, timeout=60)
+    # Every postmaster this module started: all must be gone after teardown.
+    pids: set[int]
 
     def stop(self) -> None:
-        self._pg_ctl("-w", "-m", "fast", "stop")
+        pg_ctl(self.server, "-w", "-m", "fast", "stop")
 
     def start(self) -> None:
         info = self.server.get_postmaster_info()
-        self._pg_ctl("-w", "-o", '-h ""', "-o", f"-k {info.socket_dir}",
-                     "-l", str(self.server.log), "start")
+        pg_ctl(self.server, "-w", "-o", '-h ""', "-o", f"-k {info.socket_dir}",
+               "-l", str(self.server.log), "start")
+        pid = live_postmaster_pid(Path(self.server.pgdata))
+        assert pid is not None
+        self.pids.add(pid)
 
     def processes(self) -> list[Any]:
         import psutil
 
-        pid = int((Path(self.server.pgdata) / "postmaster.pid").read_text().split()[0])
+        pid = live_postmaster_pid(Path(self.server.pgdata))
+        assert pid is not None
         postmaster = psutil.Process(pid)
         return [postmaster, *postmaster.children(recursive=True)]
 
 
 @pytest.fixture(scope="module")
-def own_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OwnServer]:
-    import pgserver
-
-    server = pgserver.get_server(tmp_path_factory.mktemp("faultpg") / "data",
-                                 cleanup_mode="delete")
-    url = make_url(server.get_uri()).set(drivername="postgresql+asyncpg")
-    own = OwnServer(server, url.render_as_string(hide_password=False))
-    asyncio.run(upgrade(own.url))
-    try:
+def own_server() -> Iterator[OwnServer]:
+    # A private directory (never pytest's shared temp root), stopped and checked
+    # to leave no process behind even when a test fails (tests/pg_servers.py).
+    with private_pgserver("memstore-faultpg-") as (server, pids):
+        url = make_url(server.get_uri()).set(drivername="postgresql+asyncpg")
+        own = OwnServer(server, url.render_as_string(hide_password=False), pids)
+        asyncio.run(upgrade(own.url))
         yield own
-    finally:
-        server.cleanup()
 
 
 async def until(condition: Callable[[], bool]) -> None:

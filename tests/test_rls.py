@@ -138,8 +138,9 @@ async def test_policies_isolate_tenants_for_a_non_owner_role(urls: dict[str, str
     async with MemoryStore.open(urls["owner"]) as owner:
         bob_now = await table_counts(owner, "bob")
         assert bob_now["episodes"] == bob_counts["episodes"] + 1  # only remember_many's
-        # bob's recall above counted one access; nothing else of bob's changed.
-        changed = {"episodes", "access_stats"}
+        # bob's recall above counted one access and his new session "m" got a turn
+        # counter; nothing else of bob's changed.
+        changed = {"episodes", "access_stats", "session_turns"}
         assert {k: v for k, v in bob_now.items() if k not in changed} == {
             k: v for k, v in bob_counts.items() if k not in changed}
         assert comparable(await owner.export(user_id="alice")) == comparable(alice_dump)

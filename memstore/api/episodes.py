@@ -17,7 +17,14 @@ from memstore.recall.documents import episode_search_text, episode_text
 from memstore.repositories.episodes import EpisodeRepository, episode_from_row
 from memstore.tenancy import storage_user_id
 from memstore.types import Episode, EpisodeMatch, Message, Role
-from memstore.validation import check_aware, check_identifier, check_json, check_limit, check_text
+from memstore.validation import (
+    check_aware,
+    check_identifier,
+    check_json,
+    check_limit,
+    check_text,
+    check_time_range,
+)
 
 if TYPE_CHECKING:
     pass
@@ -123,9 +130,7 @@ class EpisodeAPI(StoreBase):
         check_text("query", query, allow_empty=True, max_chars=10_000)
         check_limit("limit", limit)
         if time_range is not None:
-            start, end = time_range
-            check_aware("time_range[0]", start)
-            check_aware("time_range[1]", end)
+            check_time_range(time_range)
         if (
             isinstance(recency_weight, bool)
             or not isinstance(recency_weight, int | float)

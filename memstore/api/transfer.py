@@ -8,10 +8,11 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Table
 
 from memstore.embeddings.identity import embedder_identity
-from memstore.errors import Conflict, InvalidInput
+from memstore.errors import Conflict, InvalidImportRow, InvalidInput
 from memstore.migrate import current_revision
 from memstore.recall.row_embeddings import fill_embeddings
 from memstore.recall.settings import recorded_embedder
+from memstore.repositories.episodes import EpisodeRepository
 from memstore.repositories.tenants import TenantRepository, tenant_table, tenant_tables
 from memstore.tenancy import public_user_id, storage_user_id
 
@@ -112,9 +113,11 @@ class TransferAPI(StoreBase):
         source = header.get("embedder")
         recompute = isinstance(source, str) and source != embedder_identity(self.embedder)
         counts: dict[str, int] = {}
+        dim = int(self.embedder.dim)
         async with self._write(user) as session:
             await self._claim_embedder(session)
             repo = TenantRepository(session=session)
+            await repo.lock_for_import(user)
             if await repo.has_rows(user):
                 raise Conflict(
                     f"tenant {public_user_id(user)!r} already has data; import needs an empty "
@@ -122,33 +125,61 @@ class TransferAPI(StoreBase):
                 )
             current: Table | None = None
             batch: list[Mapping[str, Any]] = []
+
+            async def flush() -> None:
+                if current is None or not batch:
+                    return
+                done = counts.get(current.name, 0)
+                try:
+                    rows_in = await fill_embeddings(
+                        self.embedder, current.name, batch, recompute=recompute
+                    )
+                    counts[current.name] = done + await repo.insert_rows(
+                        user, current, rows_in, start=done, dim=dim)
+                except Conflict as exc:
+                    # The tenant was empty and is locked: the dump contradicts itself.
+                    raise InvalidInput(
+                        f"import: {current.name} rows {done}..{done + len(batch) - 1} break "
+                        f"a uniqueness rule ({exc}); nothing was imported, fix the dump"
+                    ) from exc
+
+            slots = _SlotCounters()
             async for name, row in _aiter(rows):
                 if current is None or name != current.name or len(batch) >= _IMPORT_BATCH:
-                    if current is not None:
-                        counts[current.name] = counts.get(current.name, 0) + (
-                            await repo.insert_rows(
-                                user,
-                                current,
-                                await fill_embeddings(
-                                    self.embedder, current.name, batch, recompute=recompute
-                                ),
-                            )
-                        )
+                    await flush()
                     current, batch = tenant_table(name), []
+                slots.see(name, counts.get(name, 0) + len(batch), row)
                 batch.append(row)
-            if current is not None:
-                counts[current.name] = counts.get(current.name, 0) + (
-                    await repo.insert_rows(
-                        user,
-                        current,
-                        await fill_embeddings(
-                            self.embedder, current.name, batch, recompute=recompute
-                        ),
-                    )
-                )
+            await flush()
             for name in counts:
                 await repo.advance_sequences(tenant_table(name))
+            # Dumps without (or with stale) turn counters: move them past every turn.
+            await EpisodeRepository(session=session).resync_turn_counters(user)
         return counts
+
+
+class _SlotCounters:
+    """A thread's ``next_slot_index`` must lie past its slots, or the next append
+    would collide with an imported slot. Threads precede their slots in a dump."""
+
+    def __init__(self) -> None:
+        self._threads: dict[Any, tuple[int, Any]] = {}
+
+    def see(self, table: str, index: int, row: Any) -> None:
+        if not isinstance(row, Mapping):
+            return  # refused with its position by the row checks
+        if table == "threads":
+            self._threads[row.get("thread_id")] = (index, row.get("next_slot_index"))
+        elif table == "slots" and row.get("thread_id") in self._threads:
+            thread_index, next_slot = self._threads[row.get("thread_id")]
+            slot = row.get("slot_index")
+            if (isinstance(slot, int) and isinstance(next_slot, int)
+                    and not isinstance(next_slot, bool) and slot >= next_slot):
+                raise InvalidImportRow(
+                    "threads", thread_index, "next_slot_index",
+                    f"is {next_slot} but slots[{index}] has slot_index {slot}; it must be "
+                    "greater than every slot_index of the thread",
+                )
 
 
 async def _aiter(items: Iterable[Any] | AsyncIterable[Any]) -> AsyncIterator[Any]:

@@ -96,7 +96,6 @@ class WorkingAPI(StoreBase):
         """
         from memstore.consolidation.consolidator import DEFAULT_BATCH_SIZE, Consolidator
 
-        consolidator = Consolidator(
-            self._facade, extractor=extractor, batch_size=batch_size or DEFAULT_BATCH_SIZE
-        )
+        size = DEFAULT_BATCH_SIZE if batch_size is None else batch_size
+        consolidator = Consolidator(self._facade, extractor=extractor, batch_size=size)
         return await consolidator.run(limit=limit, user_id=user_id, max_seconds=max_seconds)

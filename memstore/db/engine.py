@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import event
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import DisconnectionError
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError, DisconnectionError, InvalidRequestError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from memstore.db import jsontext
 from memstore.db.slowlog import check_threshold, install_slow_query_log, slow_query_ms_from_env
+from memstore.errors import ConfigurationError
 
 __all__ = [
     "DEFAULT_URL",
@@ -21,6 +23,7 @@ __all__ = [
     "SQLITE_BUSY_TIMEOUT_MS",
     "TENANT_SETTING",
     "create_engine",
+    "redacted",
     "resolve_url",
 ]
 
@@ -40,10 +43,49 @@ TENANT_SETTING = "memstore.user_id"
 READ_ONLY = "memstore_read_only"
 
 
+_URL_HINT = "use sqlite:///path/to/memstore.db or postgresql://user:password@host/dbname"
+
+
+def _parse(raw: str) -> URL:
+    try:
+        return make_url(raw)
+    except (ArgumentError, ValueError) as exc:
+        # make_url's own message quotes the whole string; never echo a password.
+        raise ConfigurationError(
+            f"not a database URL: {_redacted_text(raw)!r}; {_URL_HINT}", url=_redacted_text(raw)
+        ) from exc
+
+
+def _redacted_text(raw: str) -> str:
+    # Unparseable, so no URL object can hide the password: cut "user:secret@".
+    scheme, sep, rest = raw.partition("://")
+    if sep and "@" in rest:
+        creds, _, host = rest.rpartition("@")
+        return f"{scheme}://{creds.split(':', 1)[0]}:***@{host}"
+    return raw
+
+
+def redacted(url: str | URL) -> str:
+    """``url`` with its password hidden, for messages."""
+    parsed = url if isinstance(url, URL) else _parse(url)
+    return parsed.render_as_string(hide_password=True)
+
+
 def resolve_url(url: str | None) -> str:
-    """Argument, else ``$MEMSTORE_URL``, else the embedded SQLite file; driver added if missing."""
+    """Argument, else ``$MEMSTORE_URL``, else the embedded SQLite file; driver added if missing.
+
+    Raises :class:`ConfigurationError` for anything that is not a URL of a
+    supported backend.
+    """
     raw = url or os.environ.get("MEMSTORE_URL") or DEFAULT_URL
-    parsed = make_url(raw)
+    parsed = _parse(raw)
+    backend = parsed.get_backend_name()
+    if backend not in ("sqlite", "postgresql", "postgres"):
+        raise ConfigurationError(
+            f"unsupported database backend {backend!r} in {redacted(parsed)!r}; memstore "
+            f"runs on SQLite and PostgreSQL: {_URL_HINT}",
+            url=redacted(parsed),
+        )
     if parsed.drivername in ("postgresql", "postgres"):
         parsed = parsed.set(drivername="postgresql+asyncpg")
     elif parsed.drivername == "sqlite":
@@ -70,8 +112,30 @@ def create_engine(
     else:
         slow_query_ms = check_threshold(slow_query_ms)
     resolved = resolve_url(url)
-    backend = make_url(resolved).get_backend_name()
+    try:
+        return _create(resolved, sqlite_busy_timeout_ms=sqlite_busy_timeout_ms,
+                       connect_timeout=connect_timeout, command_timeout=command_timeout,
+                       **kwargs)
+    except (ArgumentError, InvalidRequestError, ImportError) as exc:  # e.g. a sync driver
+        raise ConfigurationError(
+            f"cannot use {redacted(resolved)!r}: {exc}; {_URL_HINT} (the driver is added "
+            "for you: sqlite+aiosqlite, postgresql+asyncpg)",
+            url=redacted(resolved),
+        ) from exc
+
+
+def _create(
+    resolved: str,
+    *,
+    sqlite_busy_timeout_ms: int,
+    connect_timeout: float,
+    command_timeout: float | None,
+    **kwargs: Any,
+) -> AsyncEngine:
+    parsed = make_url(resolved)
+    backend = parsed.get_backend_name()
     if backend == "sqlite":
+        _check_sqlite_directory(parsed)
         engine = create_async_engine(resolved, **kwargs)
         _configure_sqlite(engine, busy_timeout_ms=sqlite_busy_timeout_ms)
     elif backend == "postgresql":
@@ -85,11 +149,26 @@ def create_engine(
         connect_args.setdefault("command_timeout", command_timeout)
         engine = create_async_engine(resolved, connect_args=connect_args, **kwargs)
         _configure_postgres(engine)
-    else:
-        raise ValueError(f"unsupported database backend {backend!r}; use sqlite or postgresql")
+    else:  # resolve_url refused every other backend
+        raise AssertionError(backend)
     if slow_query_ms is not None:
         install_slow_query_log(engine, slow_query_ms)
     return engine
+
+
+def _check_sqlite_directory(url: URL) -> None:
+    # SQLite creates the file but not its directory; the driver's "unable to open
+    # database file" would look like an outage (Unavailable) although no retry helps.
+    database = url.database
+    if not database or database == ":memory:" or database.startswith("file:"):
+        return
+    directory = Path(database).expanduser().parent
+    if not directory.is_dir():
+        raise ConfigurationError(
+            f"cannot open SQLite database {database!r}: directory {str(directory)!r} does "
+            "not exist (unable to open database file); create it or fix the URL",
+            url=redacted(url),
+        )
 
 
 def _configure_sqlite(engine: AsyncEngine, *, busy_timeout_ms: int) -> None:

@@ -13,7 +13,14 @@ from contextlib import contextmanager
 
 from sqlalchemy import exc as sa_exc
 
-from memstore.errors import Conflict, InvalidInput, MemstoreError, PermissionDenied, Unavailable
+from memstore.errors import (
+    ConfigurationError,
+    Conflict,
+    InvalidInput,
+    MemstoreError,
+    PermissionDenied,
+    Unavailable,
+)
 
 __all__ = ["constraint_name", "sqlstate", "translated"]
 
@@ -42,6 +49,15 @@ def sqlstate(error: sa_exc.DBAPIError) -> str | None:
     """The Postgres SQLSTATE of a driver error, if it has one."""
     code = getattr(error.orig, "sqlstate", None) or getattr(error.orig, "pgcode", None)
     return str(code) if code else None
+
+
+# Connecting can never succeed until someone changes the URL or the server's
+# roles/databases: these are not outages, so not Unavailable.
+_CONFIGURATION_STATES = {
+    "3D000": "create the database (or `memstore migrate` after creating it) or fix the URL",
+    "28000": "create the role / allow it in pg_hba.conf, or fix the user in the URL",
+    "28P01": "fix the password in the URL",
+}
 
 
 def _unavailable_state(code: str | None) -> bool:
@@ -78,6 +94,10 @@ def translated(what: str) -> Iterator[None]:
                 raise Unavailable(f"{what}: database unreachable ({orig!r})") from error
             raise
         code = sqlstate(error)
+        if code in _CONFIGURATION_STATES:
+            raise ConfigurationError(
+                f"{what}: {orig}; {_CONFIGURATION_STATES[code]}"
+            ) from error
         if (
             isinstance(error, sa_exc.OperationalError | sa_exc.InterfaceError)
             or error.connection_invalidated
@@ -88,6 +108,8 @@ def translated(what: str) -> Iterator[None]:
             raise PermissionDenied(f"{what}: {orig}") from error
         if code in ("40001", "40P01"):
             raise Conflict(f"{what}: concurrent transaction conflict; retry ({orig})") from error
+        if code == "54000":  # program_limit_exceeded, e.g. an index entry over 2,704 bytes
+            raise InvalidInput(f"{what}: a value is too large for the database ({orig})") from error
         if isinstance(error, sa_exc.DataError):
             raise InvalidInput(f"{what}: the database refused a value ({orig})") from error
         raise

@@ -5,7 +5,7 @@ from memstore.models.access import AccessStatRow
 from memstore.models.blocks import BlockRow, BlockVersionRow
 from memstore.models.config import ConfigRow
 from memstore.models.consolidation import EpisodeConsolidationRow
-from memstore.models.episodes import EpisodeRow
+from memstore.models.episodes import EpisodeRow, SessionTurnRow
 from memstore.models.facts import FactRow
 from memstore.models.threads import SlotRow, ThreadRow
 from memstore.models.working_memory import WorkingMemoryCheckpointRow, WorkingMemoryRow
@@ -18,6 +18,7 @@ __all__ = [
     "EpisodeConsolidationRow",
     "EpisodeRow",
     "FactRow",
+    "SessionTurnRow",
     "SlotRow",
     "ThreadRow",
     "WorkingMemoryCheckpointRow",

@@ -9,6 +9,8 @@ from sqlalchemy.orm import Mapped, mapped_column
 from memstore.db.base import Base
 from memstore.db.types import JSONDoc, UTCDateTime, Vector
 
+__all__ = ["EpisodeRow", "SessionTurnRow"]
+
 
 class EpisodeRow(Base):
     """One agent turn. Tenant-first primary key so a tenant's rows sit together."""
@@ -34,5 +36,21 @@ class EpisodeRow(Base):
     __table_args__ = (
         Index(None, "user_id", "session_id", "occurred_at"),
         Index(None, "user_id", "occurred_at"),
-        Index(None, "user_id", "session_id", "turn"),
+        # Turns are unique per session (migration 0006); SessionTurnRow hands them out.
+        Index("uq_episodes_session_turn", "user_id", "session_id", "turn", unique=True),
     )
+
+
+class SessionTurnRow(Base):
+    """The next turn number of one session: the counter concurrent writers serialise on.
+
+    ``remember``/``remember_many`` reserve turns with one upsert that increments it
+    and returns the new value (like ``threads.next_slot_index``), so two writers
+    never read the same ``max(turn)``; the unique index on episodes is the backstop.
+    """
+
+    __tablename__ = "session_turns"
+
+    user_id: Mapped[str] = mapped_column(String(255), primary_key=True)
+    session_id: Mapped[str] = mapped_column(String(255), primary_key=True)
+    next_turn: Mapped[int] = mapped_column(Integer)

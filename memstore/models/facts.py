@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import hashlib
 from datetime import datetime
 from typing import Any
 
@@ -8,6 +9,22 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from memstore.db.base import Base
 from memstore.db.types import JSONDoc, UTCDateTime, Vector
+
+__all__ = ["FactRow", "subject_key"]
+
+
+def subject_key(subject: str) -> str:
+    """What the indexes key a subject by: its SHA-256, hex.
+
+    Subjects may be 2,000 characters (8,000 UTF-8 bytes), more than a Postgres
+    b-tree entry can hold (2,704 bytes); a fixed-width digest fits on every backend
+    and is unique in practice, so the single-value rule keeps its meaning.
+    """
+    return hashlib.sha256(subject.encode("utf-8")).hexdigest()
+
+
+def _subject_key_default(context: Any) -> str:
+    return subject_key(context.get_current_parameters()["subject"])
 
 
 class FactRow(Base):
@@ -23,6 +40,10 @@ class FactRow(Base):
     id: Mapped[str] = mapped_column(String(36), primary_key=True)
     fact_id: Mapped[str] = mapped_column(String(36))
     subject: Mapped[str] = mapped_column(Text)
+    # Derived from subject on every insert (migration 0006); never set it yourself.
+    subject_key: Mapped[str] = mapped_column(
+        String(64), default=_subject_key_default, info={"derived": True}
+    )
     predicate: Mapped[str] = mapped_column(String(255))
     object: Mapped[str] = mapped_column(Text)
     single_valued: Mapped[bool] = mapped_column(Boolean)
@@ -38,7 +59,7 @@ class FactRow(Base):
     __table_args__ = (
         CheckConstraint("confidence >= 0 AND confidence <= 1", name="confidence_range"),
         CheckConstraint("valid_to IS NULL OR valid_to > valid_from", name="valid_interval"),
-        Index(None, "user_id", "subject", "predicate", "recorded_at"),
+        Index(None, "user_id", "subject_key", "predicate", "recorded_at"),
         # One current version per logical fact: a concurrent double write of the
         # same fact fails here instead of producing two current rows.
         Index(
@@ -53,7 +74,7 @@ class FactRow(Base):
         Index(
             "uq_facts_current_single_value",
             "user_id",
-            "subject",
+            "subject_key",
             "predicate",
             unique=True,
             sqlite_where=text("superseded_at IS NULL AND valid_to IS NULL AND single_valued"),

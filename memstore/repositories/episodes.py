@@ -4,15 +4,20 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, func, insert, or_, select, tuple_
+from sqlalchemy import delete, func, insert, or_, select
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from memstore.db.errors import translated
-from memstore.models import EpisodeRow
+from memstore.models import EpisodeRow, SessionTurnRow
 from memstore.tenancy import public_user_id
 from memstore.types import Episode
 
 __all__ = ["EpisodeRepository", "episode_from_row"]
+
+
+def _no_turns(user_id: str, session_id: str) -> int:
+    raise KeyError((user_id, session_id))
 
 
 def episode_from_row(row: EpisodeRow) -> Episode:
@@ -58,25 +63,61 @@ class EpisodeRepository:
     async def turn_counter(
         self, keys: Sequence[tuple[str, str]]
     ) -> Callable[[str, str], int]:
-        """Hands out the next turn numbers of (tenant, session) pairs, in one query.
+        """Reserves the next turn numbers of (tenant, session) pairs, one per key, in one
+        statement; returns a function handing them out in order.
 
-        Turns order a session's episodes by insertion, for recall context.
+        The counter rows are incremented by an upsert that returns the new value:
+        on Postgres it locks each row until commit (the next writer waits and reads
+        the incremented value; a rollback gives the numbers back, so no gap); on
+        SQLite write transactions are serial (BEGIN IMMEDIATE). Rows are reserved in
+        sorted order so two batches never wait on each other crosswise.
         """
-        wanted = sorted(set(keys))
-        stmt = (
-            select(EpisodeRow.user_id, EpisodeRow.session_id, func.max(EpisodeRow.turn))
-            .where(tuple_(EpisodeRow.user_id, EpisodeRow.session_id).in_(wanted))
-            .group_by(EpisodeRow.user_id, EpisodeRow.session_id)
-        )
-        last = {(user, sid): (n if n is not None else -1)
-                for user, sid, n in (await self._session.execute(stmt)).all()}
+        wanted: dict[tuple[str, str], int] = {}
+        for key in keys:
+            wanted[key] = wanted.get(key, 0) + 1
+        if not wanted:
+            return _no_turns
+        dialect = self._session.get_bind().dialect.name
+        stmt: Any = (postgresql.insert if dialect == "postgresql" else sqlite.insert)(
+            SessionTurnRow)
+        stmt = stmt.values([
+            {"user_id": u, "session_id": sid, "next_turn": n}
+            for (u, sid), n in sorted(wanted.items())
+        ])
+        stmt = stmt.on_conflict_do_update(
+            index_elements=["user_id", "session_id"],
+            set_={"next_turn": SessionTurnRow.next_turn + stmt.excluded.next_turn},
+        ).returning(SessionTurnRow.user_id, SessionTurnRow.session_id, SessionTurnRow.next_turn)
+        with translated("reserve session turns"):
+            rows = (await self._session.execute(stmt)).all()
+        following = {(u, sid): int(end) - wanted[(u, sid)] for u, sid, end in rows}
 
         def take(user_id: str, session_id: str) -> int:
             key = (user_id, session_id)
-            last[key] = last.get(key, -1) + 1
-            return last[key]
+            following[key] += 1
+            return following[key] - 1
 
         return take
+
+    async def resync_turn_counters(self, user_id: str) -> None:
+        """Move the tenant's counters past every stored turn (after an import whose dump
+        has no or stale counters), never backwards."""
+        dialect = self._session.get_bind().dialect.name
+        source = (
+            select(EpisodeRow.user_id, EpisodeRow.session_id, func.max(EpisodeRow.turn) + 1)
+            .where(EpisodeRow.user_id == user_id, EpisodeRow.turn.is_not(None))
+            .group_by(EpisodeRow.user_id, EpisodeRow.session_id)
+        )
+        stmt: Any = (postgresql.insert if dialect == "postgresql" else sqlite.insert)(
+            SessionTurnRow)
+        stmt = stmt.from_select(["user_id", "session_id", "next_turn"], source)
+        bigger = func.greatest if dialect == "postgresql" else func.max
+        stmt = stmt.on_conflict_do_update(
+            index_elements=["user_id", "session_id"],
+            set_={"next_turn": bigger(SessionTurnRow.next_turn, stmt.excluded.next_turn)},
+        )
+        with translated("resync session turns"):
+            await self._session.execute(stmt)
 
     async def get(self, user_id: str, episode_id: str) -> Episode | None:
         row = await self._session.get(EpisodeRow, (user_id, episode_id))

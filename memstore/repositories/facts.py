@@ -15,6 +15,7 @@ from memstore.db.errors import translated
 from memstore.embeddings.base import Embedder, embed_checked
 from memstore.models import FactRow
 from memstore.recall.documents import fact_text
+from memstore.models.facts import subject_key
 from memstore.tenancy import public_user_id
 from memstore.types import Fact, new_id
 
@@ -90,6 +91,7 @@ class FactRepository:
     async def _current(self, user_id: str, subject: str, predicate: str) -> list[FactRow]:
         stmt = select(FactRow).where(
             FactRow.user_id == user_id,
+            FactRow.subject_key == subject_key(subject),
             FactRow.subject == subject,
             FactRow.predicate == predicate,
             FactRow.superseded_at.is_(None),
@@ -265,7 +267,7 @@ class FactRepository:
     ) -> list[Fact]:
         conditions = [FactRow.user_id == user_id]
         if subject is not None:
-            conditions.append(FactRow.subject == subject)
+            conditions += [FactRow.subject_key == subject_key(subject), FactRow.subject == subject]
         if predicate is not None:
             conditions.append(FactRow.predicate == predicate)
         if fact_id is not None:

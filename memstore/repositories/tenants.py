@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import AsyncIterator, Mapping, Sequence
+import hashlib
+from collections.abc import AsyncIterator, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -13,6 +14,7 @@ from sqlalchemy.types import TypeDecorator
 from memstore.db.base import Base
 from memstore.db.errors import translated
 from memstore.errors import InvalidInput
+from memstore.import_checks import import_record
 from memstore.validation import check_storable
 
 __all__ = ["TenantRepository", "from_jsonable", "tenant_table", "tenant_tables"]
@@ -122,32 +124,39 @@ class TenantRepository:
         return False
 
     async def insert_rows(
-        self, user_id: str, table: Table, rows: Sequence[Mapping[str, Any]]
+        self, user_id: str, table: Table, rows: Sequence[Any], *, start: int = 0,
+        dim: int | None = None,
     ) -> int:
-        """Insert exported rows (JSON form, without ``user_id``) for ``user_id``."""
+        """Insert exported rows (JSON form, without ``user_id``) for ``user_id``.
+
+        Each row passes the write API's validation first (:func:`import_record`;
+        ``start`` is the position of ``rows[0]`` among the table's rows, ``dim``
+        the store's embedding width).
+        """
         if not rows:
             return 0
-        required = {
-            c.name for c in table.columns
-            if not c.nullable and c.default is None and c.server_default is None
-            and c.name != "user_id"
-        }
-        values = []
-        for row in rows:
-            if not isinstance(row, Mapping):
-                raise InvalidInput(f"{table.name}: a row must be a JSON object")
-            unknown = set(row) - set(table.c.keys()) | ({"user_id"} & set(row))
-            if unknown:
-                raise InvalidInput(f"{table.name}: unexpected columns {sorted(unknown)}")
-            missing = required - set(row)
-            if missing:
-                raise InvalidInput(f"{table.name}: missing columns {sorted(missing)}")
-            record = {k: from_jsonable(table.c[k], v) for k, v in row.items()}
-            record["user_id"] = user_id
-            values.append(record)
+        values = [
+            import_record(table, start + i, row, user_id=user_id, dim=dim)
+            for i, row in enumerate(rows)
+        ]
         with translated(f"import {table.name}"):
             await self._session.execute(insert(table), values)
         return len(values)
+
+    async def lock_for_import(self, user_id: str) -> None:
+        """Serialise imports into one tenant (Postgres; SQLite writers are serial).
+
+        Held until commit, so a second import waits, then finds the first one's
+        rows and refuses with Conflict instead of merging into them.
+        """
+        if self._session.get_bind().dialect.name != "postgresql":
+            return
+        digest = hashlib.blake2b(f"import\x1f{user_id}".encode(), digest_size=8).digest()
+        with translated("lock tenant for import"):
+            await self._session.execute(
+                text("SELECT pg_advisory_xact_lock(:k)"),
+                {"k": int.from_bytes(digest, "big", signed=True)},
+            )
 
     async def advance_sequences(self, table: Table) -> None:
         """After explicit ids were imported, move Postgres sequences past them."""

@@ -1,0 +1,212 @@
+"""import_ validates every row like the write API (InvalidImportRow naming table, row and
+column, nothing written), and two concurrent imports into one empty tenant never merge."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import math
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from memstore import Conflict, Episode, InvalidImportRow, InvalidInput, MemoryStore, TaskState
+from tests.conftest import table_counts
+from tests.test_export_import import populate
+
+Dump = dict[str, Any]
+
+
+Corruption = Callable[[Dump], int]  # changes one row, returns its position
+
+
+def first(
+    dump: Dump, table: str, where: Callable[[dict[str, Any]], bool] = lambda r: True
+) -> tuple[int, dict[str, Any]]:
+    return next((i, r) for i, r in enumerate(dump["tables"][table]) if where(r))
+
+
+def set_col(
+    table: str, column: str, value: Any, where: Callable[[dict[str, Any]], bool] = lambda r: True
+) -> Corruption:
+    def corrupt(dump: Dump) -> int:
+        index, row = first(dump, table, where)
+        row[column] = value
+        return index
+
+    return corrupt
+
+
+def width(delta: int) -> Corruption:
+    def corrupt(dump: Dump) -> int:
+        index, row = first(dump, "episodes")
+        row["embedding"] = (
+            row["embedding"][: len(row["embedding"]) + delta]
+            if delta < 0
+            else (row["embedding"] + [0.0] * delta)
+        )
+        return index
+
+    return corrupt
+
+
+def nan_embedding(dump: Dump) -> int:
+    index, row = first(dump, "episodes")
+    row["embedding"][3] = math.nan
+    return index
+
+
+def bad_progress(dump: Dump) -> int:
+    index, row = first(dump, "working_memory", is_task_state)
+    row["value"]["progress_percent"] = 150
+    return index
+
+
+def drop_session_id(dump: Dump) -> int:
+    index, row = first(dump, "episodes")
+    row.pop("session_id")
+    return index
+
+
+def is_task_state(row: dict[str, Any]) -> bool:
+    return row["key"] == "_task_state"
+
+
+# (case, corruption, table, column)
+CASES: list[tuple[str, Corruption, str, str]] = [
+    ("embedding too short", width(-1), "episodes", "embedding"),
+    ("embedding too wide", width(+7), "episodes", "embedding"),
+    ("embedding NaN", nan_embedding, "episodes", "embedding"),
+    (
+        "embedding of strings",
+        set_col("episodes", "embedding", ["x"] * 384),
+        "episodes",
+        "embedding",
+    ),
+    ("occurred_at number", set_col("episodes", "occurred_at", 12345), "episodes", "occurred_at"),
+    (
+        "occurred_at naive",
+        set_col("episodes", "occurred_at", "2026-03-01T00:00:00"),
+        "episodes",
+        "occurred_at",
+    ),
+    ("turn text", set_col("episodes", "turn", "three"), "episodes", "turn"),
+    ("turn negative", set_col("episodes", "turn", -1), "episodes", "turn"),
+    ("metadata list", set_col("episodes", "metadata", [1, 2]), "episodes", "metadata"),
+    ("tool_calls object", set_col("episodes", "tool_calls", {"a": 1}), "episodes", "tool_calls"),
+    ("episode id too long", set_col("episodes", "id", "x" * 37), "episodes", "id"),
+    ("sources number", set_col("facts", "sources", 5), "facts", "sources"),
+    ("confidence text", set_col("facts", "confidence", "high"), "facts", "confidence"),
+    ("confidence out of range", set_col("facts", "confidence", 1.5), "facts", "confidence"),
+    ("single_valued number", set_col("facts", "single_valued", 1), "facts", "single_valued"),
+    (
+        "valid_to before valid_from",
+        set_col("facts", "valid_to", "2000-01-01T00:00:00+00:00"),
+        "facts",
+        "valid_to",
+    ),
+    ("subject NUL", set_col("facts", "subject", "a\x00b"), "facts", "subject"),
+    ("subject unstripped", set_col("facts", "subject", " me"), "facts", "subject"),
+    ("predicate not normalised", set_col("facts", "predicate", "Lives In"), "facts", "predicate"),
+    (
+        "checkpoint data empty",
+        set_col("working_memory_checkpoints", "data", {}),
+        "working_memory_checkpoints",
+        "data",
+    ),
+    (
+        "task state malformed",
+        set_col("working_memory", "value", {"task_id": "t"}, is_task_state),
+        "working_memory",
+        "value",
+    ),
+    ("task state bad progress", bad_progress, "working_memory", "value"),
+    (
+        "reserved key",
+        set_col("working_memory", "key", "_secret", lambda r: r["key"] == "plan"),
+        "working_memory",
+        "key",
+    ),
+    (
+        "next_slot_index below slots",
+        set_col("threads", "next_slot_index", 1),
+        "threads",
+        "next_slot_index",
+    ),
+    ("block version zero", set_col("blocks", "version", 0), "blocks", "version"),
+    ("access kind", set_col("access_stats", "kind", "secret"), "access_stats", "kind"),
+    ("missing column", drop_session_id, "episodes", "session_id"),
+]
+
+
+@pytest.fixture
+async def good_dump(store: MemoryStore) -> Dump:
+    await populate(store, "src")
+    wm = store.working_memory(session_id="s1", project_id="p", agent_id="a", user_id="src")
+    await wm.set_task_state(TaskState(task_id="t1", total_steps=3))
+    dump = await store.export(user_id="src")
+    assert dump["tables"]["slots"] and dump["tables"]["working_memory_checkpoints"]
+    return dump
+
+
+@pytest.mark.parametrize(("case", "corrupt", "table", "column"), CASES, ids=[c[0] for c in CASES])
+async def test_import_refuses_what_the_api_refuses(
+    store: MemoryStore, good_dump: Dump, case: str, corrupt: Corruption, table: str, column: str
+) -> None:
+    bad = copy.deepcopy(good_dump)
+    row = corrupt(bad)
+    with pytest.raises(InvalidImportRow) as caught:
+        await store.import_(bad, user_id="dst")
+    error = caught.value
+    assert (error.table, error.row, error.column) == (table, row, column), str(error)
+    assert f"{table}[{row}].{column}" in str(error)
+    assert set((await table_counts(store, "dst")).values()) == {0}, "something was written"
+    # The tenant is still empty and usable: the good dump imports.
+    await store.import_(good_dump, user_id="dst")
+    assert await store.recall("paris", user_id="dst")
+
+
+async def test_dump_rows_that_contradict_each_other_are_invalid(
+    store: MemoryStore, good_dump: Dump
+) -> None:
+    bad = copy.deepcopy(good_dump)
+    bad["tables"]["episodes"].append(copy.deepcopy(bad["tables"]["episodes"][0]))
+    with pytest.raises(InvalidInput, match="episodes"):
+        await store.import_(bad, user_id="dst")
+    assert set((await table_counts(store, "dst")).values()) == {0}
+
+
+async def test_imported_sessions_continue_with_fresh_turns(
+    store: MemoryStore, good_dump: Dump
+) -> None:
+    old = copy.deepcopy(good_dump)
+    old["tables"].pop("session_turns", None)  # a dump written before revision 0006
+    await store.import_(old, user_id="dst")
+    await store.remember(Episode(user_id="dst", session_id="s1", input="next"))
+    messages = await store.session_messages("s1", user_id="dst")
+    assert messages[-1].content == "next"
+
+
+async def test_concurrent_imports_into_one_empty_tenant(db_url: str) -> None:
+    async with MemoryStore.open(db_url) as a, MemoryStore.open(db_url) as b:
+        dumps = []
+        for source in ("src1", "src2"):  # different rows: nothing collides by key
+            await a.remember_many(
+                [
+                    Episode(user_id=source, session_id=f"s{i % 7}", input=f"turn {i}")
+                    for i in range(3000)
+                ]
+            )
+            dumps.append(await a.export(user_id=source))
+        for attempt in range(3):
+            target = f"dst{attempt}"
+            results = await asyncio.gather(
+                a.import_(dumps[0], user_id=target),
+                b.import_(dumps[1], user_id=target),
+                return_exceptions=True,
+            )
+            conflicts = [r for r in results if isinstance(r, Conflict)]
+            landed = [r for r in results if isinstance(r, dict)]
+            assert len(landed) == 1 and len(conflicts) == 1, results
+            assert (await a.profile(user_id=target)).episode_count == 3000
