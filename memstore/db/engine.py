@@ -113,15 +113,18 @@ def create_engine(
         slow_query_ms = check_threshold(slow_query_ms)
     resolved = resolve_url(url)
     try:
-        return _create(resolved, sqlite_busy_timeout_ms=sqlite_busy_timeout_ms,
-                       connect_timeout=connect_timeout, command_timeout=command_timeout,
-                       **kwargs)
+        engine = _create(resolved, sqlite_busy_timeout_ms=sqlite_busy_timeout_ms,
+                         connect_timeout=connect_timeout, command_timeout=command_timeout,
+                         **kwargs)
     except (ArgumentError, InvalidRequestError, ImportError) as exc:  # e.g. a sync driver
         raise ConfigurationError(
             f"cannot use {redacted(resolved)!r}: {exc}; {_URL_HINT} (the driver is added "
             "for you: sqlite+aiosqlite, postgresql+asyncpg)",
             url=redacted(resolved),
         ) from exc
+    if slow_query_ms is not None:
+        install_slow_query_log(engine, slow_query_ms)
+    return engine
 
 
 def _create(
@@ -151,8 +154,6 @@ def _create(
         _configure_postgres(engine)
     else:  # resolve_url refused every other backend
         raise AssertionError(backend)
-    if slow_query_ms is not None:
-        install_slow_query_log(engine, slow_query_ms)
     return engine
 
 

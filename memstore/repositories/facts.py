@@ -14,8 +14,8 @@ from sqlalchemy.sql.elements import ColumnElement
 from memstore.db.errors import translated
 from memstore.embeddings.base import Embedder, embed_checked
 from memstore.models import FactRow
-from memstore.recall.documents import fact_text
 from memstore.models.facts import subject_key
+from memstore.recall.documents import fact_text
 from memstore.tenancy import public_user_id
 from memstore.types import Fact, new_id
 
