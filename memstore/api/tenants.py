@@ -14,7 +14,7 @@ from memstore.repositories.facts import FactRepository
 from memstore.repositories.tenants import TenantRepository
 from memstore.tenancy import public_user_id, storage_user_id
 from memstore.types import Profile
-from memstore.validation import check_aware, check_identifier
+from memstore.validation import check_aware, check_identifier, check_limit
 
 if TYPE_CHECKING:
     pass
@@ -42,6 +42,19 @@ class TenantAPI(StoreBase):
                 recent_sessions=await episodes.recent_sessions(user, 10),
                 sample_facts=await facts.latest_current(user, 10),
             )
+
+    async def list_tenants_cross_tenant(self, *, limit: int = 1000) -> list[str | None]:
+        """Every tenant with stored rows (``None`` is the anonymous bucket), sorted.
+
+        An administrative, cross-tenant read (ids only) for operator tools such
+        as ``memstore inspect``; agent code never needs it.
+        """
+        check_limit("limit", limit)
+        async with self._read() as session:
+            stored = await TenantRepository(session=session).list_all_tenants_cross_tenant(
+                limit=limit
+            )
+        return [public_user_id(u) for u in stored]
 
     async def forget(
         self,

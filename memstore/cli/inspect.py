@@ -1,0 +1,46 @@
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+from memstore.cli.embedder_args import add_embedder_arguments, embedder_from_args
+
+
+def register(subparsers: Any) -> None:
+    inspect = subparsers.add_parser(
+        "inspect",
+        help="serve a local, read-only web page showing what a tenant's memory holds",
+        description="Facts on a bi-temporal timeline, episodes by session with search, "
+        "blocks with their history, threads, working memory and access counts. Never "
+        "writes. Needs the inspect extra: pip install 'memstore[inspect]'.",
+    )
+    inspect.add_argument("--url", help="database URL (default: $MEMSTORE_URL or ./memstore.db)")
+    inspect.add_argument("--host", default="127.0.0.1",
+                         help="address to bind (default 127.0.0.1; others need a token)")
+    inspect.add_argument("--port", type=int, default=8765, help="port (default 8765)")
+    inspect.add_argument("--token", default=None,
+                         help="required on every request (default: $MEMSTORE_INSPECT_TOKEN)")
+    add_embedder_arguments(inspect)
+    inspect.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    token = args.token or os.environ.get("MEMSTORE_INSPECT_TOKEN") or None
+    from memstore.inspect.server import check_bind
+
+    check_bind(args.host, token)
+    try:
+        from memstore.inspect.server import build_server
+
+        server = build_server(args.url, host=args.host, port=args.port, token=token,
+                              embedder=embedder_from_args(args))
+    except ImportError as error:
+        print(f"memstore inspect: {error.name} is missing; install the extra: "
+              "pip install 'memstore[inspect]'", file=sys.stderr)
+        return 2
+    print(f"memstore inspect: serving http://{args.host}:{args.port}/ (Ctrl-C stops)",
+          file=sys.stderr)
+    server.run()
+    return 0 if server.started else 1
