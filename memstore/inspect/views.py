@@ -27,6 +27,8 @@ __all__ = [
 AXIS_WIDTH = 1000.0
 ROW_HEIGHT = 18
 ROW_GAP = 4
+_TICKS = 5
+AXIS_HEIGHT = 22
 
 
 def _dt(value: Any) -> datetime | None:
@@ -92,6 +94,8 @@ class TimelineView:
     changes: list[FactChange]
     # Distinct transaction times, for the "as known at" slider (epoch ms).
     known_steps: list[int]
+    # Valid-time axis labels: (x, date).
+    ticks: list[tuple[float, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -187,8 +191,13 @@ def build_timeline(facts: list[dict[str, Any]], now: datetime) -> TimelineView:
         lane.height = len(lane.bars) * (ROW_HEIGHT + ROW_GAP) + 10
         y += lane.height
     changes.sort(key=lambda c: (c.at, c.kind != "superseded", c.lane))
+    ticks = []
+    if start is not None and end is not None:
+        for i in range(_TICKS + 1):
+            at = start + (end - start) * i / _TICKS
+            ticks.append((AXIS_WIDTH * i / _TICKS, at.date().isoformat()))
     return TimelineView(lanes=lanes, start=start, end=end, height=max(y, 20.0),
-                        changes=changes, known_steps=sorted(steps))
+                        changes=changes, known_steps=sorted(steps), ticks=ticks)
 
 
 def build_tenant_view(tables: dict[str, list[dict[str, Any]]], now: datetime) -> TenantView:
