@@ -41,38 +41,81 @@ class StepClock:
 async def seed(url: str) -> Seeded:
     clock = StepClock()
     async with MemoryStore.open(url, clock=clock) as store:
-        paris = await store.remember(Episode(session_id="trip", user_id="alice",
-                                             input="I moved to Paris in March",
-                                             output="Bonjour!"))
-        london = await store.remember(Episode(session_id="trip", user_id="alice",
-                                              input=f"Now I live in London {XSS}",
-                                              output="Cheerio"))
-        await store.add_fact(Fact(user_id="alice", subject="alice", predicate="lives_in",
-                                  object="Paris", valid_from=datetime(2026, 3, 1, tzinfo=UTC),
-                                  sources=[paris]))
+        paris = await store.remember(
+            Episode(
+                session_id="trip",
+                user_id="alice",
+                input="I moved to Paris in March",
+                output="Bonjour!",
+            )
+        )
+        london = await store.remember(
+            Episode(
+                session_id="trip",
+                user_id="alice",
+                input=f"Now I live in London {XSS}",
+                output="Cheerio",
+            )
+        )
+        await store.add_fact(
+            Fact(
+                user_id="alice",
+                subject="alice",
+                predicate="lives_in",
+                object="Paris",
+                valid_from=datetime(2026, 3, 1, tzinfo=UTC),
+                sources=[paris],
+            )
+        )
         clock.now += timedelta(days=1)
         correction_at = clock.now + timedelta(seconds=1)
-        await store.add_fact(Fact(user_id="alice", subject="alice", predicate="lives_in",
-                                  object=f"London {XSS}",
-                                  valid_from=datetime(2026, 6, 1, tzinfo=UTC),
-                                  sources=[london], confidence=0.8))
-        pet = await store.add_fact(Fact(user_id="alice", subject="alice", predicate="owns",
-                                        object="a cat named Mimi",
-                                        valid_from=datetime(2026, 4, 1, tzinfo=UTC)))
+        await store.add_fact(
+            Fact(
+                user_id="alice",
+                subject="alice",
+                predicate="lives_in",
+                object=f"London {XSS}",
+                valid_from=datetime(2026, 6, 1, tzinfo=UTC),
+                sources=[london],
+                confidence=0.8,
+            )
+        )
+        pet = await store.add_fact(
+            Fact(
+                user_id="alice",
+                subject="alice",
+                predicate="owns",
+                object="a cat named Mimi",
+                valid_from=datetime(2026, 4, 1, tzinfo=UTC),
+            )
+        )
         clock.now += timedelta(days=1)
         retracted_at = clock.now + timedelta(seconds=1)
         await store.retract_fact(pet, user_id="alice")
         await store.update_block("persona", "Be brief.", user_id="alice")
         await store.append_block("persona", f"\nUse metric units. {XSS}", user_id="alice")
-        await store.threads.append("t1", {"text": XSS}, from_id="planner", to_id="coder",
-                                   user_id="alice")
+        await store.threads.append(
+            "t1", {"text": XSS}, from_id="planner", to_id="coder", user_id="alice"
+        )
         await store.working_memory(session_id="trip", user_id="alice").set("step", XSS)
         # Another tenant whose data must never appear on alice's page.
-        await store.remember(Episode(session_id="b", user_id="bob",
-                                     input=f"my password is {BOB_SECRET} paris",
-                                     output="noted"))
-        await store.add_fact(Fact(user_id="bob", subject="bob", predicate="lives_in",
-                                  object=BOB_SECRET, valid_from=datetime(2026, 1, 1, tzinfo=UTC)))
+        await store.remember(
+            Episode(
+                session_id="b",
+                user_id="bob",
+                input=f"my password is {BOB_SECRET} paris",
+                output="noted",
+            )
+        )
+        await store.add_fact(
+            Fact(
+                user_id="bob",
+                subject="bob",
+                predicate="lives_in",
+                object=BOB_SECRET,
+                valid_from=datetime(2026, 1, 1, tzinfo=UTC),
+            )
+        )
     return Seeded(paris, london, correction_at, retracted_at)
 
 

@@ -26,8 +26,10 @@ README_SCREENSHOT = Path(__file__).resolve().parent.parent / "docs" / "inspector
 
 def _missing() -> str | None:
     if CHROMIUM is None or CHROMEDRIVER is None:
-        return ("no Chromium: install Debian's chromium and chromium-driver "
-                "(apt-get install -y chromium chromium-driver; .ci/run does)")
+        return (
+            "no Chromium: install Debian's chromium and chromium-driver "
+            "(apt-get install -y chromium chromium-driver; .ci/run does)"
+        )
     try:
         import selenium  # noqa: F401
     except ImportError:
@@ -54,11 +56,19 @@ def browser(private_dir: Path) -> Iterator[Any]:
 
     options = webdriver.ChromeOptions()
     options.binary_location = str(CHROMIUM)
-    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                 "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync",
-                 "--disable-dev-shm-usage", "--window-size=1400,1800",
-                 f"--user-data-dir={private_dir / 'profile'}"):
+    for flag in (
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-dev-shm-usage",
+        "--window-size=1400,1800",
+        f"--user-data-dir={private_dir / 'profile'}",
+    ):
         options.add_argument(flag)
     service = Service(executable_path=str(CHROMEDRIVER), log_output=str(private_dir / "driver.log"))
     driver = webdriver.Chrome(options=options, service=service)
@@ -69,8 +79,9 @@ def browser(private_dir: Path) -> Iterator[Any]:
         driver.quit()
 
 
-def test_click_through_a_corrected_tenant(db_url: str, browser: Any, private_dir: Path,
-                                          backend: str) -> None:
+def test_click_through_a_corrected_tenant(
+    db_url: str, browser: Any, private_dir: Path, backend: str
+) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
 
@@ -95,10 +106,14 @@ def test_click_through_a_corrected_tenant(db_url: str, browser: Any, private_dir
             status.setdefault(title, []).append(bar)
         # Paris: the original (superseded by the correction) and its copy ending in
         # June; London current; the cat retracted.
-        assert sorted(status) == sorted([
-            "Paris (superseded)", "Paris (current)", f"London {XSS} (current)",
-            "a cat named Mimi (retracted)",
-        ])
+        assert sorted(status) == sorted(
+            [
+                "Paris (superseded)",
+                "Paris (current)",
+                f"London {XSS} (current)",
+                "a cat named Mimi (retracted)",
+            ]
+        )
         assert browser.execute_script("return window.__pwned") is None
 
         # Click the London bar: its source episode and confidence.
@@ -145,7 +160,7 @@ def test_click_through_a_corrected_tenant(db_url: str, browser: Any, private_dir
         hits = browser.find_elements(By.CSS_SELECTOR, "#hits tr.hit")
         assert hits and "Paris" in hits[0].text
         dense = hits[0].find_element(By.CSS_SELECTOR, ".part-dense").text
-        assert dense != "–" and float(dense) > 0
+        assert dense != "\u2013" and float(dense) > 0
         float(hits[0].find_element(By.CSS_SELECTOR, ".part-keyword").text)
         browser.save_screenshot(str(shots / "search.png"))
 

@@ -25,10 +25,10 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
         return None
 
 
-def fetch(url: str, headers: dict[str, str] | None = None,
-          follow: bool = True) -> tuple[int, dict[str, str], str]:
-    opener = (urllib.request.build_opener() if follow
-              else urllib.request.build_opener(_NoRedirect()))
+def fetch(
+    url: str, headers: dict[str, str] | None = None, follow: bool = True
+) -> tuple[int, dict[str, str], str]:
+    opener = urllib.request.build_opener() if follow else urllib.request.build_opener(_NoRedirect())
     request = urllib.request.Request(url, headers=headers or {})
     try:
         with opener.open(request, timeout=60) as response:
@@ -45,6 +45,7 @@ def counts(url: str) -> dict[str, int]:
     async def go() -> dict[str, int]:
         async with MemoryStore.open(url) as store:
             return await table_counts(store)
+
     return asyncio.run(go())
 
 
@@ -94,9 +95,16 @@ def test_pages_and_searches_write_nothing(db_url: str) -> None:
     before = counts(db_url)
     assert before["access_stats"] == 0
     with running_inspector(db_url) as base:
-        for path in ("/", "/t/alice", "/t/bob", "/t/__anonymous__",
-                     "/t/alice?q=paris", "/t/alice?q=", "/t/alice?q=london&recency=0.5",
-                     "/t/bob?q=paris"):
+        for path in (
+            "/",
+            "/t/alice",
+            "/t/bob",
+            "/t/__anonymous__",
+            "/t/alice?q=paris",
+            "/t/alice?q=",
+            "/t/alice?q=london&recency=0.5",
+            "/t/bob?q=paris",
+        ):
             status, _, body = fetch(base + path, bearer())
             assert status == 200, (path, body[:300])
         status, _, body = fetch(base + "/t/alice?q=paris", bearer())
@@ -109,8 +117,10 @@ def test_pages_and_searches_write_nothing(db_url: str) -> None:
 def test_stored_data_is_escaped(db_url: str) -> None:
     seed_sync(db_url)
     with running_inspector(db_url) as base:
-        pages = [fetch(base + p, bearer())[2]
-                 for p in ("/t/alice", "/t/alice?q=london", f"/t/alice?q={urllib.parse.quote(XSS)}")]
+        pages = [
+            fetch(base + p, bearer())[2]
+            for p in ("/t/alice", "/t/alice?q=london", f"/t/alice?q={urllib.parse.quote(XSS)}")
+        ]
     for html in pages:
         assert XSS not in html
         assert "<script>window" not in html and "<img src=x" not in html
@@ -133,10 +143,13 @@ def test_other_tenants_never_shown(db_url: str) -> None:
 
 
 def test_inspect_stack_is_not_imported_by_memstore() -> None:
-    code = ("import sys, memstore, memstore.cli, memstore.cli.inspect; "
-            "from memstore.cli import build_parser; build_parser(['gc', '--help'][:1]); "
-            "bad = [m for m in ('starlette', 'jinja2', 'uvicorn') if m in sys.modules]; "
-            "print(bad); sys.exit(1 if bad else 0)")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            timeout=120)
+    code = (
+        "import sys, memstore, memstore.cli, memstore.cli.inspect; "
+        "from memstore.cli import build_parser; build_parser(['gc', '--help'][:1]); "
+        "bad = [m for m in ('starlette', 'jinja2', 'uvicorn') if m in sys.modules]; "
+        "print(bad); sys.exit(1 if bad else 0)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 0, result.stdout + result.stderr

@@ -17,11 +17,15 @@ def register(subparsers: Any) -> None:
         "writes. Needs the inspect extra: pip install 'memstore[inspect]'.",
     )
     inspect.add_argument("--url", help="database URL (default: $MEMSTORE_URL or ./memstore.db)")
-    inspect.add_argument("--host", default="127.0.0.1",
-                         help="address to bind (default 127.0.0.1; others need a token)")
+    inspect.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to bind (default 127.0.0.1; others need a token)",
+    )
     inspect.add_argument("--port", type=int, default=8765, help="port (default 8765)")
-    inspect.add_argument("--token", default=None,
-                         help="required on every request (default: $MEMSTORE_INSPECT_TOKEN)")
+    inspect.add_argument(
+        "--token", default=None, help="required on every request (default: $MEMSTORE_INSPECT_TOKEN)"
+    )
     add_embedder_arguments(inspect)
     inspect.set_defaults(handler=run)
 
@@ -34,13 +38,18 @@ def run(args: argparse.Namespace) -> int:
     try:
         from memstore.inspect.server import build_server
 
-        server = build_server(args.url, host=args.host, port=args.port, token=token,
-                              embedder=embedder_from_args(args))
+        server = build_server(
+            args.url, host=args.host, port=args.port, token=token, embedder=embedder_from_args(args)
+        )
     except ImportError as error:
-        print(f"memstore inspect: {error.name} is missing; install the extra: "
-              "pip install 'memstore[inspect]'", file=sys.stderr)
+        print(
+            f"memstore inspect: {error.name} is missing; install the extra: "
+            "pip install 'memstore[inspect]'",
+            file=sys.stderr,
+        )
         return 2
-    print(f"memstore inspect: serving http://{args.host}:{args.port}/ (Ctrl-C stops)",
-          file=sys.stderr)
+    print(
+        f"memstore inspect: serving http://{args.host}:{args.port}/ (Ctrl-C stops)", file=sys.stderr
+    )
     server.run()
     return 0 if server.started else 1

@@ -108,7 +108,9 @@ def create_app(open_store: StoreFactory, *, token: str | None = None) -> Any:
                 else:
                     try:
                         hits = await store.recall_scored(
-                            query, user_id=user_id, limit=_SEARCH_LIMIT,
+                            query,
+                            user_id=user_id,
+                            limit=_SEARCH_LIMIT,
                             recency_weight=recency,
                         )
                     except MemstoreError as error:

@@ -53,8 +53,9 @@ class TokenGate:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1")
-                   for k, v in scope.get("headers", [])}
+        headers = {
+            k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])
+        }
         if self.token is None:
             if is_loopback(_host_name(headers.get("host", ""))):
                 await self.app(scope, receive, send)
@@ -62,7 +63,7 @@ class TokenGate:
                 await _plain(send, 403, "memstore inspect: loopback host names only")
             return
         auth = headers.get("authorization", "")
-        if auth.startswith("Bearer ") and self._matches(auth[len("Bearer "):]):
+        if auth.startswith("Bearer ") and self._matches(auth[len("Bearer ") :]):
             await self.app(scope, receive, send)
             return
         cookie: SimpleCookie = SimpleCookie()
@@ -76,32 +77,43 @@ class TokenGate:
         if given and self._matches(given[-1]):
             rest = urlencode([(k, v) for k, v in query if k != "token"])
             location = scope.get("root_path", "") + scope["path"] + (f"?{rest}" if rest else "")
-            await send({
-                "type": "http.response.start",
-                "status": 303,
-                "headers": [
-                    (b"location", location.encode("utf-8")),
-                    (b"set-cookie", f"{COOKIE}={self.token}; HttpOnly; SameSite=Strict; "
-                                    "Path=/".encode()),
-                    (b"cache-control", b"no-store"),
-                    (b"referrer-policy", b"no-referrer"),
-                ],
-            })
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 303,
+                    "headers": [
+                        (b"location", location.encode("utf-8")),
+                        (
+                            b"set-cookie",
+                            f"{COOKIE}={self.token}; HttpOnly; SameSite=Strict; Path=/".encode(),
+                        ),
+                        (b"cache-control", b"no-store"),
+                        (b"referrer-policy", b"no-referrer"),
+                    ],
+                }
+            )
             await send({"type": "http.response.body", "body": b""})
             return
         if morsel is not None and self._matches(morsel.value):
             await self.app(scope, receive, send)
             return
-        await _plain(send, 401, "memstore inspect: a token is required "
-                                "(Authorization: Bearer <token>, or ?token=<token> once)",
-                     extra=[(b"www-authenticate", b"Bearer")])
+        await _plain(
+            send,
+            401,
+            "memstore inspect: a token is required "
+            "(Authorization: Bearer <token>, or ?token=<token> once)",
+            extra=[(b"www-authenticate", b"Bearer")],
+        )
 
 
-async def _plain(send: Send, status: int, text: str,
-                 extra: list[tuple[bytes, bytes]] | None = None) -> None:
-    await send({
-        "type": "http.response.start",
-        "status": status,
-        "headers": [(b"content-type", b"text/plain; charset=utf-8"), *(extra or [])],
-    })
+async def _plain(
+    send: Send, status: int, text: str, extra: list[tuple[bytes, bytes]] | None = None
+) -> None:
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"text/plain; charset=utf-8"), *(extra or [])],
+        }
+    )
     await send({"type": "http.response.body", "body": text.encode()})

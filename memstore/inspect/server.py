@@ -50,6 +50,7 @@ def build_server(
         return MemoryStore.open(url, embedder=embedder, auto_migrate=False)
 
     app = create_app(open_store, token=token)
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning",
-                            access_log=False, lifespan="on")
+    config = uvicorn.Config(
+        app, host=host, port=port, log_level="warning", access_log=False, lifespan="on"
+    )
     return uvicorn.Server(config)

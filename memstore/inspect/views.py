@@ -196,16 +196,24 @@ def build_timeline(facts: list[dict[str, Any]], now: datetime) -> TimelineView:
         for i in range(_TICKS + 1):
             at = start + (end - start) * i / _TICKS
             ticks.append((AXIS_WIDTH * i / _TICKS, at.date().isoformat()))
-    return TimelineView(lanes=lanes, start=start, end=end, height=max(y, 20.0),
-                        changes=changes, known_steps=sorted(steps), ticks=ticks)
+    return TimelineView(
+        lanes=lanes,
+        start=start,
+        end=end,
+        height=max(y, 20.0),
+        changes=changes,
+        known_steps=sorted(steps),
+        ticks=ticks,
+    )
 
 
 def build_tenant_view(tables: dict[str, list[dict[str, Any]]], now: datetime) -> TenantView:
     """The page's model of one tenant from ``store.export(...)["tables"]``."""
     access_rows = tables.get("access_stats", [])
     access = {(a["kind"], a["item_id"]): int(a["access_count"]) for a in access_rows}
-    episodes = sorted(tables.get("episodes", []),
-                      key=lambda e: (e["occurred_at"], e.get("turn") or 0, e["id"]))
+    episodes = sorted(
+        tables.get("episodes", []), key=lambda e: (e["occurred_at"], e.get("turn") or 0, e["id"])
+    )
     by_session: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for ep in episodes:
         ep = {k: v for k, v in ep.items() if k not in ("embedding", "search_text")}
@@ -221,18 +229,25 @@ def build_tenant_view(tables: dict[str, list[dict[str, Any]]], now: datetime) ->
         history = []
         previous = ""
         for v in sorted(versions.get(b["name"], []), key=lambda v: v["version"]):
-            history.append((int(v["version"]), str(v["created_at"]),
-                            diff_lines(previous, v["content"])))
+            history.append(
+                (int(v["version"]), str(v["created_at"]), diff_lines(previous, v["content"]))
+            )
             previous = v["content"]
-        blocks.append(BlockView(name=b["name"], content=b["content"],
-                                version=int(b["version"]), history=history))
+        blocks.append(
+            BlockView(
+                name=b["name"], content=b["content"], version=int(b["version"]), history=history
+            )
+        )
 
     slots: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for s in tables.get("slots", []):
         slots[s["thread_id"]].append(s)
-    threads = [(t, sorted(slots.get(t["thread_id"], []), key=lambda s: s["slot_index"]))
-               for t in sorted(tables.get("threads", []),
-                               key=lambda t: t["last_activity_at"], reverse=True)]
+    threads = [
+        (t, sorted(slots.get(t["thread_id"], []), key=lambda s: s["slot_index"]))
+        for t in sorted(
+            tables.get("threads", []), key=lambda t: t["last_activity_at"], reverse=True
+        )
+    ]
 
     scopes: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
     for w in tables.get("working_memory", []):
