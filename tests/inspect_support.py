@@ -10,7 +10,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 from memstore import Episode, Fact, MemoryStore
 
@@ -126,13 +125,13 @@ def seed_sync(url: str) -> Seeded:
 @contextmanager
 def running_inspector(url: str, *, token: str | None = TOKEN) -> Iterator[str]:
     """Serve the inspector on a free loopback port in a thread; yields its base URL."""
-    from memstore.inspect.server import build_server
+    from memstore.inspect.server import Inspector
 
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    server: Any = build_server(url, host="127.0.0.1", port=port, token=token)
+    server = Inspector(url, host="127.0.0.1", port=port, token=token)
     failure: list[BaseException] = []
 
     def serve() -> None:
@@ -153,7 +152,7 @@ def running_inspector(url: str, *, token: str | None = TOKEN) -> Iterator[str]:
             time.sleep(0.05)
         yield f"http://127.0.0.1:{port}"
     finally:
-        server.should_exit = True
+        server.stop()
         thread.join(timeout=30)
         sock.close()
         if thread.is_alive():

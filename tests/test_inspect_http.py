@@ -3,19 +3,23 @@
 from __future__ import annotations
 
 import asyncio
+import shutil
 import subprocess
 import sys
+import tempfile
 import urllib.error
 import urllib.parse
 import urllib.request
+from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy.engine import make_url
 
 from memstore import MemoryStore
 from memstore.cli import main as cli_main
-from memstore.errors import InvalidInput
-from memstore.inspect.server import check_bind
+from memstore.errors import InvalidInput, NotFound, SchemaOutOfDate
+from memstore.inspect.server import Inspector, check_bind
 from tests.conftest import table_counts
 from tests.inspect_support import BOB_SECRET, TOKEN, XSS, running_inspector, seed_sync
 
@@ -153,3 +157,24 @@ def test_inspect_stack_is_not_imported_by_memstore() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_missing_sqlite_file_is_not_created(capsys: pytest.CaptureFixture[str]) -> None:
+    missing = Path(tempfile.mkdtemp(prefix="memstore-inspect-")) / "nope.db"
+    try:
+        url = f"sqlite+aiosqlite:///{missing}"
+        with pytest.raises(NotFound, match="no SQLite database"):
+            Inspector(url, port=1).run()
+        assert cli_main(["inspect", "--url", url, "--port", "1"]) == 1
+        err = capsys.readouterr().err
+        assert "NotFound" in err and "Traceback" not in err
+        assert not missing.exists()
+    finally:
+        shutil.rmtree(missing.parent)
+
+
+def test_an_unmigrated_database_is_refused_not_migrated(empty_db_url: str, backend: str) -> None:
+    if backend == "sqlite":
+        Path(make_url(empty_db_url).database or "").touch()
+    with pytest.raises(SchemaOutOfDate):
+        Inspector(empty_db_url, port=1).run()

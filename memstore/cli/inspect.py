@@ -32,15 +32,15 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     token = args.token or os.environ.get("MEMSTORE_INSPECT_TOKEN") or None
-    from memstore.inspect.server import check_bind
+    from memstore.inspect.server import Inspector
 
-    check_bind(args.host, token)
+    inspector = Inspector(
+        args.url, host=args.host, port=args.port, token=token, embedder=embedder_from_args(args)
+    )
     try:
-        from memstore.inspect.server import build_server
-
-        server = build_server(
-            args.url, host=args.host, port=args.port, token=token, embedder=embedder_from_args(args)
-        )
+        import jinja2  # noqa: F401
+        import starlette  # noqa: F401
+        import uvicorn  # noqa: F401
     except ImportError as error:
         print(
             f"memstore inspect: {error.name} is missing; install the extra: "
@@ -51,5 +51,5 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"memstore inspect: serving http://{args.host}:{args.port}/ (Ctrl-C stops)", file=sys.stderr
     )
-    server.run()
-    return 0 if server.started else 1
+    inspector.run()
+    return 0

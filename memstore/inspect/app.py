@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import math
-from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -16,7 +14,7 @@ from starlette.responses import HTMLResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from memstore.errors import InvalidInput, MemstoreError
+from memstore.errors import InvalidInput, MemstoreError, Unavailable
 from memstore.inspect.auth import TokenGate
 from memstore.inspect.views import AXIS_WIDTH, build_tenant_view
 from memstore.store import MemoryStore
@@ -34,8 +32,6 @@ _SECURITY_HEADERS = {
     "cache-control": "no-store",
 }
 _SEARCH_LIMIT = 10
-
-StoreFactory = Callable[[], AbstractAsyncContextManager[MemoryStore]]
 
 
 def _environment() -> Environment:
@@ -61,32 +57,20 @@ def _tenant_label(stored: str) -> str:
     return "(anonymous)" if public is None else public
 
 
-def create_app(open_store: StoreFactory, *, token: str | None = None) -> Any:
-    """The app; ``open_store`` opens the store when the server starts (in its loop)."""
+def create_app(store: MemoryStore, *, token: str | None = None) -> Any:
+    """The app over an open ``store`` (which the caller closes after serving)."""
     env = _environment()
-    state: dict[str, MemoryStore] = {}
-
-    @asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        async with open_store() as store:
-            state["store"] = store
-            try:
-                yield
-            finally:
-                state.clear()
 
     def render(name: str, status: int = 200, **context: Any) -> HTMLResponse:
         html = env.get_template(name).render(**context)
         return HTMLResponse(html, status_code=status, headers=_SECURITY_HEADERS)
 
     async def index(request: Request) -> Response:
-        store = state["store"]
         tenants = await store.list_tenants_cross_tenant()
         stored = [ANONYMOUS if t is None else t for t in tenants]
         return render("index.html", tenants=[(s, _tenant_label(s)) for s in stored])
 
     async def tenant(request: Request) -> Response:
-        store = state["store"]
         try:
             stored = _tenant_from_path(request.path_params["tenant"])
         except InvalidInput as error:
@@ -128,12 +112,17 @@ def create_app(open_store: StoreFactory, *, token: str | None = None) -> Any:
             exported_at=dump["exported_at"],
         )
 
+    async def failed(request: Request, error: Exception) -> Response:
+        # E.g. Unavailable: say what went wrong instead of a bare 500.
+        status = 503 if isinstance(error, Unavailable) else 500
+        return render("error.html", status=status, message=f"{type(error).__name__}: {error}")
+
     app = Starlette(
+        exception_handlers={MemstoreError: failed},
         routes=[
             Route("/", index),
             Route("/t/{tenant:path}", tenant),
             Mount("/static", StaticFiles(directory=_HERE / "static"), name="static"),
         ],
-        lifespan=lifespan,
     )
     return TokenGate(app, token=token)
