@@ -123,7 +123,9 @@ def seed_sync(url: str) -> Seeded:
 
 
 @contextmanager
-def running_inspector(url: str, *, token: str | None = TOKEN) -> Iterator[str]:
+def running_inspector(
+    url: str, *, token: str | None = TOKEN, max_rows: int = 2000
+) -> Iterator[str]:
     """Serve the inspector on a free loopback port in a thread; yields its base URL."""
     from memstore.inspect.server import Inspector
 
@@ -131,7 +133,7 @@ def running_inspector(url: str, *, token: str | None = TOKEN) -> Iterator[str]:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    server = Inspector(url, host="127.0.0.1", port=port, token=token)
+    server = Inspector(url, host="127.0.0.1", port=port, token=token, max_rows=max_rows)
     failure: list[BaseException] = []
 
     def serve() -> None:

@@ -79,11 +79,21 @@ def browser(private_dir: Path) -> Iterator[Any]:
         driver.quit()
 
 
+def wait_loaded(browser: Any) -> None:
+    """Until the page has loaded and its deferred script has run."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(browser, 60).until(
+        lambda b: b.execute_script("return document.readyState") == "complete"
+    )
+
+
 def test_click_through_a_corrected_tenant(
     db_url: str, browser: Any, private_dir: Path, backend: str
 ) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.ui import WebDriverWait
 
     seeded = seed_sync(db_url)
     shots = private_dir / "shots"
@@ -95,6 +105,8 @@ def test_click_through_a_corrected_tenant(
         assert set(links) == {"alice", "bob"}
         browser.save_screenshot(str(shots / "tenants.png"))
         links["alice"].click()
+        WebDriverWait(browser, 60).until(lambda b: b.find_elements(By.ID, "tenant-name"))
+        wait_loaded(browser)
         assert browser.find_element(By.ID, "tenant-name").text == "alice"
         # The cookie is HttpOnly: page scripts cannot read the token.
         assert browser.execute_script("return document.cookie") == ""
@@ -157,6 +169,9 @@ def test_click_through_a_corrected_tenant(
         box = browser.find_element(By.ID, "q")
         box.send_keys("paris")
         browser.find_element(By.ID, "search-button").click()
+        # A form submit loads a new page: wait for it rather than read the old one.
+        WebDriverWait(browser, 60).until(lambda b: b.find_elements(By.CSS_SELECTOR, "#hits tr.hit"))
+        wait_loaded(browser)
         hits = browser.find_elements(By.CSS_SELECTOR, "#hits tr.hit")
         assert hits and "Paris" in hits[0].text
         dense = hits[0].find_element(By.CSS_SELECTOR, ".part-dense").text

@@ -178,3 +178,11 @@ def test_an_unmigrated_database_is_refused_not_migrated(empty_db_url: str, backe
         Path(make_url(empty_db_url).database or "").touch()
     with pytest.raises(SchemaOutOfDate):
         Inspector(empty_db_url, port=1).run()
+
+
+def test_a_large_tenant_shows_its_newest_rows(db_url: str) -> None:
+    seed_sync(db_url)
+    with running_inspector(db_url, max_rows=1) as base:
+        _, _, html = fetch(base + "/t/alice", bearer())
+    assert 'id="truncated"' in html and "episodes 2 (newest 1 shown)" in html
+    assert "Now I live in London" in html and "I moved to Paris" not in html

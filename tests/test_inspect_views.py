@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import pytest
+
 from memstore import Episode, Fact, MemoryStore
+from memstore.errors import InvalidInput
 from memstore.inspect.views import build_tenant_view, build_timeline, diff_lines
 from tests.conftest import table_counts
 from tests.inspect_support import StepClock
@@ -102,3 +105,23 @@ async def test_reads_unrecorded_records_no_access(db_url: str) -> None:
         await store.recall_scored("paris", user_id="alice")
         await store.flush_access()
         assert (await table_counts(store))["access_stats"] == 1
+
+
+async def test_snapshot_is_bounded_vector_free_and_per_tenant(db_url: str) -> None:
+    async with MemoryStore.open(db_url, clock=StepClock()) as store:
+        await store.remember_many(
+            [
+                Episode(session_id="s", user_id="alice", input=f"turn {i}", output="")
+                for i in range(5)
+            ]
+        )
+        await store.remember(Episode(session_id="s", user_id="bob", input="bob's", output=""))
+        snap = await store.snapshot(user_id="alice", max_rows_per_table=3)
+        episodes = snap["tables"]["episodes"]
+        assert snap["totals"]["episodes"] == 5 and len(episodes) == 3
+        # Newest first, so a cut keeps the recent turns.
+        assert [e["input"] for e in episodes] == ["turn 4", "turn 3", "turn 2"]
+        assert all(not {"embedding", "search_text", "user_id"} & set(e) for e in episodes)
+        assert (await store.snapshot(user_id="carol"))["totals"]["episodes"] == 0
+        with pytest.raises(InvalidInput):
+            await store.snapshot(user_id="alice", max_rows_per_table=0)

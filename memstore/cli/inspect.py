@@ -26,6 +26,12 @@ def register(subparsers: Any) -> None:
     inspect.add_argument(
         "--token", default=None, help="required on every request (default: $MEMSTORE_INSPECT_TOKEN)"
     )
+    inspect.add_argument(
+        "--max-rows",
+        type=int,
+        default=2000,
+        help="rows per table a page shows, newest first (default 2000)",
+    )
     add_embedder_arguments(inspect)
     inspect.set_defaults(handler=run)
 
@@ -35,7 +41,12 @@ def run(args: argparse.Namespace) -> int:
     from memstore.inspect.server import Inspector
 
     inspector = Inspector(
-        args.url, host=args.host, port=args.port, token=token, embedder=embedder_from_args(args)
+        args.url,
+        host=args.host,
+        port=args.port,
+        token=token,
+        embedder=embedder_from_args(args),
+        max_rows=args.max_rows,
     )
     try:
         import jinja2  # noqa: F401

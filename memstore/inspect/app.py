@@ -20,7 +20,7 @@ from memstore.inspect.views import AXIS_WIDTH, build_tenant_view
 from memstore.store import MemoryStore
 from memstore.tenancy import ANONYMOUS, public_user_id, storage_user_id
 
-__all__ = ["create_app"]
+__all__ = ["DEFAULT_MAX_ROWS", "create_app"]
 
 _HERE = Path(__file__).parent
 _SECURITY_HEADERS = {
@@ -32,6 +32,8 @@ _SECURITY_HEADERS = {
     "cache-control": "no-store",
 }
 _SEARCH_LIMIT = 10
+# Rows per table a page reads (newest first): keeps a large tenant's page usable.
+DEFAULT_MAX_ROWS = 2000
 
 
 def _environment() -> Environment:
@@ -57,7 +59,9 @@ def _tenant_label(stored: str) -> str:
     return "(anonymous)" if public is None else public
 
 
-def create_app(store: MemoryStore, *, token: str | None = None) -> Any:
+def create_app(
+    store: MemoryStore, *, token: str | None = None, max_rows: int = DEFAULT_MAX_ROWS
+) -> Any:
     """The app over an open ``store`` (which the caller closes after serving)."""
     env = _environment()
 
@@ -81,7 +85,7 @@ def create_app(store: MemoryStore, *, token: str | None = None) -> Any:
         hits: list[Any] = []
         search_error = None
         with store.reads_unrecorded():
-            dump = await store.export(user_id=user_id)
+            dump = await store.snapshot(user_id=user_id, max_rows_per_table=max_rows)
             if query.strip():
                 try:
                     recency = float(recency_raw)
@@ -109,7 +113,9 @@ def create_app(store: MemoryStore, *, token: str | None = None) -> Any:
             recency=recency_raw,
             hits=hits,
             search_error=search_error,
-            exported_at=dump["exported_at"],
+            taken_at=dump["taken_at"],
+            totals=dump["totals"],
+            truncated=any(len(dump["tables"][t]) < n for t, n in dump["totals"].items()),
         )
 
     async def failed(request: Request, error: Exception) -> Response:

@@ -14,6 +14,7 @@ from memstore.db.engine import resolve_url
 from memstore.embeddings.base import Embedder
 from memstore.errors import InvalidInput, NotFound
 from memstore.inspect.auth import is_loopback
+from memstore.validation import check_limit
 
 __all__ = ["TOKEN_PATTERN", "Inspector", "check_bind"]
 
@@ -63,8 +64,10 @@ class Inspector:
         port: int = 8765,
         token: str | None = None,
         embedder: Embedder | None = None,
+        max_rows: int = 2000,
     ) -> None:
         check_bind(host, token)
+        self.max_rows = check_limit("max_rows", max_rows, maximum=1_000_000)
         self.url = resolve_url(url)
         self.host = host
         self.port = port
@@ -93,7 +96,7 @@ class Inspector:
         # Never migrates (the page must not write); the embedder must be the
         # database's, since searches compare query vectors with stored ones.
         async with MemoryStore.open(self.url, embedder=self.embedder, auto_migrate=False) as store:
-            app = create_app(store, token=self.token)
+            app = create_app(store, token=self.token, max_rows=self.max_rows)
             config = uvicorn.Config(
                 app,
                 host=self.host,

@@ -15,7 +15,13 @@ from memstore.db.errors import translated
 from memstore.errors import InvalidInput
 from memstore.validation import check_storable
 
-__all__ = ["TenantRepository", "from_jsonable", "tenant_table", "tenant_tables"]
+__all__ = [
+    "TenantRepository",
+    "from_jsonable",
+    "jsonable",
+    "tenant_table",
+    "tenant_tables",
+]
 
 
 def tenant_tables() -> list[Table]:
@@ -84,6 +90,11 @@ def _jsonable(value: Any) -> Any:
     if hasattr(value, "tolist"):  # numpy / pgvector values
         return value.tolist()
     return value
+
+
+def jsonable(value: Any) -> Any:
+    """A column value as export writes it (ISO datetimes, base64 bytes, lists)."""
+    return _jsonable(value)
 
 
 class TenantRepository:
