@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import html
+import re
 import shutil
 import subprocess
 import sys
@@ -16,7 +18,7 @@ from typing import Any
 import pytest
 from sqlalchemy.engine import make_url
 
-from memstore import MemoryStore
+from memstore import Episode, MemoryStore
 from memstore.cli import main as cli_main
 from memstore.errors import InvalidInput, NotFound, SchemaOutOfDate
 from memstore.inspect.server import Inspector, check_bind
@@ -125,9 +127,9 @@ def test_stored_data_is_escaped(db_url: str) -> None:
             fetch(base + p, bearer())[2]
             for p in ("/t/alice", "/t/alice?q=london", f"/t/alice?q={urllib.parse.quote(XSS)}")
         ]
-    for html in pages:
-        assert XSS not in html
-        assert "<script>window" not in html and "<img src=x" not in html
+    for page in pages:
+        assert XSS not in page
+        assert "<script>window" not in page and "<img src=x" not in page
     assert "&lt;script&gt;window.__pwned=1&lt;/script&gt;" in pages[0]
 
 
@@ -186,3 +188,26 @@ def test_a_large_tenant_shows_its_newest_rows(db_url: str) -> None:
         _, _, html = fetch(base + "/t/alice", bearer())
     assert 'id="truncated"' in html and "episodes 2 (newest 1 shown)" in html
     assert "Now I live in London" in html and "I moved to Paris" not in html
+
+
+def test_awkward_tenant_ids_round_trip_through_the_url(db_url: str) -> None:
+    weird = "we/ird?x=1#<b>%2F"
+
+    async def go() -> None:
+        async with MemoryStore.open(db_url) as store:
+            await store.remember(Episode(session_id="s", user_id=weird, input="odd", output=""))
+            await store.remember(Episode(session_id="s", user_id=None, input="anon", output=""))
+
+    asyncio.run(go())
+    with running_inspector(db_url) as base:
+        _, _, index = fetch(base + "/", bearer())
+        hrefs = re.findall(r'class="tenant-link" href="([^"]+)">([^<]*)<', index)
+        assert len(hrefs) == 2
+        pages = {
+            html.unescape(label): fetch(base + html.unescape(href), bearer())
+            for href, label in hrefs
+        }
+    assert pages["(anonymous)"][0] == 200 and "anon" in pages["(anonymous)"][2]
+    status, _, body = pages[weird]
+    assert status == 200 and "odd" in body and "anon" not in body
+    assert html.escape(weird, quote=False) in body
