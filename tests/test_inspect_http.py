@@ -22,6 +22,7 @@ from memstore import Episode, MemoryStore
 from memstore.cli import main as cli_main
 from memstore.errors import InvalidInput, NotFound, SchemaOutOfDate
 from memstore.inspect.server import Inspector, check_bind
+from memstore.models import ConfigRow
 from tests.conftest import table_counts
 from tests.inspect_support import BOB_SECRET, TOKEN, XSS, running_inspector, seed_sync
 
@@ -47,10 +48,18 @@ def bearer(token: str = TOKEN) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
 
 
-def counts(url: str) -> dict[str, int]:
-    async def go() -> dict[str, int]:
+def counts(url: str) -> dict[str, Any]:
+    """Rows per table, every tenant's rows and the config table: all a write could change."""
+
+    async def go() -> dict[str, Any]:
         async with MemoryStore.open(url) as store:
-            return await table_counts(store)
+            state: dict[str, Any] = dict(await table_counts(store))
+            for user in ("alice", "bob", None):
+                state[f"dump:{user}"] = (await store.export(user_id=user))["tables"]
+            async with store.engine.connect() as conn:
+                rows = await conn.execute(ConfigRow.__table__.select())
+                state["config"] = sorted(tuple(r) for r in rows)
+            return state
 
     return asyncio.run(go())
 
