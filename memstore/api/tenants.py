@@ -76,8 +76,12 @@ class TenantAPI(StoreBase):
             for table in reversed(tenant_tables()):
                 tables[table.name] = await repo.rows(user, table, max_rows_per_table)
                 totals[table.name] = await repo.count(user, table)
-        return {"user_id": public_user_id(user), "taken_at": self.now().isoformat(),
-                "tables": tables, "totals": totals}
+        return {
+            "user_id": public_user_id(user),
+            "taken_at": self.now().isoformat(),
+            "tables": tables,
+            "totals": totals,
+        }
 
     async def forget(
         self,
