@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from datetime import datetime
 from typing import TYPE_CHECKING, cast
 
@@ -81,6 +81,16 @@ class StoreBase:
     def _facade(self) -> MemoryStore:
         """This object as the whole facade: every mixin ends up in MemoryStore."""
         return cast("MemoryStore", self)
+
+    @contextmanager
+    def reads_unrecorded(self) -> Iterator[None]:
+        """Reads inside this block (by this task) do not count as accesses.
+
+        For tools that look at memory without being the agent (the inspector):
+        their recalls must not raise the access prior of what they looked at.
+        """
+        with self.access_tracker.muted():
+            yield
 
     def now(self) -> datetime:
         return check_aware("clock()", self._clock())

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from memstore.db.scrub import purge_full_text, truncate_wal
 from memstore.repositories.access import AccessRepository
@@ -11,10 +11,11 @@ from memstore.repositories.blocks import BlockRepository
 from memstore.repositories.episodes import EpisodeRepository
 from memstore.repositories.erasure import lock_for_erasure
 from memstore.repositories.facts import FactRepository
-from memstore.repositories.tenants import TenantRepository
+from memstore.repositories.snapshot import SnapshotRepository
+from memstore.repositories.tenants import TenantRepository, tenant_tables
 from memstore.tenancy import public_user_id, storage_user_id
 from memstore.types import Profile
-from memstore.validation import check_aware, check_identifier
+from memstore.validation import check_aware, check_identifier, check_limit
 
 if TYPE_CHECKING:
     pass
@@ -42,6 +43,45 @@ class TenantAPI(StoreBase):
                 recent_sessions=await episodes.recent_sessions(user, 10),
                 sample_facts=await facts.latest_current(user, 10),
             )
+
+    async def list_tenants_cross_tenant(self, *, limit: int = 1000) -> list[str | None]:
+        """Every tenant with stored rows (``None`` is the anonymous bucket), sorted.
+
+        An administrative, cross-tenant read (ids only) for operator tools such
+        as ``memstore inspect``; agent code never needs it.
+        """
+        check_limit("limit", limit)
+        async with self._read() as session:
+            stored = await TenantRepository(session=session).list_all_tenants_cross_tenant(
+                limit=limit
+            )
+        return [public_user_id(u) for u in stored]
+
+    async def snapshot(
+        self, *, user_id: str | None = None, max_rows_per_table: int = 2000
+    ) -> dict[str, Any]:
+        """A bounded look at one tenant, for humans (``memstore inspect``).
+
+        Every tenant table's rows (newest first where a table has a time, at
+        most ``max_rows_per_table``) without vectors or search text, and each
+        table's full row count, read in one snapshot. Records no access. Use
+        :meth:`export` for a complete, lossless dump.
+        """
+        user = storage_user_id(user_id)
+        check_limit("max_rows_per_table", max_rows_per_table, maximum=1_000_000)
+        tables: dict[str, list[dict[str, Any]]] = {}
+        totals: dict[str, int] = {}
+        async with self._read(user, snapshot=True) as session:
+            repo = SnapshotRepository(session=session)
+            for table in reversed(tenant_tables()):
+                tables[table.name] = await repo.rows(user, table, max_rows_per_table)
+                totals[table.name] = await repo.count(user, table)
+        return {
+            "user_id": public_user_id(user),
+            "taken_at": self.now().isoformat(),
+            "tables": tables,
+            "totals": totals,
+        }
 
     async def forget(
         self,

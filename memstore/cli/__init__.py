@@ -28,6 +28,7 @@ COMMAND_MODULES = [
     "memstore.cli.export",
     "memstore.cli.import_dump",
     "memstore.cli.reembed",
+    "memstore.cli.inspect",
 ]
 # Sub-commands whose name is not their module's last dotted component.
 COMMAND_ALIASES = {"import": "memstore.cli.import_dump"}

@@ -17,7 +17,13 @@ from memstore.errors import InvalidInput
 from memstore.import_checks import import_record
 from memstore.validation import check_storable
 
-__all__ = ["TenantRepository", "from_jsonable", "tenant_table", "tenant_tables"]
+__all__ = [
+    "TenantRepository",
+    "from_jsonable",
+    "jsonable",
+    "tenant_table",
+    "tenant_tables",
+]
 
 
 def tenant_tables() -> list[Table]:
@@ -88,6 +94,11 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
+def jsonable(value: Any) -> Any:
+    """A column value as export writes it (ISO datetimes, base64 bytes, lists)."""
+    return _jsonable(value)
+
+
 class TenantRepository:
     """Whole-tenant operations: erase and dump, across every tenant table."""
 
@@ -114,6 +125,20 @@ class TenantRepository:
         result = await self._session.stream(stmt)
         async for row in result.mappings():
             yield {k: _jsonable(v) for k, v in row.items() if k != "user_id"}
+
+    async def list_all_tenants_cross_tenant(self, *, limit: int) -> list[str]:
+        """Stored ids of every tenant that has rows in any table, sorted.
+
+        The one deliberate cross-tenant read (the inspector's tenant picker): it
+        returns ids only, never row contents. Under row-level security it sees
+        only what the connection's role may see.
+        """
+        ids: set[str] = set()
+        with translated("list tenants"):
+            for table in tenant_tables():
+                stmt = select(table.c.user_id).distinct().order_by(table.c.user_id).limit(limit)
+                ids.update(str(u) for u in (await self._session.scalars(stmt)).all())
+        return sorted(ids)[:limit]
 
     async def has_rows(self, user_id: str) -> bool:
         with translated("check tenant is empty"):

@@ -1,0 +1,66 @@
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+from memstore.cli.embedder_args import add_embedder_arguments, embedder_from_args
+
+
+def register(subparsers: Any) -> None:
+    inspect = subparsers.add_parser(
+        "inspect",
+        help="serve a local, read-only web page showing what a tenant's memory holds",
+        description="Facts on a bi-temporal timeline, episodes by session with search, "
+        "blocks with their history, threads, working memory and access counts. Never "
+        "writes. Needs the inspect extra: pip install 'memstore[inspect]'.",
+    )
+    inspect.add_argument("--url", help="database URL (default: $MEMSTORE_URL or ./memstore.db)")
+    inspect.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to bind (default 127.0.0.1; others need a token)",
+    )
+    inspect.add_argument("--port", type=int, default=8765, help="port (default 8765)")
+    inspect.add_argument(
+        "--token", default=None, help="required on every request (default: $MEMSTORE_INSPECT_TOKEN)"
+    )
+    inspect.add_argument(
+        "--max-rows",
+        type=int,
+        default=2000,
+        help="rows per table a page shows, newest first (default 2000)",
+    )
+    add_embedder_arguments(inspect)
+    inspect.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    token = args.token or os.environ.get("MEMSTORE_INSPECT_TOKEN") or None
+    from memstore.inspect.server import Inspector
+
+    inspector = Inspector(
+        args.url,
+        host=args.host,
+        port=args.port,
+        token=token,
+        embedder=embedder_from_args(args),
+        max_rows=args.max_rows,
+    )
+    try:
+        import jinja2  # noqa: F401
+        import starlette  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ImportError as error:
+        print(
+            f"memstore inspect: {error.name} is missing; install the extra: "
+            "pip install 'memstore[inspect]'",
+            file=sys.stderr,
+        )
+        return 2
+    print(
+        f"memstore inspect: serving http://{args.host}:{args.port}/ (Ctrl-C stops)", file=sys.stderr
+    )
+    inspector.run()
+    return 0
