@@ -17,19 +17,62 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import text
-from sqlalchemy.engine import make_url
+from sqlalchemy import event, text
+from sqlalchemy.engine import Engine, make_url
 
 from memstore import MemoryStore
 from memstore.db.engine import create_engine
 from memstore.migrate import upgrade
 from memstore.repositories.tenants import tenant_tables
+from tests.tenant_audit import TenantAudit
 
 BACKENDS = [
     pytest.param("sqlite", marks=pytest.mark.sqlite),
     pytest.param("postgres", marks=pytest.mark.postgres),
 ]
 _db_counter = itertools.count()
+
+
+_AUDIT = TenantAudit()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def tenant_audit() -> Iterator[TenantAudit]:
+    """Judge every SQL statement of the run: a tenant table needs a user_id filter.
+
+    Listening on the Engine class covers every engine, including the ones the
+    library creates inside MemoryStore.open, migrations, RLS and the CLI.
+    """
+    event.listen(Engine, "before_cursor_execute", _AUDIT)
+    try:
+        yield _AUDIT
+    finally:
+        event.remove(Engine, "before_cursor_execute", _AUDIT)
+
+
+@pytest.fixture(autouse=True)
+def _no_cross_tenant_statement(tenant_audit: TenantAudit) -> Iterator[None]:
+    tenant_audit.take()  # a previous test's stray background statements are its own
+    yield
+    found = tenant_audit.take()
+    if found:
+        listing = "\n".join(f"  {v}" for v in found[:20])
+        pytest.fail(
+            f"{len(found)} library statement(s) touch a tenant table without a user_id "
+            "filter (add the filter, or mark a genuinely cross-tenant operation with "
+            "memstore.db.crosstenant.cross_tenant):\n" + listing,
+            pytrace=False,
+        )
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if not _AUDIT.statements:
+        return
+    allowed = ", ".join(f"{k} {v}" for k, v in sorted(_AUDIT.allowed.items())) or "none"
+    terminalreporter.write_line(
+        f"tenant audit: {_AUDIT.statements} statements judged; cross-tenant by name: "
+        f"{allowed}; issued by test code itself: {_AUDIT.test_own}"
+    )
 
 
 class PostgresCluster:
