@@ -70,7 +70,8 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         return
     allowed = ", ".join(f"{k} {v}" for k, v in sorted(_AUDIT.allowed.items())) or "none"
     terminalreporter.write_line(
-        f"tenant audit: {_AUDIT.statements} statements judged; cross-tenant by name: "
+        f"tenant audit: {_AUDIT.statements} statements judged in {_AUDIT.seconds:.2f} s; "
+        f"cross-tenant by name: "
         f"{allowed}; issued by test code itself: {_AUDIT.test_own}"
     )
 
