@@ -52,7 +52,8 @@ def tenant_audit() -> Iterator[TenantAudit]:
 
 @pytest.fixture(autouse=True)
 def _no_cross_tenant_statement(tenant_audit: TenantAudit) -> Iterator[None]:
-    tenant_audit.take()  # a previous test's stray background statements are its own
+    # Statements since the previous test (this test's wider-scoped fixtures, background
+    # flushes) are judged here too, so nothing falls between two tests.
     yield
     found = tenant_audit.take()
     if found:
@@ -63,6 +64,15 @@ def _no_cross_tenant_statement(tenant_audit: TenantAudit) -> Iterator[None]:
             "memstore.db.crosstenant.cross_tenant):\n" + listing,
             pytrace=False,
         )
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    # Statements after the last test's teardown (session fixtures' finalisers).
+    late = _AUDIT.take()
+    if late:
+        for violation in late:
+            print(f"tenant audit, after the last test: {violation}")
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
