@@ -6,7 +6,9 @@ accepts and what it catches.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from sqlalchemy import event, text
@@ -18,6 +20,8 @@ from memstore.db.crosstenant import (
     cross_tenant,
     cross_tenant_operation,
 )
+from memstore.migrate import upgrade
+from memstore.security.rls import disable_rls, enable_rls
 from tests.tenant_audit import TenantAudit, find_violations
 
 TENANT = frozenset(
@@ -195,3 +199,20 @@ async def test_statements_of_test_code_are_not_the_librarys(
         await conn.execute(text("SELECT count(*) FROM episodes"))
     assert strict_audit.take() == []
     assert strict_audit.test_own >= 1
+
+
+@pytest.mark.postgres
+async def test_rls_management_is_cross_tenant_by_name(
+    pg_cluster: Any, strict_audit: TenantAudit, tenant_audit: TenantAudit
+) -> None:
+    url = await asyncio.to_thread(pg_cluster.create_database, "audit_rls")
+    await upgrade(url)
+    strict_audit.take()  # the migration's own DDL is not what this test is about
+    before = tenant_audit.allowed["rls-management"]
+    await enable_rls(url)
+    await disable_rls(url)
+    found = strict_audit.take()
+    assert found
+    assert {v.origin.rsplit(":", 1)[0] for v in found} == {"library:memstore/security/rls.py"}
+    assert all("DDL on a tenant table" in " ".join(v.problems) for v in found)
+    assert tenant_audit.allowed["rls-management"] - before == len(found)
