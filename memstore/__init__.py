@@ -1,11 +1,14 @@
 """memstore: durable, SQL-backed memory for AI agents."""
 
+import logging
+
 from memstore.agent import AccessStat, ApproxTokenCounter, Context, ContextItem, TokenCounter
 from memstore.consolidation.errors import ExtractionError, LLMEndpointError, LLMResponseError
 from memstore.consolidation.types import ConsolidationResult
 from memstore.errors import (
     Conflict,
     DimensionMismatch,
+    EmbedderMismatch,
     InvalidInput,
     LimitExceeded,
     MemstoreError,
@@ -30,7 +33,12 @@ from memstore.types import (
     Profile,
     Role,
 )
+from memstore.version import __version__
 from memstore.working_memory import WorkingMemory
+
+# A library configures no handlers; the application decides where records go
+# (records of the "memstore" logger tree are dropped unless it does).
+logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 __all__ = [
     "FROM_DUMP",
@@ -43,6 +51,7 @@ __all__ = [
     "Context",
     "ContextItem",
     "DimensionMismatch",
+    "EmbedderMismatch",
     "Episode",
     "EpisodeMatch",
     "ExtractionError",
@@ -73,4 +82,5 @@ __all__ = [
     "TokenCounter",
     "Unavailable",
     "WorkingMemory",
+    "__version__",
 ]

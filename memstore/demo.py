@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import tempfile
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -12,7 +13,7 @@ from memstore import Episode, MemoryStore
 
 __all__ = ["main", "run_demo"]
 
-DEMO_DB = Path("memstore-demo.db")
+DEMO_DB_NAME = "memstore-demo.db"
 
 
 def _say(title: str, body: object = "") -> None:
@@ -22,12 +23,16 @@ def _say(title: str, body: object = "") -> None:
 
 
 def main(url: str | None = None) -> None:
-    """Run the demo; without a URL on a fresh ``./memstore-demo.db`` so output is repeatable."""
+    """Run the demo; without a URL on a fresh SQLite file in a new private temporary
+    directory, so the output is repeatable and nothing is written where it is run from
+    (a checkout stays clean). The file is kept for inspection; its path is printed."""
+    path: Path | None = None
     if url is None:
-        for suffix in ("", "-wal", "-shm"):
-            Path(f"{DEMO_DB}{suffix}").unlink(missing_ok=True)
-        url = f"sqlite+aiosqlite:///{DEMO_DB}"
+        path = Path(tempfile.mkdtemp(prefix="memstore-demo-")) / DEMO_DB_NAME
+        url = f"sqlite+aiosqlite:///{path}"
     asyncio.run(run_demo(url))
+    if path is not None:
+        _say("the demo database is kept for inspection", f"  sqlite3 {path}")
 
 
 async def run_demo(url: str) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 __all__ = [
     "Conflict",
     "DimensionMismatch",
+    "EmbedderMismatch",
     "InvalidInput",
     "LimitExceeded",
     "MemstoreError",
@@ -41,6 +42,26 @@ class LimitExceeded(InvalidInput):
 
 class DimensionMismatch(InvalidInput):
     """An embedding's dimension differs from the one recorded for the store."""
+
+
+class EmbedderMismatch(MemstoreError):
+    """The store's embedder is not the one that made the database's embeddings.
+
+    Vectors of two embedders (even of the same width) are not comparable, so
+    mixing them would rank nonsense first. ``recorded`` and ``current`` are the
+    two embedder identities.
+    """
+
+    def __init__(self, recorded: str, current: str) -> None:
+        self.recorded = recorded
+        self.current = current
+        super().__init__(
+            f"this database's embeddings were made by embedder {recorded!r}, but the store "
+            f"was opened with {current!r}, whose vectors are not comparable with them. "
+            f"Open it with the recorded embedder, or switch the database over with "
+            f"`memstore reembed --embedder ...` (re-embeds every row and records the new "
+            f"embedder); `MemoryStore.open(..., allow_embedder_change=True)` opens it anyway"
+        )
 
 
 class SchemaOutOfDate(MemstoreError):

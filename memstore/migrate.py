@@ -1,21 +1,28 @@
-"""Schema migrations: run Alembic from code and check a database is current."""
+"""Schema migrations: run Alembic from code and check a database is current.
+
+Alembic (and Mako under it) is imported inside the functions that need it, not at
+module level: ``import memstore`` and every ``memstore`` CLI call would otherwise
+pay for it even when nothing is migrated.
+"""
 
 from __future__ import annotations
 
+import logging
+import time
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from memstore.db.engine import create_engine
 from memstore.db.errors import translated
 from memstore.errors import SchemaOutOfDate
+
+if TYPE_CHECKING:
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
 
 __all__ = [
     "alembic_config",
@@ -25,8 +32,11 @@ __all__ = [
     "head_revision",
     "include_object",
     "migrations_path",
+    "needs_upgrade",
     "upgrade",
 ]
+
+logger = logging.getLogger(__name__)
 
 
 # Search structures that only migrations manage, because the ORM cannot express
@@ -55,6 +65,8 @@ def migrations_path() -> Path:
 
 
 def alembic_config(url: str | None = None) -> Config:
+    from alembic.config import Config
+
     config = Config()
     config.set_main_option("script_location", str(migrations_path()))
     if url is not None:
@@ -66,6 +78,8 @@ def alembic_config(url: str | None = None) -> Config:
 def _scripts() -> ScriptDirectory:
     # Parsing the revision files costs milliseconds; every MemoryStore.open
     # checks the schema, so read them once per process.
+    from alembic.script import ScriptDirectory
+
     return ScriptDirectory.from_config(alembic_config())
 
 
@@ -76,6 +90,8 @@ def head_revision() -> str:
 
 
 def _run(connection: Connection, action: str, revision: str) -> None:
+    from alembic import command
+
     config = alembic_config()
     # env.py uses this connection instead of opening its own (connection sharing).
     config.attributes["connection"] = connection
@@ -84,16 +100,44 @@ def _run(connection: Connection, action: str, revision: str) -> None:
 
 async def _with_engine(target: AsyncEngine | str | None, action: str, revision: str) -> None:
     # No per-statement timeout: building an index on a big table may take long.
-    engine = target if isinstance(target, AsyncEngine) else create_engine(
-        target, command_timeout=None)
+    engine = (
+        target if isinstance(target, AsyncEngine) else create_engine(target, command_timeout=None)
+    )
+    started = time.perf_counter()
     try:
         with translated(f"migrate ({action} {revision})"):
             async with engine.begin() as connection:
+                before = await connection.run_sync(_heads)
+                logger.info(
+                    "migration %s to %s starting (database at %s, backend %s)",
+                    action,
+                    revision,
+                    before,
+                    engine.dialect.name,
+                )
                 await connection.run_sync(_run, action, revision)
+                after = await connection.run_sync(_heads)
+        logger.info(
+            "migration %s done: %s -> %s in %.2f s",
+            action,
+            before,
+            after,
+            time.perf_counter() - started,
+        )
+    except BaseException:
+        logger.error(
+            "migration %s to %s failed after %.2f s; the transaction was rolled back",
+            action,
+            revision,
+            time.perf_counter() - started,
+        )
+        raise
     finally:
         # Pooled connections opened before the migration may lack codecs for
-        # types it created (pgvector); start afresh.
-        await engine.dispose()
+        # types it created (pgvector); start afresh. A caller's SQLite engine is
+        # kept: it has no codecs, and disposing would lose a :memory: database.
+        if engine is not target or engine.dialect.name == "postgresql":
+            await engine.dispose()
 
 
 async def upgrade(target: AsyncEngine | str | None = None, revision: str = "head") -> None:
@@ -104,7 +148,18 @@ async def downgrade(target: AsyncEngine | str | None, revision: str) -> None:
     await _with_engine(target, "downgrade", revision)
 
 
+def _heads(connection: Connection) -> str | None:
+    # For the log only: every head, so a (never expected) branched database is
+    # reported rather than failing the migration the way get_current_revision would.
+    from alembic.runtime.migration import MigrationContext
+
+    heads = MigrationContext.configure(connection).get_current_heads()
+    return ",".join(heads) if heads else None
+
+
 def _current(connection: Connection) -> Any:
+    from alembic.runtime.migration import MigrationContext
+
     return MigrationContext.configure(connection).get_current_revision()
 
 
@@ -112,6 +167,14 @@ async def current_revision(engine: AsyncEngine) -> str | None:
     with translated("read schema revision"):
         async with engine.connect() as connection:
             return await connection.run_sync(_current)
+
+
+async def needs_upgrade(engine: AsyncEngine) -> bool:
+    """True when the schema is missing or older than the code (not when it is newer)."""
+    current = await current_revision(engine)
+    if current == head_revision():
+        return False
+    return current is None or current in {rev.revision for rev in _scripts().walk_revisions()}
 
 
 async def check_schema(engine: AsyncEngine) -> None:

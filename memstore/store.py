@@ -16,12 +16,13 @@ from memstore.agent.access import AccessTracker
 from memstore.db.engine import READ_ONLY, create_engine, resolve_url
 from memstore.embeddings.base import Embedder
 from memstore.embeddings.hashing import HashingEmbedder
+from memstore.embeddings.identity import embedder_identity
 from memstore.errors import DimensionMismatch, InvalidInput
-from memstore.migrate import check_schema, upgrade
+from memstore.migrate import check_schema, needs_upgrade, upgrade
 from memstore.recall.backends import backend_for
 from memstore.recall.fusion import RecallTuning
 from memstore.recall.hybrid import HybridRecall
-from memstore.recall.settings import recorded_embedding_dim
+from memstore.recall.settings import check_embedder, recorded_settings
 from memstore.threads import DEFAULT_MAX_SLOTS_PER_THREAD, DEFAULT_MAX_THREADS, ThreadBuffer
 from memstore.types import utcnow
 from memstore.validation import check_limit
@@ -62,6 +63,7 @@ class MemoryStore(EpisodeAPI, FactAPI, BlockAPI, WorkingAPI, TenantAPI, Transfer
         embedder: Embedder | None = None,
         recall_tuning: RecallTuning | None = None,
         exact_scan_threshold: int | None = None,
+        allow_embedder_change: bool = False,
     ) -> None:
         if rls and engine.dialect.name != "postgresql":
             raise InvalidInput("row-level security (rls=True) needs PostgreSQL")
@@ -69,6 +71,9 @@ class MemoryStore(EpisodeAPI, FactAPI, BlockAPI, WorkingAPI, TenantAPI, Transfer
         self.embedder: Embedder = (
             embedder if embedder is not None else cast(Embedder, HashingEmbedder())
         )
+        self.embedder_identity = embedder_identity(self.embedder)
+        self.allow_embedder_change = bool(allow_embedder_change)
+        self._embedder_checked = False
         options = {} if exact_scan_threshold is None else {"exact_threshold": exact_scan_threshold}
         self.search = backend_for(engine, **options)
         self._recall = HybridRecall(
@@ -99,7 +104,8 @@ class MemoryStore(EpisodeAPI, FactAPI, BlockAPI, WorkingAPI, TenantAPI, Transfer
         url: str | None = None,
         *,
         embedder: Embedder | None = None,
-        auto_migrate: bool = False,
+        auto_migrate: bool | None = None,
+        allow_embedder_change: bool = False,
         block_char_limit: int = DEFAULT_BLOCK_CHAR_LIMIT,
         clock: Clock = utcnow,
         max_slots_per_thread: int = DEFAULT_MAX_SLOTS_PER_THREAD,
@@ -113,25 +119,35 @@ class MemoryStore(EpisodeAPI, FactAPI, BlockAPI, WorkingAPI, TenantAPI, Transfer
     ) -> AsyncIterator[MemoryStore]:
         """Open a store on ``url`` (else ``$MEMSTORE_URL``, else ``./memstore.db``).
 
-        Raises :class:`SchemaOutOfDate` unless the schema is current;
-        ``auto_migrate=True`` upgrades it first (handy for the embedded default).
+        A SQLite database (the embedded default ``./memstore.db`` or any
+        ``sqlite`` URL) is created or upgraded to the current schema here; a
+        Postgres one must be migrated by the operator (``memstore migrate``) and
+        raises :class:`SchemaOutOfDate` unless it is current. ``auto_migrate``
+        overrides that per call (``False`` makes SQLite refuse too; ``True``
+        upgrades Postgres). A schema newer than the code is always refused.
         ``rls=True`` (Postgres) sets ``memstore.user_id`` in every transaction for
         the row-level security policies of ``memstore rls enable``.
         ``engine_options`` go to :func:`memstore.db.engine.create_engine`
         (e.g. ``connect_timeout``, ``command_timeout``, ``sqlite_busy_timeout_ms``).
         ``embedder`` defaults to the deterministic :class:`HashingEmbedder` at the
         database's recorded width; an embedder of another width raises
-        :class:`DimensionMismatch`.
+        :class:`DimensionMismatch`. An embedder other than the one recorded as having
+        made the stored vectors raises :class:`EmbedderMismatch` unless
+        ``allow_embedder_change=True`` (vectors of both are then compared as if
+        comparable; for tools that never embed, or right before ``reembed``).
         """
         engine = create_engine(url, **dict(engine_options or {}))
         try:
-            if auto_migrate:
+            postgres = engine.dialect.name == "postgresql"
+            # Embedded SQLite has no deploy step to run migrations from, so it
+            # migrates itself; Postgres schemas change only when the operator says.
+            migrate = auto_migrate if auto_migrate is not None else not postgres
+            if migrate and await needs_upgrade(engine):
                 # Postgres migrations run on their own engine, without the
                 # per-statement timeout (index builds may take long).
-                postgres = engine.dialect.name == "postgresql"
                 await upgrade(resolve_url(url) if postgres else engine)
             await check_schema(engine)
-            dim = await recorded_embedding_dim(engine)
+            dim, recorded = await recorded_settings(engine)
             if embedder is None:
                 embedder = cast(Embedder, HashingEmbedder(dim))
             elif int(embedder.dim) != dim:
@@ -140,6 +156,9 @@ class MemoryStore(EpisodeAPI, FactAPI, BlockAPI, WorkingAPI, TenantAPI, Transfer
                     f"database stores {dim}; open it with a {dim}-dimensional embedder "
                     "(the width is fixed when migrating, see README 'Recall')"
                 )
+            check_embedder(
+                recorded, embedder_identity(embedder), allow_change=allow_embedder_change
+            )
             store = cls(
                 engine=engine,
                 block_char_limit=block_char_limit,
@@ -152,6 +171,7 @@ class MemoryStore(EpisodeAPI, FactAPI, BlockAPI, WorkingAPI, TenantAPI, Transfer
                 embedder=embedder,
                 recall_tuning=recall_tuning,
                 exact_scan_threshold=exact_scan_threshold,
+                allow_embedder_change=allow_embedder_change,
             )
             try:
                 yield store

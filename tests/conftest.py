@@ -23,6 +23,8 @@ from sqlalchemy.engine import Engine, make_url
 from memstore import MemoryStore
 from memstore.db.engine import create_engine
 from memstore.migrate import upgrade
+from memstore.models import ConfigRow
+from memstore.models.config import EMBEDDER_KEY
 from memstore.repositories.tenants import tenant_tables
 from tests.tenant_audit import TenantAudit
 
@@ -180,6 +182,8 @@ async def _wipe(url: str) -> None:
             else:
                 for table in tables:
                     await conn.execute(table.delete())
+            # A wiped database holds no vectors: any embedder may claim it again.
+            await conn.execute(ConfigRow.__table__.delete().where(ConfigRow.key == EMBEDDER_KEY))
     finally:
         await engine.dispose()
 

@@ -7,7 +7,10 @@ anyone listing it here. Tables the facade cannot fill yet get a synthesised row.
 
 from __future__ import annotations
 
+import asyncio
+import sqlite3
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import (
@@ -27,20 +30,40 @@ from sqlalchemy.types import TypeDecorator
 
 from memstore import Episode, Fact, MemoryStore
 from memstore.db.base import Base
+from memstore.db.scrub import truncate_wal
 from memstore.repositories.tenants import tenant_tables
 from tests.test_export_import import populate
 
 VICTIM, BYSTANDER = "victim", "bystander"
 
 
+def secret_word(user: str) -> str:
+    """A word only ``user``'s data contains; searched for in raw storage after forget."""
+    return f"qz{user}secretword"
+
+
+def residue_marker(user: str) -> bytes:
+    # FTS5 leaves store terms prefix-compressed against the previous term (here
+    # the other tenant's "qz…"), so search for the part after the shared prefix.
+    return f"{user}secretword".encode()
+
+
 async def populate_everything(store: MemoryStore, user: str) -> None:
     await populate(store, user)
-    await store.remember(Episode(user_id=user, session_id="s9", input="more"))
+    secret = secret_word(user)
+    await store.remember(Episode(user_id=user, session_id="s9", input=f"more {secret}",
+                                 output=f"said {secret}"))
     await store.add_fact(Fact(user_id=user, subject="x", predicate="likes", object="y"))
+    await store.add_fact(Fact(user_id=user, subject=secret, predicate="likes", object=secret))
+    await store.update_block("notes", f"remember {secret}", user_id=user)
+    await store.update_block("notes", "overwritten", user_id=user)
+    wm = store.working_memory(session_id="s9", user_id=user)
+    await wm.set("k", {"v": secret})
     # Features of later issues, through their public API when present (SPEC names).
     threads = getattr(store, "threads", None)
     if threads is not None:
         await threads.append("t1", {"text": "hello"}, from_id="a", to_id="b", user_id=user)
+        await threads.append("t9", {"text": secret}, from_id="a", to_id="b", user_id=user)
 
 
 def _base_type(column: Any) -> Any:
@@ -138,6 +161,44 @@ async def test_forget_leaves_no_row_of_the_tenant_anywhere(store: MemoryStore) -
     assert after[BYSTANDER] == before[BYSTANDER]
     assert (await store.export(user_id=VICTIM))["tables"] == {
         t.name: [] for t in reversed(tenant_tables())}
+    if store.engine.dialect.name == "sqlite":
+        await assert_no_sqlite_residue(store)
+
+
+async def sqlite_tables_containing(store: MemoryStore, marker: bytes) -> list[str]:
+    """Tables of sqlite_master (FTS5 shadow tables included) with a value holding ``marker``."""
+    found = []
+    async with store.engine.connect() as conn:
+        names = (await conn.execute(text(
+            "SELECT name FROM sqlite_master WHERE type = 'table'"))).scalars().all()
+        for name in names:
+            rows = (await conn.execute(text(f'SELECT * FROM "{name}"'))).all()
+            if any(marker in (v if isinstance(v, bytes) else str(v).encode())
+                   for row in rows for v in row if v is not None):
+                found.append(name)
+    return found
+
+
+async def assert_no_sqlite_residue(store: MemoryStore) -> None:
+    """Neither a table (shadow tables too) nor the file's bytes hold the victim's words."""
+    assert await sqlite_tables_containing(store, residue_marker(BYSTANDER)), (
+        "the scan must see the bystander's words, else it proves nothing")
+    assert await sqlite_tables_containing(store, residue_marker(VICTIM)) == []
+    # forget checkpointed and truncated the write-ahead log: no old page images.
+    wal = Path(f"{store.engine.url.database}-wal")
+    wal_bytes = await asyncio.to_thread(lambda: wal.read_bytes() if wal.exists() else b"")
+    assert residue_marker(VICTIM) not in wal_bytes
+    async with store.engine.connect() as conn:
+        raw = await conn.get_raw_connection()
+        cursor = await raw.driver_connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        assert (await cursor.fetchone())[0] == 0  # not busy: the WAL is now empty
+    path = store.engine.url.database
+    assert path is not None
+    data = await asyncio.to_thread(Path(path).read_bytes)
+    assert residue_marker(BYSTANDER) in data
+    assert data.count(residue_marker(VICTIM)) == 0
+    # Not even the tenant id is left (in rows, index entries or freed space).
+    assert BYSTANDER.encode() in data and VICTIM.encode() not in data
 
 
 async def test_every_table_is_a_tenant_table_or_declared_global() -> None:
@@ -147,3 +208,23 @@ async def test_every_table_is_a_tenant_table_or_declared_global() -> None:
     assert not undeclared, (
         f"tables {undeclared} have no user_id, so forget/export skip them; add user_id, "
         "or mark them __table_args__ = {'info': {'global': True}} if they hold no tenant data")
+
+
+async def test_forget_succeeds_while_a_reader_pins_the_wal(store: MemoryStore) -> None:
+    """The post-erase checkpoint is best effort: a reader delays it, never fails forget."""
+    if store.engine.dialect.name != "sqlite":
+        return
+    await populate_everything(store, VICTIM)
+    path = store.engine.url.database
+    assert path is not None
+    reader = sqlite3.connect(path, isolation_level=None)
+    try:
+        reader.execute("BEGIN")
+        reader.execute("SELECT count(*) FROM episodes").fetchone()  # holds a WAL snapshot
+        assert await store.forget(user_id=VICTIM) > 0
+        assert not any((await rows_of(store, VICTIM)).values())
+    finally:
+        reader.close()
+    assert await truncate_wal(store.engine)  # once the reader is gone it goes through
+    wal = Path(f"{path}-wal")
+    assert await asyncio.to_thread(lambda: wal.read_bytes() if wal.exists() else b"") == b""

@@ -3,6 +3,7 @@ and writes nothing (row counts of every tenant table compared before and after).
 
 from __future__ import annotations
 
+import contextlib
 import json
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
@@ -107,6 +108,10 @@ async def test_add_fact_round_trips_or_refuses(
 ) -> None:
     fact = Fact(user_id=user, subject=subject, predicate=predicate, object=obj,
                 valid_from=valid_from, confidence=confidence)
+    # Examples share the store: an earlier example's fact with the same subject and
+    # predicate would make this one a (documented) reinforcement or correction.
+    with contextlib.suppress(InvalidInput):
+        await store.forget(user_id=user)
     fact_id = await attempt(store, lambda: store.add_fact(fact))
     if fact_id is None:
         return

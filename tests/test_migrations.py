@@ -53,14 +53,15 @@ def test_alembic_cli_upgrade_check_downgrade_cycle(empty_db_url: str) -> None:
 
 
 async def test_open_refuses_out_of_date_schema(empty_db_url: str) -> None:
+    # auto_migrate=False: SQLite would otherwise migrate itself (test_auto_migrate_sqlite.py).
     with pytest.raises(SchemaOutOfDate, match="memstore migrate"):
-        async with MemoryStore.open(empty_db_url):
+        async with MemoryStore.open(empty_db_url, auto_migrate=False):
             pass
     await upgrade(empty_db_url, "0001")
     assert await revision_of(empty_db_url) == "0001"
     if head_revision() != "0001":
         with pytest.raises(SchemaOutOfDate, match="memstore migrate"):
-            async with MemoryStore.open(empty_db_url):
+            async with MemoryStore.open(empty_db_url, auto_migrate=False):
                 pass
     await upgrade(empty_db_url)
     async with MemoryStore.open(empty_db_url) as store:

@@ -159,3 +159,40 @@ async def test_rls_needs_postgres(tmp_path: Path) -> None:
             pass
     done = await asyncio.to_thread(_cli, "rls", "enable", "--url", url)
     assert done.returncode == 1 and "PostgreSQL" in done.stderr
+
+
+async def _leak_session_setting(engine: Any, tenant: str) -> int:
+    """Application SQL on a pooled connection: a *session-level* tenant setting, committed."""
+    async with engine.connect() as conn:
+        await conn.execute(text("SELECT set_config('memstore.user_id', :u, false)"),
+                           {"u": tenant})
+        await conn.commit()
+        return int(await conn.scalar(text("SELECT pg_backend_pid()")))
+
+
+async def test_a_session_level_setting_does_not_survive_the_pool(urls: dict[str, str]) -> None:
+    async with MemoryStore.open(urls["owner"]) as owner:
+        await populate(owner, "bob")
+    done = await asyncio.to_thread(_cli, "rls", "enable", "--url", urls["owner"])
+    assert done.returncode == 0, done.stderr
+
+    # rls=True store: a transaction that names no tenant must see nothing.
+    async with MemoryStore.open(urls["app"], rls=True) as app:
+        pid = await _leak_session_setting(app.engine, "bob")
+        async with app.engine.connect() as conn:
+            # Same pooled server connection, so the test would see a leak.
+            assert await conn.scalar(text("SELECT pg_backend_pid()")) == pid
+            assert await conn.scalar(text("SELECT count(*) FROM episodes")) == 0
+            assert await conn.scalar(text("SELECT count(*) FROM facts")) == 0
+        # The store's own calls still name their tenant and work.
+        assert await app.recall("paris", user_id="bob")
+
+    # A store without rls=True names no tenant at all: it must stay blind.
+    async with MemoryStore.open(urls["app"]) as blind:
+        pid = await _leak_session_setting(blind.engine, "bob")
+        assert await blind.recall("", user_id="bob") == []
+        assert (await blind.profile(user_id="bob")).episode_count == 0
+        async with blind.engine.connect() as conn:
+            assert await conn.scalar(text("SELECT pg_backend_pid()")) == pid
+            assert await conn.scalar(
+                text("SELECT coalesce(current_setting('memstore.user_id', true), '')")) == ""

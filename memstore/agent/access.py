@@ -20,6 +20,7 @@ from datetime import datetime
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from memstore.repositories.access import AccessDelta, AccessRepository, AccessStat
+from memstore.repositories.erasure import guard_against_erasure
 
 __all__ = [
     "ACCESS_PRIOR_WEIGHT",
@@ -138,6 +139,9 @@ class AccessTracker:
             ]
             try:
                 async with self._sessions.begin() as session:
+                    # A forget of one of these tenants either finishes first (then
+                    # the upsert sees its items gone) or waits for this flush.
+                    await guard_against_erasure(session, {d.user_id for d in deltas})
                     repo = AccessRepository(session=session)
                     if self._as_tenant is None:
                         await repo.add(deltas)

@@ -16,6 +16,7 @@ from memstore.db.errors import translated
 from memstore.embeddings.base import Embedder
 from memstore.recall.backends import SearchBackend
 from memstore.recall.hybrid import HybridRecall
+from memstore.recall.settings import claim_embedder
 from memstore.security.rls import RLS_SETTING
 from memstore.threads import ThreadBuffer
 from memstore.validation import check_aware
@@ -62,6 +63,9 @@ class StoreBase:
 
     engine: AsyncEngine
     embedder: Embedder
+    embedder_identity: str
+    allow_embedder_change: bool
+    _embedder_checked: bool
     search: SearchBackend
     block_char_limit: int
     scratchpad_limit: int
@@ -104,6 +108,18 @@ class StoreBase:
                 if tenant is not None:
                     await self._as_tenant(session, tenant)
                 yield session
+
+    async def _claim_embedder(self, session: AsyncSession) -> None:
+        """Call in every transaction that writes vectors, before writing them.
+
+        Records this store's embedder if the database has none yet, else refuses
+        a different one (:class:`EmbedderMismatch`). Once the recorded identity
+        was seen committed, later transactions of this store skip the query.
+        """
+        if not self._embedder_checked:
+            self._embedder_checked = await claim_embedder(
+                session, self.embedder_identity, allow_change=self.allow_embedder_change
+            )
 
     async def _as_tenant(self, session: AsyncSession, tenant: str) -> None:
         """Name the transaction's tenant for the row-level security policies.

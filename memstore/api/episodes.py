@@ -80,6 +80,7 @@ class EpisodeAPI(StoreBase):
                 by_user.setdefault(item[0], []).append(item)
             batches = list(by_user.values())
         async with self._write() as session:
+            await self._claim_embedder(session)
             repo = EpisodeRepository(session=session)
             for batch in batches:
                 if self.rls:

@@ -78,7 +78,8 @@ class FactAPI(StoreBase):
         user, cleaned, single, valid_from = self._valid_fact(fact)
         (vector,) = await embed_checked(self.embedder, [fact_text(cleaned)])
         async with self._write(user) as session:
-            return await FactRepository(session=session).assert_fact(
+            await self._claim_embedder(session)
+            return await FactRepository(session=session, embedder=self.embedder).assert_fact(
                 user,
                 cleaned,
                 single_valued=single,

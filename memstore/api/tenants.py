@@ -5,9 +5,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from memstore.db.scrub import purge_full_text, truncate_wal
 from memstore.repositories.access import AccessRepository
 from memstore.repositories.blocks import BlockRepository
 from memstore.repositories.episodes import EpisodeRepository
+from memstore.repositories.erasure import lock_for_erasure
 from memstore.repositories.facts import FactRepository
 from memstore.repositories.tenants import TenantRepository
 from memstore.tenancy import public_user_id, storage_user_id
@@ -62,11 +64,20 @@ class TenantAPI(StoreBase):
         if session_id is None and before is None:
             await self.access_tracker.discard(user)
         async with self._write(user) as session:
+            # Waits for an in-flight consolidation batch or access flush of this
+            # tenant and keeps new ones out until the erase commits.
+            await lock_for_erasure(session, user)
             if session_id is None and before is None:
                 removed = await TenantRepository(session=session).erase(user)
-                return sum(removed.values())
-            deleted = await EpisodeRepository(session=session).delete(
-                user, session_id=session_id, before=before
-            )
-            await AccessRepository(session=session).prune_episodes(user)
-            return deleted
+                await purge_full_text(session, [t for t, n in removed.items() if n])
+                deleted = sum(removed.values())
+            else:
+                deleted = await EpisodeRepository(session=session).delete(
+                    user, session_id=session_id, before=before
+                )
+                await AccessRepository(session=session).prune_episodes(user)
+                if deleted:
+                    await purge_full_text(session, ["episodes"])
+        if deleted:
+            await truncate_wal(self.engine)
+        return deleted

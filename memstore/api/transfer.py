@@ -7,8 +7,11 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Table
 
+from memstore.embeddings.identity import embedder_identity
 from memstore.errors import Conflict, InvalidInput
 from memstore.migrate import current_revision
+from memstore.recall.row_embeddings import fill_embeddings
+from memstore.recall.settings import recorded_embedder
 from memstore.repositories.tenants import TenantRepository, tenant_table, tenant_tables
 from memstore.tenancy import public_user_id, storage_user_id
 
@@ -33,6 +36,8 @@ class TransferAPI(StoreBase):
             "exported_at": self.now().isoformat(),
             "backend": self.engine.dialect.name,
             "schema_revision": await current_revision(self.engine),
+            # Whose vector space the dumped embeddings are in (see import_rows).
+            "embedder": await recorded_embedder(self.engine),
             "tables": [t.name for t in reversed(tenant_tables())],
         }
 
@@ -102,8 +107,13 @@ class TransferAPI(StoreBase):
             user = storage_user_id(dumped)
         else:
             user = storage_user_id(user_id)
+        # Embeddings made by another embedder are not comparable with ours:
+        # recompute them; rows without one (older dumps) get one either way.
+        source = header.get("embedder")
+        recompute = isinstance(source, str) and source != embedder_identity(self.embedder)
         counts: dict[str, int] = {}
         async with self._write(user) as session:
+            await self._claim_embedder(session)
             repo = TenantRepository(session=session)
             if await repo.has_rows(user):
                 raise Conflict(
@@ -116,13 +126,25 @@ class TransferAPI(StoreBase):
                 if current is None or name != current.name or len(batch) >= _IMPORT_BATCH:
                     if current is not None:
                         counts[current.name] = counts.get(current.name, 0) + (
-                            await repo.insert_rows(user, current, batch)
+                            await repo.insert_rows(
+                                user,
+                                current,
+                                await fill_embeddings(
+                                    self.embedder, current.name, batch, recompute=recompute
+                                ),
+                            )
                         )
                     current, batch = tenant_table(name), []
                 batch.append(row)
             if current is not None:
                 counts[current.name] = counts.get(current.name, 0) + (
-                    await repo.insert_rows(user, current, batch)
+                    await repo.insert_rows(
+                        user,
+                        current,
+                        await fill_embeddings(
+                            self.embedder, current.name, batch, recompute=recompute
+                        ),
+                    )
                 )
             for name in counts:
                 await repo.advance_sequences(tenant_table(name))

@@ -2,6 +2,9 @@
 
 Each sub-command lives in its own module exposing ``register(subparsers)``;
 handlers return an exit code. Errors print their cause and exit non-zero.
+Only the module of the sub-command being run is imported (all of them for
+``--help`` or an unknown command), and modules import their heavy dependencies
+inside their handlers, so a call pays only for what it uses.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import sys
 from collections.abc import Sequence
 
 from memstore.errors import MemstoreError
+from memstore.version import __version__
 
 __all__ = ["main"]
 
@@ -26,18 +30,35 @@ COMMAND_MODULES = [
     "memstore.cli.reembed",
     "memstore.cli.citus",
 ]
+# Sub-commands whose name is not their module's last dotted component.
+COMMAND_ALIASES = {"import": "memstore.cli.import_dump"}
 
 
-def build_parser() -> argparse.ArgumentParser:
+def command_module(argv: Sequence[str]) -> str | None:
+    """The module of the sub-command named in ``argv``, or None if it names none we know."""
+    # The top-level parser has only flags without values, so the first word that
+    # is not a flag is the sub-command.
+    word = next((arg for arg in argv if not arg.startswith("-")), None)
+    if word is None:
+        return None
+    module = COMMAND_ALIASES.get(word, f"memstore.cli.{word}")
+    return module if module in COMMAND_MODULES else None
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser; with ``argv``, only the sub-command it names is registered (if known)."""
     parser = argparse.ArgumentParser(prog="memstore", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"memstore {__version__}")
     subparsers = parser.add_subparsers(dest="command", required=True)
-    for name in COMMAND_MODULES:
+    only = command_module(argv) if argv is not None else None
+    for name in COMMAND_MODULES if only is None else [only]:
         importlib.import_module(name).register(subparsers)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser(argv).parse_args(argv)
     try:
         return int(args.handler(args))
     except MemstoreError as error:

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
+from memstore.cli.embedder_args import add_embedder_arguments, embedder_from_args
 from memstore.consolidation.consolidator import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_LEASE_SECONDS,
@@ -56,6 +57,8 @@ def register(subparsers: Any) -> None:
                    help="stop starting new batches after this many seconds")
     p.add_argument("--limit", type=_positive(int), help="consolidate at most this many episodes")
     p.add_argument("--user", help="only this tenant (default: every tenant)")
+    # Consolidated facts are embedded: with the database's embedder, or refused.
+    add_embedder_arguments(p)
     p.add_argument("--extractor", choices=["rules", "llm"], default="rules",
                    help="rules: offline patterns (default); llm: OpenAI-compatible endpoint")
     p.add_argument("--llm-url", help="chat-completions base URL (default $MEMSTORE_LLM_BASE_URL)")
@@ -147,7 +150,9 @@ async def _run(args: argparse.Namespace) -> int:
     extractor = _extractor(args)
     total = ConsolidationResult()
     started = time.monotonic()
-    async with MemoryStore.open(args.url) as store:
+    # Operations tools never change a schema: `memstore migrate` does.
+    async with MemoryStore.open(args.url, embedder=embedder_from_args(args),
+                                auto_migrate=False) as store:
         mode = f"loop every {args.interval:g}s" if args.loop else "once"
         print(f"memstore consolidate: {mode}, extractor={extractor.name}, "
               f"batch-size={args.batch_size}, user={args.user or 'all'}",

@@ -6,7 +6,9 @@ from typing import Any
 
 def register(subparsers: Any) -> None:
     demo = subparsers.add_parser("demo", help="run the short end-to-end demo")
-    demo.add_argument("--url", help="database URL (default: a fresh ./memstore-demo.db)")
+    demo.add_argument(
+        "--url", help="database URL (default: a fresh SQLite file in a new temporary directory)"
+    )
     demo.set_defaults(handler=run)
 
 

@@ -23,7 +23,9 @@ async def _export(args: argparse.Namespace, out: Any) -> dict[str, int]:
     from memstore.jsonl import write_jsonl
     from memstore.store import MemoryStore
 
-    async with MemoryStore.open(args.url) as store:
+    # Writes no vectors, so any database's embedder will do; changes no schema.
+    async with MemoryStore.open(args.url, allow_embedder_change=True,
+                                auto_migrate=False) as store:
         return await write_jsonl(store, out, user_id=None if args.anonymous else args.user)
 
 

@@ -32,7 +32,9 @@ def register(subparsers: Any) -> None:
 async def _gc(args: argparse.Namespace) -> GcReport:
     from memstore.store import MemoryStore
 
-    async with MemoryStore.open(args.url) as store:
+    # Writes no vectors, so any database's embedder will do; changes no schema.
+    async with MemoryStore.open(args.url, allow_embedder_change=True,
+                                auto_migrate=False) as store:
         single = args.user_id is not None or args.anonymous
         return await store.gc(
             user_id=args.user_id, all_tenants=not single, max_threads=args.max_threads,

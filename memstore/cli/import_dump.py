@@ -6,6 +6,8 @@ import sys
 from contextlib import ExitStack
 from typing import Any
 
+from memstore.cli.embedder_args import add_embedder_arguments, embedder_from_args
+
 
 def register(subparsers: Any) -> None:
     imp = subparsers.add_parser(
@@ -16,6 +18,8 @@ def register(subparsers: Any) -> None:
     who.add_argument("--user", help="import as this tenant (default: the dump's)")
     who.add_argument("--anonymous", action="store_true", help="import into the anonymous bucket")
     imp.add_argument("-i", "--input", default="-", help="file to read (default: stdin)")
+    # Rows without an embedding (or embedded by another embedder) are embedded.
+    add_embedder_arguments(imp)
     imp.set_defaults(handler=run)
 
 
@@ -28,7 +32,8 @@ async def _import(args: argparse.Namespace, lines: Any) -> dict[str, int]:
         user = None
     elif args.user is not None:
         user = args.user
-    async with MemoryStore.open(args.url) as store:
+    async with MemoryStore.open(args.url, embedder=embedder_from_args(args),
+                                auto_migrate=False) as store:
         return await read_jsonl(store, lines, user_id=user)
 
 

@@ -18,18 +18,27 @@ Claiming, per database:
   still leased to this worker and marks them. A killed worker's uncommitted
   transaction is discarded by SQLite's journal; its lease expires and the
   episodes are claimed again.
+
+Erasure: the transaction that writes facts first takes the tenant's erasure
+guard (:mod:`memstore.repositories.erasure`) and then writes only for claimed
+episodes that still exist, so a ``forget(user_id=X)`` that ran meanwhile wins
+(a write phase in its own transaction must keep doing both).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
-from datetime import timedelta
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
+import numpy as np
+import numpy.typing as npt
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from memstore.consolidation.errors import ExtractionError
@@ -39,8 +48,11 @@ from memstore.consolidation.types import (
     ConsolidationResult,
     Extractor,
 )
+from memstore.embeddings.base import embed_checked
 from memstore.errors import InvalidInput
+from memstore.recall.documents import fact_text
 from memstore.repositories.consolidation import ConsolidationRepository
+from memstore.repositories.erasure import guard_against_erasure
 from memstore.repositories.facts import FactChange, FactRepository
 from memstore.tenancy import public_user_id, storage_user_id
 from memstore.types import Episode, Fact
@@ -50,6 +62,8 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_BATCH_SIZE", "DEFAULT_LEASE_SECONDS", "Consolidator", "default_worker_id"]
 
+logger = logging.getLogger(__name__)
+
 DEFAULT_BATCH_SIZE = 100
 DEFAULT_LEASE_SECONDS = 300.0
 
@@ -57,6 +71,16 @@ DEFAULT_LEASE_SECONDS = 300.0
 # killed mid-batch deterministically).
 FactHook = Callable[[], Awaitable[None]]
 BatchHook = Callable[[BatchResult], None]
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """A candidate validated as a fact, with its embedding."""
+
+    fact: Fact
+    single: bool
+    valid_from: datetime
+    embedding: npt.NDArray[np.float32]
 
 
 def default_worker_id() -> str:
@@ -140,13 +164,34 @@ class Consolidator:
                     on_batch(batch)
         finally:
             result.duration = time.monotonic() - started
+        logger.info("consolidation run done (worker %s): %s", self.worker_id, result.summary())
         return result
 
     async def run_batch(self, size: int, user: str | None = None) -> BatchResult | None:
         """One batch of one tenant (stored id ``user`` if given); None when nothing is free."""
-        if self._postgres:
-            return await self._batch_postgres(size, user)
-        return await self._batch_sqlite(size, user)
+        started = time.monotonic()
+        try:
+            if self._postgres:
+                batch = await self._batch_postgres(size, user)
+            else:
+                batch = await self._batch_sqlite(size, user)
+        except Exception as error:
+            logger.warning(
+                "consolidation batch failed after %.3f s (worker %s, extractor %s): %s: %s; "
+                "it was rolled back and its episodes stay queued",
+                time.monotonic() - started, self.worker_id, self.extractor.name,
+                type(error).__name__, error,
+            )
+            raise
+        if batch is not None:
+            logger.info(
+                "consolidation batch committed: tenant=%r processed=%d added=%d reinforced=%d "
+                "superseded=%d unchanged=%d in %.3f s (worker %s, extractor %s)",
+                batch.user_id, batch.processed, batch.added, batch.reinforced,
+                batch.superseded, batch.unchanged, time.monotonic() - started,
+                self.worker_id, self.extractor.name,
+            )
+        return batch
 
     # ---- Postgres ---------------------------------------------------------------
 
@@ -156,11 +201,16 @@ class Consolidator:
             for user in await repo.pending_users(only):
                 if not await repo.try_lock_tenant(user):
                     continue
+                # Held across extraction (this transaction also holds the row
+                # locks): a forget of the tenant waits for the batch, then erases
+                # its facts too; a batch after a forget finds no episodes.
+                await guard_against_erasure(session, [user])
                 episodes = await repo.lock_pending(user, size)
                 if not episodes:
                     continue
                 candidates = await self._extract(episodes)
-                result = await self._write(session, user, episodes, candidates)
+                prepared = await self._prepare(user, candidates)
+                result = await self._write(session, user, episodes, prepared)
                 await repo.mark_consolidated(user, [e.id for e in episodes], self.store.now())
                 return result
         return None
@@ -173,14 +223,18 @@ class Consolidator:
             return None
         user, episodes = claimed
         try:
-            candidates = await self._extract(episodes)
+            # Validated and embedded before the write lock is taken.
+            prepared = await self._prepare(user, await self._extract(episodes))
             async with self._sessions.begin() as session:
+                # The sources may have been forgotten while extracting: write
+                # only for episodes that still exist and are still leased to us.
+                await guard_against_erasure(session, [user])
                 repo = ConsolidationRepository(session=session)
                 ours = await repo.still_leased(user, [e.id for e in episodes], self.worker_id)
                 kept = [e for e in episodes if e.id in ours]
                 kept_ids = {e.id for e in kept}
                 result = await self._write(
-                    session, user, kept, [c for c in candidates if c.episode_id in kept_ids])
+                    session, user, kept, [p for p in prepared if p.fact.sources[0] in kept_ids])
                 await repo.complete_leases(user, list(kept_ids), self.worker_id,
                                            self.store.now())
         except BaseException:
@@ -217,15 +271,8 @@ class Consolidator:
                 )
         return candidates
 
-    async def _write(
-        self,
-        session: AsyncSession,
-        user: str,
-        episodes: Sequence[Episode],
-        candidates: Sequence[CandidateFact],
-    ) -> BatchResult:
-        """Reconcile ``candidates`` with the tenant's facts through the bi-temporal rules."""
-        order = {e.id: i for i, e in enumerate(episodes)}
+    async def _prepare(self, user: str, candidates: Sequence[CandidateFact]) -> list[_Prepared]:
+        """Validate the candidates as facts of ``user`` and embed them, in one embed batch."""
         checked = []
         for c in candidates:
             fact = Fact(user_id=public_user_id(user), subject=c.subject, predicate=c.predicate,
@@ -237,15 +284,31 @@ class Consolidator:
                 raise ExtractionError(
                     f"extractor {self.extractor.name!r} produced an invalid fact: {error}"
                 ) from error
+        # Consolidated facts must be found by dense recall like any other fact.
+        vectors = await embed_checked(self.store.embedder, [fact_text(f) for _, f, _, _ in checked])
+        return [_Prepared(fact, single, valid_from, vector)
+                for (_user, fact, single, valid_from), vector in zip(checked, vectors, strict=True)]
+
+    async def _write(
+        self,
+        session: AsyncSession,
+        user: str,
+        episodes: Sequence[Episode],
+        prepared: Sequence[_Prepared],
+    ) -> BatchResult:
+        """Reconcile the prepared facts with the tenant's facts through the bi-temporal rules."""
+        order = {e.id: i for i, e in enumerate(episodes)}
         # Per statement in time order (supersession depends on it); statements in
         # one global order so concurrent writers take their locks in the same order.
-        checked.sort(key=lambda item: (item[1].subject, item[1].predicate, item[3],
-                                       order[item[1].sources[0]]))
+        ordered = sorted(prepared, key=lambda p: (p.fact.subject, p.fact.predicate,
+                                                  p.valid_from, order[p.fact.sources[0]]))
+        await self.store._claim_embedder(session)
         counts = dict.fromkeys(FactChange, 0)
-        facts = FactRepository(session=session)
-        for _user, fact, single, valid_from in checked:
-            outcome = await facts.assert_fact(user, fact, single_valued=single,
-                                              valid_from=valid_from, now=self.store.now())
+        facts = FactRepository(session=session, embedder=self.store.embedder)
+        for item in ordered:
+            outcome = await facts.assert_fact(user, item.fact, single_valued=item.single,
+                                              valid_from=item.valid_from, now=self.store.now(),
+                                              embedding=item.embedding)
             counts[outcome.change] += 1
             if self._after_fact is not None:
                 await self._after_fact()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import math
 import os
 import socket
@@ -35,6 +36,7 @@ __all__ = ["SYSTEM_PROMPT", "LLMConfig", "LLMExtractor"]
 
 MAX_FIELD_CHARS = 2_000
 MAX_FACTS_PER_EPISODE = 25
+logger = logging.getLogger(__name__)
 _SPEAKER_WORDS = frozenset({"user", "the user", "i", "me", "speaker", "the speaker"})
 
 SYSTEM_PROMPT = """\
@@ -178,7 +180,12 @@ class LLMExtractor:
                 if attempt + 1 >= attempts:
                     error = retry.error
                     raise type(error)(f"{error} (after {attempts} attempts)") from retry
-                time.sleep(self.config.backoff * 2**attempt)
+                delay = self.config.backoff * 2**attempt
+                logger.warning(
+                    "LLM extractor attempt %d of %d failed (%s: %s); retrying in %.2f s",
+                    attempt + 1, attempts, type(retry.error).__name__, retry.error, delay,
+                )
+                time.sleep(delay)
         raise AssertionError("unreachable")
 
     async def extract(self, episodes: Sequence[Episode]) -> list[CandidateFact]:

@@ -7,9 +7,11 @@ from typing import Any
 
 from sqlalchemy import event
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from memstore.db import jsontext
+from memstore.db.slowlog import check_threshold, install_slow_query_log, slow_query_ms_from_env
 
 __all__ = [
     "DEFAULT_URL",
@@ -17,6 +19,7 @@ __all__ = [
     "PG_CONNECT_TIMEOUT_S",
     "READ_ONLY",
     "SQLITE_BUSY_TIMEOUT_MS",
+    "TENANT_SETTING",
     "create_engine",
     "resolve_url",
 ]
@@ -29,6 +32,9 @@ SQLITE_BUSY_TIMEOUT_MS = 30_000
 # hang them: bound connecting and every single statement.
 PG_CONNECT_TIMEOUT_S = 10.0
 PG_COMMAND_TIMEOUT_S = 60.0
+# The Postgres setting the row-level security policies compare user_id with
+# (memstore.security.rls); reset whenever a pooled connection is checked out.
+TENANT_SETTING = "memstore.user_id"
 # Execution option: a transaction that will not write may start with a plain
 # BEGIN on SQLite, so readers do not queue behind the write lock.
 READ_ONLY = "memstore_read_only"
@@ -51,9 +57,18 @@ def create_engine(
     sqlite_busy_timeout_ms: int = SQLITE_BUSY_TIMEOUT_MS,
     connect_timeout: float = PG_CONNECT_TIMEOUT_S,
     command_timeout: float | None = PG_COMMAND_TIMEOUT_S,
+    slow_query_ms: float | None = None,
     **kwargs: Any,
 ) -> AsyncEngine:
-    """An engine for ``url``; the timeouts apply to their backend only."""
+    """An engine for ``url``; the timeouts apply to their backend only.
+
+    ``slow_query_ms`` (default ``$MEMSTORE_SLOW_QUERY_MS``, else off) logs each
+    statement that takes at least that long (see :mod:`memstore.db.slowlog`).
+    """
+    if slow_query_ms is None:
+        slow_query_ms = slow_query_ms_from_env()
+    else:
+        slow_query_ms = check_threshold(slow_query_ms)
     resolved = resolve_url(url)
     backend = make_url(resolved).get_backend_name()
     if backend == "sqlite":
@@ -72,6 +87,8 @@ def create_engine(
         _configure_postgres(engine)
     else:
         raise ValueError(f"unsupported database backend {backend!r}; use sqlite or postgresql")
+    if slow_query_ms is not None:
+        install_slow_query_log(engine, slow_query_ms)
     return engine
 
 
@@ -85,6 +102,9 @@ def _configure_sqlite(engine: AsyncEngine, *, busy_timeout_ms: int) -> None:
         cursor.execute("PRAGMA journal_mode = WAL")
         cursor.execute("PRAGMA synchronous = NORMAL")
         cursor.execute("PRAGMA foreign_keys = ON")
+        # Deleted content is overwritten with zeros, so erased text does not
+        # linger in freed pages or free space of the file (forget).
+        cursor.execute("PRAGMA secure_delete = ON")
         cursor.close()
 
     @event.listens_for(engine.sync_engine, "begin")
@@ -106,6 +126,22 @@ def _configure_postgres(engine: AsyncEngine) -> None:
     @event.listens_for(engine.sync_engine, "connect")
     def on_connect(dbapi_connection: Any, _record: Any) -> None:
         dbapi_connection.run_async(_register_vector_codec)
+
+    @event.listens_for(engine.sync_engine, "checkout")
+    def on_checkout(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
+        # Code that ran its own SQL on this connection may have left a
+        # session-level tenant setting (set_config(..., false)); the row-level
+        # security policies would show that tenant's rows to the next
+        # transaction that names none. Outside any transaction, so a rollback
+        # cannot bring the old value back.
+        try:
+            dbapi_connection.run_async(_reset_tenant_setting)
+        except Exception as exc:  # the pool replaces the connection and retries
+            raise DisconnectionError(f"could not reset {TENANT_SETTING}: {exc}") from exc
+
+
+async def _reset_tenant_setting(connection: Any) -> None:
+    await connection.execute(f"RESET {TENANT_SETTING}")
 
 
 async def _register_vector_codec(connection: Any) -> None:

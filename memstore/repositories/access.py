@@ -5,13 +5,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import case, delete, exists, select
+from sqlalchemy import BigInteger, String, and_, case, column, delete, exists, or_, select, values
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from memstore.db.errors import translated
-from memstore.models import AccessStatRow, EpisodeRow
+from memstore.db.types import UTCDateTime
+from memstore.models import AccessStatRow, BlockRow, EpisodeRow, FactRow
 
 __all__ = ["AccessDelta", "AccessRepository", "AccessStat"]
 
@@ -38,6 +39,31 @@ class AccessStat:
     last_accessed_at: datetime
 
 
+def _item_exists(item: Any) -> Any:
+    """The counted item (episode id, logical fact id or block name) still exists."""
+    # Kinds are checked by record_access; anything else is never written.
+    return or_(
+        and_(
+            item.kind == "episode",
+            exists().where(EpisodeRow.user_id == item.user_id, EpisodeRow.id == item.item_id),
+        ),
+        # Current version only: retracted facts are never recalled, and this is
+        # what the partial unique index (user_id, fact_id) answers.
+        and_(
+            item.kind == "fact",
+            exists().where(
+                FactRow.user_id == item.user_id,
+                FactRow.fact_id == item.item_id,
+                FactRow.superseded_at.is_(None),
+            ),
+        ),
+        and_(
+            item.kind == "block",
+            exists().where(BlockRow.user_id == item.user_id, BlockRow.name == item.item_id),
+        ),
+    )
+
+
 class AccessRepository:
     """Access counters; every statement filters by ``user_id``."""
 
@@ -53,19 +79,25 @@ class AccessRepository:
     async def _upsert(self, deltas: Sequence[AccessDelta]) -> None:
         dialect = self._session.get_bind().dialect.name
         insert = pg_insert if dialect == "postgresql" else sqlite_insert
-        # A fixed key order means two processes flushing overlapping items take
-        # row locks in the same order and cannot deadlock each other.
-        rows: list[dict[str, Any]] = [
-            {
-                "user_id": d.user_id,
-                "kind": d.kind,
-                "item_id": d.item_id,
-                "access_count": d.count,
-                "last_accessed_at": d.last_accessed_at,
-            }
-            for d in deltas
-        ]
-        stmt = insert(AccessStatRow).values(rows)
+        # INSERT … SELECT from the buffered rows, keeping only items that still
+        # exist: counts buffered before a forget must not re-create the rows of
+        # an erased item or tenant (checked in the same statement as the write).
+        # The VALUES keep the callers' fixed key order, so two processes flushing
+        # overlapping items take row locks in the same order and cannot deadlock.
+        buffered = (
+            values(
+                column("user_id", String),
+                column("kind", String),
+                column("item_id", String),
+                column("access_count", BigInteger),
+                column("last_accessed_at", UTCDateTime),
+                name="buffered",
+            )
+            .data([(d.user_id, d.kind, d.item_id, d.count, d.last_accessed_at) for d in deltas])
+            .cte("buffered")
+        )
+        source = select(*buffered.c).where(_item_exists(buffered.c))
+        stmt = insert(AccessStatRow).from_select(list(buffered.c.keys()), source)
         table = AccessStatRow.__table__.c
         stmt = stmt.on_conflict_do_update(
             index_elements=[table.user_id, table.kind, table.item_id],

@@ -147,16 +147,19 @@ class ConsolidationRepository:
 
     async def still_leased(self, user_id: str, episode_ids: Sequence[str],
                            worker: str) -> set[str]:
-        """Which of ``episode_ids`` are still leased to ``worker`` and unconsolidated.
+        """Which of ``episode_ids`` still exist, are leased to ``worker`` and unconsolidated.
 
         An expired lease that nobody took over still counts: the work is done and
-        no one else can have done it.
+        no one else can have done it. A forgotten episode never counts, even if
+        its lease row were somehow left behind.
         """
         stmt = select(State.episode_id).where(
             State.user_id == user_id,
             State.episode_id.in_(list(episode_ids)),
             State.claimed_by == worker,
             State.consolidated_at.is_(None),
+            exists().where(EpisodeRow.user_id == State.user_id,
+                           EpisodeRow.id == State.episode_id),
         )
         with translated("check leases"):
             return set((await self._session.scalars(stmt)).all())

@@ -12,7 +12,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.elements import ColumnElement
 
 from memstore.db.errors import translated
+from memstore.embeddings.base import Embedder, embed_checked
 from memstore.models import FactRow
+from memstore.recall.documents import fact_text
 from memstore.tenancy import public_user_id
 from memstore.types import Fact, new_id
 
@@ -63,11 +65,15 @@ class FactRepository:
     """Bi-temporal fact versions of one tenant at a time.
 
     Rows are inserted and, at most once, closed in transaction time
-    (``superseded_at``); nothing else is ever updated.
+    (``superseded_at``); nothing else is ever updated. With an ``embedder``,
+    every row it inserts carries an embedding: a copy of a row written before
+    facts were embedded (or an insert given none) is embedded here, so no write
+    path can leave a fact invisible to dense recall.
     """
 
-    def __init__(self, *, session: AsyncSession) -> None:
+    def __init__(self, *, session: AsyncSession, embedder: Embedder | None = None) -> None:
         self._session = session
+        self._embedder = embedder
 
     async def _lock_key(self, user_id: str, subject: str, predicate: str) -> None:
         # Serialise writers of one (tenant, subject, predicate) on Postgres; an
@@ -98,6 +104,11 @@ class FactRepository:
         )
 
     async def _insert(self, user_id: str, **values: object) -> str:
+        if values.get("embedding") is None and self._embedder is not None:
+            text_ = fact_text(Fact(subject=str(values["subject"]),
+                                   predicate=str(values["predicate"]),
+                                   object=str(values["object"])))
+            (values["embedding"],) = await embed_checked(self._embedder, [text_])
         row_id = new_id()
         values.setdefault("fact_id", row_id)
         await self._session.execute(insert(FactRow).values(user_id=user_id, id=row_id, **values))

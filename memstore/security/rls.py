@@ -18,7 +18,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from memstore.db.crosstenant import cross_tenant_connection
-from memstore.db.engine import create_engine
+from memstore.db.engine import TENANT_SETTING, create_engine
 from memstore.db.errors import translated
 from memstore.errors import InvalidInput
 from memstore.repositories.tenants import tenant_tables
@@ -32,7 +32,7 @@ __all__ = [
     "rls_status",
 ]
 
-RLS_SETTING = "memstore.user_id"
+RLS_SETTING = TENANT_SETTING
 POLICY_NAME = "memstore_tenant_isolation"
 _CURRENT_TENANT = f"current_setting('{RLS_SETTING}', true)"
 

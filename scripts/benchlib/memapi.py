@@ -67,5 +67,9 @@ async def open_store(url: str, embedder: Any = None, **options: Any) -> AsyncIte
     kwargs: dict[str, Any] = dict(options)
     if embedder is not None and feature_flags()["embeddings"]:
         kwargs["embedder"] = embedder
+    elif "allow_embedder_change" in inspect.signature(MemoryStore.open).parameters:
+        # Opened without the workload's embedder only to read or export; the
+        # database records the LookupEmbedder that wrote its vectors.
+        kwargs["allow_embedder_change"] = True
     async with MemoryStore.open(url, **kwargs) as store:
         yield store

@@ -1,0 +1,58 @@
+"""Quickstart: remember a few agent turns, then recall them by meaning and keywords.
+
+Runs on the embedded SQLite default (./memstore.db, or $MEMSTORE_URL if set):
+    python examples/quickstart.py
+"""
+
+import asyncio
+
+from memstore import Episode, MemoryStore
+
+
+async def main() -> None:
+    # auto_migrate creates (or upgrades) the schema: convenient for an embedded file.
+    async with MemoryStore.open(auto_migrate=True) as store:
+        await store.forget(user_id="alice")  # start clean, so the example can be re-run
+        await store.remember_many(
+            [
+                Episode(
+                    user_id="alice",
+                    session_id="s1",
+                    input="I adopted a cat named Miso.",
+                    output="Miso is a lovely name!",
+                ),
+                Episode(
+                    user_id="alice",
+                    session_id="s1",
+                    input="My favourite food is ramen.",
+                    output="Noted: ramen.",
+                ),
+                Episode(
+                    user_id="alice",
+                    session_id="s2",
+                    input="I'm training for a marathon.",
+                    output="Good luck with the training!",
+                ),
+            ]
+        )
+        await store.remember(
+            Episode(
+                user_id="bob", session_id="b1", input="My cat is called Tiger.", output="Hi Tiger!"
+            )
+        )
+
+        for query in ("what is the cat called", "marathon training"):
+            hits = await store.recall(query, user_id="alice", limit=1)
+            print(f"recall({query!r}) -> {hits[0].input}")
+
+        # Every call is scoped to one tenant: bob never sees alice's turns.
+        bob = await store.recall("cat", user_id="bob")
+        print("bob sees:", [e.input for e in bob])
+
+        scored = await store.recall_scored("ramen", user_id="alice", limit=1)
+        print(f"best match for 'ramen': {scored[0].episode.input} (score {scored[0].score:.2f})")
+        await store.forget(user_id="bob")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
