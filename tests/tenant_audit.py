@@ -72,6 +72,7 @@ class _Source:
     table: str | None = None  # base table name
     derived: exp.Expression | None = None  # SELECT / UNION body
     outer_only: bool = False  # right side of an outer join: ON pins it, not the scope
+    constant: bool = False  # a VALUES list of bound values: every column is a value
 
 
 @dataclass
@@ -103,6 +104,24 @@ def _unwrap(node: exp.Expression) -> exp.Expression:
     while isinstance(node, (exp.Cast, exp.Paren)):
         node = node.this
     return node
+
+
+def _constant_rows(node: exp.Expression) -> bool:
+    """A ``VALUES`` list whose every cell is a bound value or literal (e.g. buffered rows)."""
+    if isinstance(node, exp.Subquery):
+        node = node.this
+    if isinstance(node, exp.Select):  # sqlglot reads a bare VALUES as SELECT * FROM (VALUES …)
+        from_ = node.args.get("from_") or node.args.get("from")
+        plain = [type(e) for e in node.expressions] == [exp.Star] and not node.args.get("where")
+        if not plain or from_ is None or node.args.get("joins"):
+            return False
+        node = from_.this
+    if not isinstance(node, exp.Values) or not node.expressions:
+        return False
+    return all(
+        isinstance(row, exp.Tuple) and all(_is_value(cell) for cell in row.expressions)
+        for row in node.expressions
+    )
 
 
 def _conjuncts(node: exp.Expression | None) -> list[exp.Expression]:
@@ -157,7 +176,11 @@ def _pin_facts(scope: _Scope, conditions: list[exp.Expression]) -> set[tuple[int
             sides = []
             for side in (left, right):
                 if isinstance(side, exp.Column):
-                    sides.append(_key(scope, side))
+                    found = scope.resolve(side)
+                    if found is not None and found[1].constant:
+                        sides.append(_VALUE)
+                    else:
+                        sides.append(_key(scope, side))
                 elif _is_value(side):
                     sides.append(_VALUE)
                 elif isinstance(side, exp.Any) and _is_value(side.this):
@@ -326,10 +349,15 @@ class _Analyser:
             name = item.name.lower()
             alias = (item.alias or item.name).lower()
             if name in ctes and not item.db:
-                return _Source(alias=alias, derived=ctes[name])
+                body = ctes[name]
+                return _Source(alias=alias, derived=body, constant=_constant_rows(body))
             return _Source(alias=alias, table=name)
         if isinstance(item, exp.Subquery):
-            return _Source(alias=item.alias.lower(), derived=item.this)
+            return _Source(
+                alias=item.alias.lower(), derived=item.this, constant=_constant_rows(item.this)
+            )
+        if isinstance(item, exp.Values):
+            return _Source(alias=item.alias.lower(), derived=item, constant=_constant_rows(item))
         return None
 
     def _scope(
@@ -380,7 +408,7 @@ class _Analyser:
                         + (f" AS {src.alias}" if src.alias != src.table else "")
                         + f": no filter on {TENANT_COLUMN}"
                     )
-            elif src.derived is not None:
+            elif src.derived is not None and not src.constant:
                 pushed = {name for (ident, name) in scope.pinned if ident == id(src)}
                 self._query(src.derived, None, pushed, ctes)
         # Subqueries nested in this scope's expressions (WHERE, ON, select list…).

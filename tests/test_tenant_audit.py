@@ -59,6 +59,12 @@ SAFE = [
     "WITH t AS (SELECT user_id, id FROM facts) SELECT id FROM t WHERE t.user_id = $1",
     "SELECT s.id FROM (SELECT user_id, id FROM episodes) AS s WHERE s.user_id = $1",
     "SELECT 1 UNION ALL SELECT 2 FROM facts WHERE user_id = $1",
+    # a VALUES list of bound rows filters like IN: the access-count flush's shape
+    "WITH buffered(user_id, item_id) AS (VALUES (?, ?), (?, ?)) INSERT INTO access_stats "
+    "(user_id, item_id) SELECT buffered.user_id, buffered.item_id FROM buffered WHERE "
+    "(EXISTS (SELECT * FROM episodes WHERE episodes.user_id = buffered.user_id "
+    "AND episodes.id = buffered.item_id)) OR (EXISTS (SELECT * FROM facts "
+    "WHERE facts.user_id = buffered.user_id))",
     # writes
     "INSERT INTO episodes (user_id, id, input) VALUES ($1, $2, $3), ($4, $5, $6)",
     "INSERT INTO threads (user_id, thread_id, next_slot_index) VALUES (?, ?, ?) "
@@ -109,6 +115,16 @@ UNSAFE = [
         "SELECT id FROM episodes WHERE user_id = $1 AND EXISTS (SELECT 1 FROM facts "
         "WHERE facts.id = episodes.id)",
         "facts: no filter",
+    ),
+    (
+        "WITH b(user_id) AS (SELECT user_id FROM threads) SELECT 1 FROM b "
+        "WHERE EXISTS (SELECT 1 FROM episodes WHERE episodes.user_id = b.user_id)",
+        "threads: no filter",
+    ),
+    (
+        "WITH b(user_id) AS (VALUES (?), (lower(x))) SELECT 1 FROM b "
+        "WHERE EXISTS (SELECT 1 FROM episodes WHERE episodes.user_id = b.user_id)",
+        "episodes: no filter",
     ),
     ("INSERT INTO episodes (id, input) VALUES ($1, $2)", "INSERT without a user_id"),
     ("INSERT INTO facts (user_id, id) SELECT user_id, id FROM facts", "facts: no filter"),
