@@ -140,19 +140,21 @@ def _notes(anchor: str, tenant_names: list[str]) -> list[str]:
         "node. Every library statement filters on user_id (proved by the test suite's "
         "statement audit), so each is routed to a single shard.",
         "Global tables are reference tables: copied to every node, written through the "
-        "coordinator (memstore_config is written only by migrations and reembed).",
+        "coordinator (memstore_config is written rarely: migrations, reembed, and the "
+        "embedder identity recorded once at the first vector write).",
         "HNSW (ix_episodes_embedding_hnsw) and GIN full-text indexes are created per shard: "
         "each shard's graph covers only its tenants, so a tenant's dense and keyword recall "
         "searches one shard's smaller index. Use pgvector >= 0.8 on every node: the older "
         "over-fetch plan reads the global nearest rows and is multi-shard. `memstore "
         "reembed` to a new width rebuilds the index on every shard.",
         "Advisory locks are per node: consolidation's per-tenant "
-        "pg_try_advisory_xact_lock and the fact writers' pg_advisory_xact_lock are taken "
-        "on the node the client is connected to. Connect every consolidator and writer "
-        "through the coordinator; with query-from-any-node, clients on different nodes "
-        "do not exclude each other (row locks FOR UPDATE SKIP LOCKED and the "
-        "episode_consolidation primary key still stop double consolidation, but one "
-        "tenant's batches are no longer serialised in time order).",
+        "pg_try_advisory_xact_lock, the fact writers' pg_advisory_xact_lock and "
+        "forget's erasure lock are taken on the node the client is connected to. Connect "
+        "every consolidator, writer and forget through the coordinator; with "
+        "query-from-any-node, clients on different nodes do not exclude each other (row "
+        "locks FOR UPDATE SKIP LOCKED and the episode_consolidation primary key still "
+        "stop double consolidation, but one tenant's batches are no longer serialised in "
+        "time order, and forget no longer waits for in-flight derived writes).",
         f"Triggers: {triggers or 'none'}. Citus distributes them only with "
         "citus.enable_unsafe_triggers (set above for this transaction); they run per shard.",
         "Row-level security: run `memstore rls enable` after distributing and check that "
