@@ -265,3 +265,8 @@ def test_apply_on_sqlite_is_refused() -> None:
     with tempfile.TemporaryDirectory(prefix="memstore-citus-") as private:
         with pytest.raises(InvalidInput, match="PostgreSQL only"):
             asyncio.run(apply_citus(f"sqlite+aiosqlite:///{Path(private) / 'x.db'}"))
+
+
+def test_scaling_doc_shows_the_current_output() -> None:
+    doc = (REPO / "docs" / "SCALING.md").read_text()
+    assert "```sql\n" + citus_plan().render() + "```" in doc
