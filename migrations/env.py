@@ -11,6 +11,7 @@ from sqlalchemy.engine import Connection
 
 import memstore.models  # noqa: F401  (registers every table on the metadata)
 from memstore.db.base import Base
+from memstore.db.crosstenant import cross_tenant_connection
 from memstore.db.engine import create_engine
 from memstore.migrate import include_object
 
@@ -30,6 +31,8 @@ def database_url() -> str | None:
 
 
 def do_run_migrations(connection: Connection) -> None:
+    # Revisions change every tenant's tables: mark them for the tenant audit.
+    cross_tenant_connection(connection, "migration")
     context.configure(
         connection=connection,
         target_metadata=target_metadata,

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import text
-from sqlalchemy.engine import make_url
+from sqlalchemy import event, text
+from sqlalchemy.engine import Engine, make_url
 
 from memstore import MemoryStore
 from memstore.db.engine import create_engine
@@ -29,12 +29,66 @@ from memstore.models import ConfigRow
 from memstore.models.config import EMBEDDER_KEY
 from memstore.repositories.tenants import tenant_tables
 from tests.pg_servers import private_pgserver
+from tests.tenant_audit import TenantAudit
 
 BACKENDS = [
     pytest.param("sqlite", marks=pytest.mark.sqlite),
     pytest.param("postgres", marks=pytest.mark.postgres),
 ]
 _db_counter = itertools.count()
+
+
+_AUDIT = TenantAudit()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def tenant_audit() -> Iterator[TenantAudit]:
+    """Judge every SQL statement of the run: a tenant table needs a user_id filter.
+
+    Listening on the Engine class covers every engine, including the ones the
+    library creates inside MemoryStore.open, migrations, RLS and the CLI.
+    """
+    event.listen(Engine, "before_cursor_execute", _AUDIT)
+    try:
+        yield _AUDIT
+    finally:
+        event.remove(Engine, "before_cursor_execute", _AUDIT)
+
+
+@pytest.fixture(autouse=True)
+def _no_cross_tenant_statement(tenant_audit: TenantAudit) -> Iterator[None]:
+    # Statements since the previous test (this test's wider-scoped fixtures, background
+    # flushes) are judged here too, so nothing falls between two tests.
+    yield
+    found = tenant_audit.take()
+    if found:
+        listing = "\n".join(f"  {v}" for v in found[:20])
+        pytest.fail(
+            f"{len(found)} library statement(s) touch a tenant table without a user_id "
+            "filter (add the filter, or mark a genuinely cross-tenant operation with "
+            "memstore.db.crosstenant.cross_tenant):\n" + listing,
+            pytrace=False,
+        )
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    # Statements after the last test's teardown (session fixtures' finalisers).
+    late = _AUDIT.take()
+    if late:
+        for violation in late:
+            print(f"tenant audit, after the last test: {violation}")
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if not _AUDIT.statements:
+        return
+    allowed = ", ".join(f"{k} {v}" for k, v in sorted(_AUDIT.allowed.items())) or "none"
+    terminalreporter.write_line(
+        f"tenant audit: {_AUDIT.statements} statements judged in {_AUDIT.seconds:.2f} s; "
+        f"cross-tenant by name: "
+        f"{allowed}; issued by test code itself: {_AUDIT.test_own}"
+    )
 
 
 class PostgresCluster:

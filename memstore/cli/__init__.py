@@ -29,6 +29,7 @@ COMMAND_MODULES = [
     "memstore.cli.import_dump",
     "memstore.cli.reembed",
     "memstore.cli.inspect",
+    "memstore.cli.citus",
 ]
 # Sub-commands whose name is not their module's last dotted component.
 COMMAND_ALIASES = {"import": "memstore.cli.import_dump"}

@@ -30,6 +30,7 @@ import numpy as np
 from sqlalchemy import ColumnElement, Float, bindparam, cast, func, literal_column, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from memstore.db.crosstenant import cross_tenant
 from memstore.db.types import PgVector
 from memstore.models import EpisodeRow
 from memstore.recall.backends import RecallTable, row_text
@@ -153,6 +154,7 @@ class PostgresSearch:
             .order_by(nearest.c.d, nearest.c.id)
             .limit(depth)
         )
+        stmt = cross_tenant(stmt, "recall-hnsw-overfetch")
         found = {r[0]: 1.0 - float(r[1]) for r in (await session.execute(stmt)).all()}
         if len(found) < min(depth, tenant_rows):
             return await self._exact(session, model, user_id, distance, depth, ())

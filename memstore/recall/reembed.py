@@ -13,6 +13,7 @@ from typing import Any
 from sqlalchemy import select, text, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from memstore.db.crosstenant import cross_tenant_connection
 from memstore.embeddings.base import Embedder, embed_checked
 from memstore.embeddings.identity import embedder_identity
 from memstore.models import ConfigRow, EpisodeRow, FactRow
@@ -97,6 +98,7 @@ async def reembed(engine: AsyncEngine, embedder: Embedder, *, all_rows: bool = F
     dim = int(embedder.dim)
     identity = embedder_identity(embedder)
     async with engine.begin() as conn:
+        await conn.run_sync(cross_tenant_connection, "reembed")
         recorded = int(await conn.scalar(
             select(ConfigRow.value).where(ConfigRow.key == EMBEDDING_DIM_KEY)) or 0)
         previous = await conn.scalar(

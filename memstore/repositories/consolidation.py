@@ -18,6 +18,7 @@ from sqlalchemy import and_, exists, func, insert, select, text, update
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from memstore.db.crosstenant import cross_tenant
 from memstore.db.errors import translated
 from memstore.models import EpisodeConsolidationRow as State
 from memstore.models import EpisodeRow
@@ -54,6 +55,8 @@ class ConsolidationRepository:
         stmt = select(EpisodeRow.user_id).where(~_consolidated())
         if user_id is not None:
             stmt = stmt.where(EpisodeRow.user_id == user_id)
+        else:
+            stmt = cross_tenant(stmt, "consolidation-scheduling")
         stmt = stmt.group_by(EpisodeRow.user_id).order_by(oldest, EpisodeRow.user_id)
         with translated("find pending episodes"):
             return list((await self._session.scalars(stmt)).all())
@@ -62,6 +65,8 @@ class ConsolidationRepository:
         stmt = select(func.count()).select_from(EpisodeRow).where(~_consolidated())
         if user_id is not None:
             stmt = stmt.where(EpisodeRow.user_id == user_id)
+        else:
+            stmt = cross_tenant(stmt, "consolidation-scheduling")
         with translated("count pending episodes"):
             return int((await self._session.scalar(stmt)) or 0)
 

@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.types import TypeDecorator
 
 from memstore.db.base import Base
+from memstore.db.crosstenant import cross_tenant
 from memstore.db.errors import translated
 from memstore.errors import InvalidInput
 from memstore.import_checks import import_record
@@ -199,11 +200,11 @@ class TenantRepository:
                 quote = self._session.get_bind().dialect.identifier_preparer.quote
                 # Never move a sequence backwards: other tenants' ids came from it.
                 await self._session.execute(
-                    text(
+                    cross_tenant(text(
                         "SELECT setval(CAST(:seq AS regclass), GREATEST(m, "
                         "COALESCE(pg_sequence_last_value(CAST(:seq AS regclass)), 0))) FROM "
                         f"(SELECT max({quote(column.name)}) AS m FROM {quote(table.name)}) s "
                         "WHERE m IS NOT NULL"
-                    ),
+                    ), "sequence-advance"),
                     {"seq": seq},
                 )

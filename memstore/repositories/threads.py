@@ -8,6 +8,7 @@ from sqlalchemy import delete, func, insert, or_, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from memstore.db.crosstenant import cross_tenant
 from memstore.db.errors import translated
 from memstore.models import SlotRow, ThreadRow
 from memstore.slots import Slot, SlotMetadata, ThreadInfo
@@ -213,4 +214,5 @@ class ThreadRepository:
             .having(condition)
             .order_by(ThreadRow.user_id)
         )
+        stmt = cross_tenant(stmt, "gc-all-tenants")
         return list((await self._session.scalars(stmt)).all())

@@ -7,6 +7,7 @@ from sqlalchemy import and_, delete, func, insert, or_, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from memstore.db.crosstenant import cross_tenant
 from memstore.db.errors import translated
 from memstore.models import WorkingMemoryCheckpointRow, WorkingMemoryRow
 
@@ -199,6 +200,7 @@ class WorkingMemoryRepository:
             .group_by(WorkingMemoryRow.user_id)
             .order_by(WorkingMemoryRow.user_id)
         )
+        stmt = cross_tenant(stmt, "gc-all-tenants")
         return list((await self._session.scalars(stmt)).all())
 
     # ---- checkpoints -----------------------------------------------------------

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from memstore.db.crosstenant import cross_tenant_connection
 from memstore.db.engine import TENANT_SETTING, create_engine
 from memstore.db.errors import translated
 from memstore.errors import InvalidInput
@@ -51,6 +52,7 @@ async def _on(target: AsyncEngine | str | None, action: str, body: object) -> ob
             raise InvalidInput("row-level security needs PostgreSQL")
         with translated(f"rls {action}"):
             async with engine.begin() as conn:
+                await conn.run_sync(cross_tenant_connection, "rls-management")
                 return await body(conn)  # type: ignore[operator]
     finally:
         if not isinstance(target, AsyncEngine):
