@@ -61,6 +61,10 @@ CROSS_TENANT_OPERATIONS: dict[str, str] = {
         "`memstore citus --apply` turns every tenant table into a distributed table "
         "(DDL-like calls naming tenant tables)"
     ),
+    "inspector-tenant-list": (
+        "`memstore inspect` lists the ids of every tenant for its picker (distinct "
+        "user_id per table, ids only, never row contents); one multi-shard read per page"
+    ),
     "sequence-advance": (
         "after an import with explicit ids, a Postgres sequence (global to all tenants) "
         "is moved past the highest id of the table"

@@ -137,7 +137,10 @@ class TenantRepository:
         ids: set[str] = set()
         with translated("list tenants"):
             for table in tenant_tables():
-                stmt = select(table.c.user_id).distinct().order_by(table.c.user_id).limit(limit)
+                stmt = cross_tenant(
+                    select(table.c.user_id).distinct().order_by(table.c.user_id).limit(limit),
+                    "inspector-tenant-list",
+                )
                 ids.update(str(u) for u in (await self._session.scalars(stmt)).all())
         return sorted(ids)[:limit]
 
