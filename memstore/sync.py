@@ -38,9 +38,7 @@ class _LoopThread:
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
         self._closed = False
-        self._thread = threading.Thread(
-            target=self._run, name="memstore-sync-loop", daemon=True
-        )
+        self._thread = threading.Thread(target=self._run, name="memstore-sync-loop", daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
@@ -175,9 +173,7 @@ def _generate(sync_cls: type[_SyncProxy], async_cls: type, skip: frozenset[str])
         elif isinstance(member, staticmethod | classmethod):
             continue
         elif callable(member):
-            setattr(
-                sync_cls, name, _sync_method(sync_cls.__name__, name, getattr(async_cls, name))
-            )
+            setattr(sync_cls, name, _sync_method(sync_cls.__name__, name, getattr(async_cls, name)))
 
 
 class SyncThreadBuffer(_SyncProxy):

@@ -36,8 +36,11 @@ def _params(func: object) -> list[tuple[str, object, object, object]]:
 
 @pytest.mark.parametrize(
     ("async_cls", "sync_cls"),
-    [(MemoryStore, SyncMemoryStore), (ThreadBuffer, SyncThreadBuffer),
-     (WorkingMemory, SyncWorkingMemory)],
+    [
+        (MemoryStore, SyncMemoryStore),
+        (ThreadBuffer, SyncThreadBuffer),
+        (WorkingMemory, SyncWorkingMemory),
+    ],
 )
 def test_sync_surface_matches_async_api(async_cls: type, sync_cls: type) -> None:
     for name, member in public_members(async_cls).items():
@@ -57,17 +60,21 @@ def test_sync_open_takes_the_same_arguments() -> None:
 
 def test_sync_round_trip(sync_store: SyncMemoryStore) -> None:
     store = sync_store
-    ep = store.remember(Episode(session_id="s1", user_id="alice",
-                                input="I adopted a cat named Miso", output="Lovely!"))
+    ep = store.remember(
+        Episode(
+            session_id="s1", user_id="alice", input="I adopted a cat named Miso", output="Lovely!"
+        )
+    )
     assert [e.id for e in store.recall("cat Miso", user_id="alice")] == [ep]
     assert store.recall("cat Miso", user_id="bob") == []
-    fid = store.add_fact(Fact(user_id="alice", subject="alice", predicate="owns",
-                              object="a cat"))
+    fid = store.add_fact(Fact(user_id="alice", subject="alice", predicate="owns", object="a cat"))
     assert [f.fact_id for f in store.recall_facts("cat", user_id="alice")] == [fid]
     store.update_block("persona", "Be brief.", user_id="alice")
     assert [b.name for b in store.working(user_id="alice")] == ["persona"]
-    assert store.call_tool("load_memory", {"id": f"episode:{ep}"},
-                           user_id="alice")["input"] == "I adopted a cat named Miso"
+    assert (
+        store.call_tool("load_memory", {"id": f"episode:{ep}"}, user_id="alice")["input"]
+        == "I adopted a cat named Miso"
+    )
     ctx = store.context(user_id="alice", session_id="s2", query="cat", max_tokens=500)
     assert f"episode:{ep}" in ctx.render()
 
@@ -75,7 +82,9 @@ def test_sync_round_trip(sync_store: SyncMemoryStore) -> None:
     store.threads.append("t1", "second", from_id="a", to_id="u", user_id="alice")
     assert slot.metadata.slot_index == 0
     assert [s.payload for s in store.threads.iterate("t1", user_id="alice")] == [
-        {"q": "hi"}, "second"]
+        {"q": "hi"},
+        "second",
+    ]
     assert store.threads.length("t1", user_id="alice") == 2
 
     wm = store.working_memory(project_id="p", session_id="s1", user_id="alice")
@@ -96,11 +105,9 @@ def test_sync_errors_are_memstore_errors(sync_store: SyncMemoryStore) -> None:
     with pytest.raises(NotFound):
         sync_store.get_episode("no-such-episode", user_id="alice")
     with pytest.raises(InvalidInput):
-        sync_store.remember(Episode(session_id="s1", user_id="alice", input="a\x00b",
-                                    output=""))
+        sync_store.remember(Episode(session_id="s1", user_id="alice", input="a\x00b", output=""))
     with pytest.raises(InvalidInput):
-        sync_store.call_tool("search_memory", {"query": "x", "user_id": "bob"},
-                             user_id="alice")
+        sync_store.call_tool("search_memory", {"query": "x", "user_id": "bob"}, user_id="alice")
     sync_store.update_block("persona", "v1", user_id="alice")
     with pytest.raises(Conflict):
         sync_store.update_block("persona", "v2", user_id="alice", expected_version=7)
@@ -116,12 +123,18 @@ def test_sync_store_from_eight_threads(sync_store: SyncMemoryStore) -> None:
         try:
             start.wait()
             for i in range(per_thread):
-                sync_store.remember(Episode(session_id=f"s{n}", user_id="alice",
-                                            input=f"thread {n} turn {i}", output="ok"))
-                sync_store.threads.append("shared", {"n": n, "i": i}, from_id=f"w{n}",
-                                          to_id="log", user_id="alice")
-                sync_store.working_memory(session_id=f"s{n}", user_id="alice").set(
-                    "last", i)
+                sync_store.remember(
+                    Episode(
+                        session_id=f"s{n}",
+                        user_id="alice",
+                        input=f"thread {n} turn {i}",
+                        output="ok",
+                    )
+                )
+                sync_store.threads.append(
+                    "shared", {"n": n, "i": i}, from_id=f"w{n}", to_id="log", user_id="alice"
+                )
+                sync_store.working_memory(session_id=f"s{n}", user_id="alice").set("last", i)
                 sync_store.recall(f"thread {n}", user_id="alice", limit=3)
         except BaseException as exc:  # reported below, with the thread's traceback
             errors.append(exc)
@@ -135,19 +148,23 @@ def test_sync_store_from_eight_threads(sync_store: SyncMemoryStore) -> None:
     slots = sync_store.threads.get_thread("shared", user_id="alice")
     assert [s.metadata.slot_index for s in slots] == list(range(8 * per_thread))
     assert sorted((s.payload["n"], s.payload["i"]) for s in slots) == [
-        (n, i) for n in range(8) for i in range(per_thread)]
+        (n, i) for n in range(8) for i in range(per_thread)
+    ]
     assert sync_store.profile(user_id="alice").episode_count == 8 * per_thread
     for n in range(8):
-        assert sync_store.working_memory(session_id=f"s{n}", user_id="alice").get(
-            "last") == per_thread - 1
+        assert (
+            sync_store.working_memory(session_id=f"s{n}", user_id="alice").get("last")
+            == per_thread - 1
+        )
 
 
 async def test_sync_store_inside_a_running_loop(db_url: str) -> None:
     # A notebook cell: an event loop is already running in this thread.
     asyncio.get_running_loop()
     with SyncMemoryStore.open(db_url) as store:
-        ep = store.remember(Episode(session_id="nb", user_id="alice",
-                                    input="notebook cell", output="ran"))
+        ep = store.remember(
+            Episode(session_id="nb", user_id="alice", input="notebook cell", output="ran")
+        )
         assert store.get_episode(ep, user_id="alice").input == "notebook cell"
         with pytest.raises(NotFound):
             store.get_episode("missing", user_id="alice")
