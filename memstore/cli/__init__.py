@@ -24,6 +24,7 @@ COMMAND_MODULES = [
     "memstore.cli.export",
     "memstore.cli.import_dump",
     "memstore.cli.reembed",
+    "memstore.cli.mcp",
 ]
 
 
