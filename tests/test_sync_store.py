@@ -190,3 +190,38 @@ def test_open_failure_leaves_no_thread(empty_db_url: str) -> None:
         SyncMemoryStore.open(empty_db_url)
     after = {t.ident for t in threading.enumerate() if t.is_alive()}
     assert after <= before
+
+
+def test_call_from_the_loop_thread_raises_instead_of_deadlocking(
+    sync_store: SyncMemoryStore,
+) -> None:
+    async def inside() -> str:
+        try:
+            sync_store.recall("x", user_id="alice")
+        except RuntimeError as exc:
+            return str(exc)
+        return "no error"
+
+    assert "its own event-loop thread" in sync_store.run(inside())
+
+
+def test_readme_sync_example(monkeypatch: pytest.MonkeyPatch) -> None:
+    import re
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = readme.split("## Synchronous code", 1)[1].split("\n## ", 1)[0]
+    (code,) = re.findall(r"```python\n(.*?)```", section, re.S)
+    private = Path(tempfile.mkdtemp(prefix="memstore-sync-readme-"))
+    try:
+        url = f"sqlite+aiosqlite:///{private / 'readme.db'}"
+        monkeypatch.setenv("MEMSTORE_URL", url)
+        namespace: dict[str, object] = {}
+        exec(compile(code, "README.md", "exec"), namespace)
+        assert [s.payload for s in namespace["slots"]] == [{"q": "hi"}]  # type: ignore[attr-defined]
+        with SyncMemoryStore.open(url) as store:
+            assert [e.id for e in store.recall("paris", user_id="alice")] == [namespace["ep"]]
+    finally:
+        shutil.rmtree(private, ignore_errors=True)
