@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
     def ready() -> None:
         users = ", ".join(sorted(args.allow_user))
         print(
-            f"memstore mcp: serving http://{args.host}:{args.port}/mcp for {users}",
+            f"memstore mcp: starting http://{args.host}:{args.port}/mcp for {users}",
             file=sys.stderr,
             flush=True,
         )
