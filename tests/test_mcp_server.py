@@ -498,7 +498,7 @@ def _readme_block(heading: str, lang: str) -> list[str]:
 
 
 @pytest.mark.sqlite
-def test_readme_mcp_examples(sqlite_url: str) -> None:
+def test_readme_mcp_examples(sqlite_url: str, private_dir: Path) -> None:
     from memstore.cli import build_parser
 
     (commands,) = _readme_block("## MCP server", "bash")
@@ -509,17 +509,36 @@ def test_readme_mcp_examples(sqlite_url: str) -> None:
         args = parser.parse_args([a.strip('"') for a in line.split("#")[0].split()[1:]])
         assert args.command == "mcp"
 
-    (example,) = _readme_block("## MCP server", "python")
-    script = Path(sqlite_url.removeprefix("sqlite+aiosqlite:///")).parent / "readme_mcp.py"
-    script.write_text(example)
-    done = subprocess.run(
-        [sys.executable, str(script)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=_server_env({"MEMSTORE_URL": sqlite_url}),
-    )
-    assert done.returncode == 0, done.stderr
-    assert TOOLS == json.loads(done.stdout.splitlines()[0].replace("'", '"'))
-    assert "My cat is called Miso" in done.stdout
+    stdio_example, http_example = _readme_block("## MCP server", "python")
+
+    def run(code: str) -> str:
+        script = private_dir / "readme_mcp.py"
+        script.write_text(code)
+        done = subprocess.run(
+            [sys.executable, str(script)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=_server_env({"MEMSTORE_URL": sqlite_url}),
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    out = run(stdio_example)
+    assert TOOLS == json.loads(out.splitlines()[0].replace("'", '"'))
+    assert "My cat is called Miso" in out
+
+    async def seed() -> None:
+        async with MemoryStore.open(sqlite_url) as store:
+            await store.update_block("persona", "Alice likes short answers.", user_id="alice")
+
+    asyncio.run(seed())
+    # The README's HTTP command (allow-list alice, bob) on a free port instead of 8765.
+    server = HttpServer(sqlite_url, private_dir, "--allow-user", "alice", "--allow-user", "bob")
+    try:
+        assert "8765" in http_example
+        out = run(http_example.replace("8765", str(server.port)))
+    finally:
+        server.stop()
+    assert out.splitlines() == ["memstore://blocks/persona Alice likes short answers."]
