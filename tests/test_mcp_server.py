@@ -542,3 +542,10 @@ def test_readme_mcp_examples(sqlite_url: str, private_dir: Path) -> None:
     finally:
         server.stop()
     assert out.splitlines() == ["memstore://blocks/persona Alice likes short answers."]
+
+
+def test_loopback_hosts() -> None:
+    from memstore.mcp.gate import is_loopback
+
+    assert all(is_loopback(h) for h in ("127.0.0.1", "127.9.9.9", "::1", "[::1]", "localhost"))
+    assert not any(is_loopback(h) for h in ("0.0.0.0", "::", "10.0.0.1", "example.com", ""))
