@@ -24,6 +24,7 @@ from memstore.repositories.facts import AssertOutcome, FactChange
 from memstore.scopes import ScopeContext, ScopeLevel, TaskState
 from memstore.slots import RemovedThread, Slot, SlotMetadata, ThreadInfo
 from memstore.store import FROM_DUMP, MemoryStore
+from memstore.sync import SyncMemoryStore
 from memstore.threads import ThreadBuffer
 from memstore.types import (
     BlockVersion,
@@ -80,6 +81,7 @@ __all__ = [
     "ScopeLevel",
     "Slot",
     "SlotMetadata",
+    "SyncMemoryStore",
     "TaskState",
     "ThreadBuffer",
     "ThreadInfo",

@@ -30,6 +30,7 @@ __all__ = [
     "TOOL_SCHEMAS",
     "ToolStyle",
     "call_tool",
+    "check_arguments",
     "parse_memory_id",
     "tool_definitions",
     "validate_arguments",
@@ -186,6 +187,15 @@ def validate_arguments(name: str, arguments: Any) -> dict[str, Any]:
         raise InvalidInput(
             f"unknown tool {_preview(name)}; available: {', '.join(TOOL_SCHEMAS)}"
         )
+    return check_arguments(name, TOOL_SCHEMAS[name]["parameters"], arguments)
+
+
+def check_arguments(name: str, schema: Mapping[str, Any], arguments: Any) -> dict[str, Any]:
+    """Check ``arguments`` (a dict or JSON text) against the JSON ``schema`` of tool ``name``.
+
+    The subset of JSON Schema the memory tools use; other tool layers (the MCP
+    server) validate their own schemas with it so every tool refuses alike.
+    """
     if arguments is None:
         arguments = {}
     if isinstance(arguments, str | bytes):
@@ -197,8 +207,7 @@ def validate_arguments(name: str, arguments: Any) -> dict[str, Any]:
         raise InvalidInput(
             f"{name}: arguments must be a JSON object, got {type(arguments).__name__}"
         )
-    schema = TOOL_SCHEMAS[name]["parameters"]
-    props: dict[str, Any] = schema["properties"]
+    props: Mapping[str, Any] = schema["properties"]
     # key=str: a dict built in Python may mix key types, which do not compare.
     unexpected = sorted(set(arguments) - set(props), key=str)
     if unexpected:

@@ -30,6 +30,7 @@ COMMAND_MODULES = [
     "memstore.cli.reembed",
     "memstore.cli.inspect",
     "memstore.cli.citus",
+    "memstore.cli.mcp",
 ]
 # Sub-commands whose name is not their module's last dotted component.
 COMMAND_ALIASES = {"import": "memstore.cli.import_dump"}

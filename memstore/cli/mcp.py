@@ -1,0 +1,106 @@
+"""``memstore mcp``: serve memstore to MCP clients (stdio or streamable HTTP).
+
+Thin wrapper: the ``mcp`` SDK is imported only when this command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from typing import Any
+
+from memstore.mcp.gate import is_loopback
+
+__all__ = ["register"]
+
+_NEEDS_EXTRA = "the MCP server needs the mcp extra: pip install 'memstore[mcp]'"
+
+
+def register(subparsers: Any) -> None:
+    mcp = subparsers.add_parser(
+        "mcp",
+        help="serve memory tools and working blocks over the Model Context Protocol",
+        description="An MCP server: tools search_memory, load_memory, remember_fact, "
+        "remember, get_context and resources memstore://blocks/{name}. Over stdio it "
+        "acts as one tenant (--user-id or $MEMSTORE_USER_ID); over HTTP each request "
+        "names its tenant in the X-Memstore-User header, which must be on the "
+        "--allow-user list.",
+    )
+    mcp.add_argument("--url", help="database URL (default: $MEMSTORE_URL or ./memstore.db)")
+    mcp.add_argument("--transport", choices=["stdio", "http"], default="stdio")
+    mcp.add_argument(
+        "--user-id",
+        default=os.environ.get("MEMSTORE_USER_ID"),
+        help="stdio: the tenant to act as (default: $MEMSTORE_USER_ID)",
+    )
+    mcp.add_argument("--host", default="127.0.0.1", help="http: address to bind (127.0.0.1)")
+    mcp.add_argument("--port", type=int, default=8765, help="http: port (8765)")
+    mcp.add_argument(
+        "--allow-user",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="http: a tenant clients may name in X-Memstore-User (repeatable)",
+    )
+    mcp.add_argument(
+        "--token",
+        default=os.environ.get("MEMSTORE_MCP_TOKEN"),
+        help="http: bearer token clients must send (default: "
+        "$MEMSTORE_MCP_TOKEN); required unless --host is loopback",
+    )
+    mcp.set_defaults(handler=run)
+
+
+def _usage_error(message: str) -> int:
+    print(f"memstore mcp: {message}", file=sys.stderr)
+    return 2
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.transport == "stdio":
+        if args.allow_user:
+            return _usage_error("--allow-user is for --transport http; over stdio use --user-id")
+        if not args.user_id:
+            return _usage_error("give the tenant to act as: --user-id ID or $MEMSTORE_USER_ID")
+    else:
+        if not args.allow_user:
+            return _usage_error("--transport http needs at least one --allow-user ID")
+        if not is_loopback(args.host) and not args.token:
+            return _usage_error(
+                f"refusing to serve on non-loopback host {args.host!r} without a bearer "
+                "token: pass --token or set $MEMSTORE_MCP_TOKEN"
+            )
+        if not 0 <= args.port <= 65535:
+            return _usage_error("--port must be between 0 and 65535")
+    try:
+        from memstore.mcp.server import serve_http, serve_stdio
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and exc.name.split(".")[0] in ("mcp", "mcp_types", "uvicorn"):
+            print(f"memstore mcp: {_NEEDS_EXTRA}", file=sys.stderr)
+            return 1
+        raise
+    if args.transport == "stdio":
+        asyncio.run(serve_stdio(args.url, args.user_id))
+        return 0
+
+    def ready() -> None:
+        users = ", ".join(sorted(args.allow_user))
+        print(
+            f"memstore mcp: starting http://{args.host}:{args.port}/mcp for {users}",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    asyncio.run(
+        serve_http(
+            args.url,
+            host=args.host,
+            port=args.port,
+            allowed_users=args.allow_user,
+            token=args.token,
+            on_ready=ready,
+        )
+    )
+    return 0

@@ -1,0 +1,200 @@
+"""The MCP server behind ``memstore mcp`` (needs the ``mcp`` extra).
+
+One low-level ``mcp.server.Server`` whose handlers run the memstore tool layer
+(:func:`memstore.mcp.tools.call_mcp_tool`) and expose the tenant's working
+blocks as ``memstore://blocks/{name}`` resources. Which tenant a request acts as
+comes from a resolver fixed at start-up, never from tool arguments: the
+``--user-id`` over stdio, the allow-listed ``X-Memstore-User`` header over HTTP.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any
+from urllib.parse import quote, unquote
+
+import mcp_types as types
+from mcp.server import Server
+from mcp.server.context import ServerRequestContext
+from mcp.shared.exceptions import MCPError
+from mcp_types.jsonrpc import INVALID_PARAMS
+
+from memstore.errors import InvalidInput, MemstoreError, NotFound
+from memstore.mcp.gate import TenantGate, tenant_from_headers
+from memstore.mcp.tools import call_mcp_tool, mcp_tool_definitions
+from memstore.store import MemoryStore
+from memstore.tenancy import storage_user_id
+
+__all__ = ["BLOCK_URI_PREFIX", "TenantResolver", "build_server", "serve_http", "serve_stdio"]
+
+BLOCK_URI_PREFIX = "memstore://blocks/"
+TenantResolver = Callable[[ServerRequestContext[Any, Any]], str | None]
+_INSTRUCTIONS = (
+    "Long-term memory of the current user. Call get_context at the start of a turn, "
+    "search_memory / load_memory to look things up, remember after a turn and "
+    "remember_fact for durable facts. The user's pinned working blocks are resources "
+    "under memstore://blocks/."
+)
+
+
+def _version() -> str:
+    try:
+        return version("memstore")
+    except PackageNotFoundError:  # running from a source tree that is not installed
+        return "0"
+
+
+def _tool_error(exc: MemstoreError) -> types.CallToolResult:
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=f"{type(exc).__name__}: {exc}")],
+        is_error=True,
+    )
+
+
+def block_uri(name: str) -> str:
+    return BLOCK_URI_PREFIX + quote(name, safe="")
+
+
+def build_server(store: MemoryStore, tenant: TenantResolver) -> Server[Any]:
+    """The MCP server for ``store``; ``tenant(ctx)`` names each request's tenant."""
+    tools = [
+        types.Tool(name=d["name"], description=d["description"], input_schema=d["input_schema"])
+        for d in mcp_tool_definitions()
+    ]
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=tools)
+
+    async def call_tool(
+        ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        try:
+            result = await call_mcp_tool(
+                store, params.name, params.arguments or {}, user_id=tenant(ctx)
+            )
+        except MemstoreError as exc:
+            # A tool error the model can read and act on, not a protocol failure.
+            return _tool_error(exc)
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=json.dumps(result))],
+            structured_content=result,
+        )
+
+    async def list_resources(
+        ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        try:
+            blocks = await store.working(user_id=tenant(ctx))
+        except MemstoreError as exc:
+            raise MCPError(INVALID_PARAMS, f"{type(exc).__name__}: {exc}") from None
+        return types.ListResourcesResult(
+            resources=[
+                types.Resource(
+                    uri=block_uri(b.name),
+                    name=b.name,
+                    mime_type="text/plain",
+                    description=f"working block {b.name!r} (version {b.version})",
+                )
+                for b in blocks
+            ]
+        )
+
+    async def list_templates(
+        ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourceTemplatesResult:
+        return types.ListResourceTemplatesResult(
+            resource_templates=[
+                types.ResourceTemplate(
+                    uri_template=BLOCK_URI_PREFIX + "{name}",
+                    name="working block",
+                    mime_type="text/plain",
+                    description="One of the user's pinned working blocks (persona, goals, …).",
+                )
+            ]
+        )
+
+    async def read_resource(
+        ctx: ServerRequestContext[Any, Any], params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        uri = str(params.uri)
+        try:
+            if not uri.startswith(BLOCK_URI_PREFIX) or len(uri) == len(BLOCK_URI_PREFIX):
+                raise InvalidInput(f"unknown resource {uri!r}; use {BLOCK_URI_PREFIX}<name>")
+            name = unquote(uri[len(BLOCK_URI_PREFIX) :])
+            for block in await store.working(user_id=tenant(ctx)):
+                if block.name == name:
+                    return types.ReadResourceResult(
+                        contents=[
+                            types.TextResourceContents(
+                                uri=uri,
+                                mime_type="text/plain",
+                                text=block.content,
+                            )
+                        ]
+                    )
+            raise NotFound(f"no working block {name!r} for this user")
+        except MemstoreError as exc:
+            raise MCPError(INVALID_PARAMS, f"{type(exc).__name__}: {exc}") from None
+
+    return Server(
+        "memstore",
+        version=_version(),
+        instructions=_INSTRUCTIONS,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_list_resources=list_resources,
+        on_list_resource_templates=list_templates,
+        on_read_resource=read_resource,
+    )
+
+
+async def serve_stdio(url: str | None, user_id: str | None) -> None:
+    """Serve one client over stdin/stdout as tenant ``user_id`` until stdin closes."""
+    from mcp.server.stdio import stdio_server
+
+    storage_user_id(user_id)
+    async with MemoryStore.open(url) as store:
+        server = build_server(store, lambda ctx: user_id)
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+
+
+async def serve_http(
+    url: str | None,
+    *,
+    host: str,
+    port: int,
+    allowed_users: Iterable[str],
+    token: str | None,
+    on_ready: Callable[[], None] | None = None,
+) -> None:
+    """Serve streamable HTTP at ``http://host:port/mcp`` until SIGINT/SIGTERM."""
+    import uvicorn
+
+    allowed = frozenset(allowed_users)
+    # Validate the allow-list and token before touching the database.
+    TenantGate(_unused_app, allowed_users=allowed, token=token)
+    async with MemoryStore.open(url) as store:
+
+        def tenant(ctx: ServerRequestContext[Any, Any]) -> str:
+            headers = ctx.request.headers if ctx.request is not None else None
+            return tenant_from_headers(headers, allowed)
+
+        server = build_server(store, tenant)
+        # Stateless: every request is authenticated and resolved on its own, so no
+        # session outlives the header that opened it.
+        app = server.streamable_http_app(stateless_http=True, host=host)
+        gated = TenantGate(app, allowed_users=allowed, token=token)
+        config = uvicorn.Config(gated, host=host, port=port, log_level="warning", lifespan="on")
+        http = uvicorn.Server(config)
+        if on_ready is not None:
+            on_ready()
+        await http.serve()
+
+
+async def _unused_app(scope: Any, receive: Any, send: Any) -> None:
+    raise AssertionError("validation-only gate")  # pragma: no cover
