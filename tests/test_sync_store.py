@@ -193,7 +193,8 @@ def test_open_failure_leaves_no_thread(empty_db_url: str) -> None:
 
     before = loop_threads()
     with pytest.raises(SchemaOutOfDate):
-        SyncMemoryStore.open(empty_db_url)
+        # auto_migrate=False: an embedded SQLite store would otherwise migrate itself.
+        SyncMemoryStore.open(empty_db_url, auto_migrate=False)
     assert loop_threads() <= before
 
 
