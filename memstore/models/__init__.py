@@ -15,6 +15,7 @@ __all__ = [
     "Base",
     "BlockRow",
     "BlockVersionRow",
+    "ConfigRow",
     "EpisodeConsolidationRow",
     "EpisodeRow",
     "FactRow",
@@ -24,4 +25,3 @@ __all__ = [
     "WorkingMemoryCheckpointRow",
     "WorkingMemoryRow",
 ]
-__all__ = ["Base", "BlockRow", "BlockVersionRow", "ConfigRow", "EpisodeRow", "FactRow"]
