@@ -19,15 +19,15 @@ from conftest import table_counts
 
 pytest.importorskip("agents")
 
-from agents import Agent, RunConfig, Runner, SessionSettings  # noqa: E402
-from agents.items import ModelResponse  # noqa: E402
-from agents.memory import Session  # noqa: E402
-from agents.models.interface import Model  # noqa: E402
-from agents.usage import Usage  # noqa: E402
-from openai.types.responses import ResponseOutputMessage, ResponseOutputText  # noqa: E402
+from agents import Agent, RunConfig, Runner, SessionSettings
+from agents.items import ModelResponse
+from agents.memory import Session
+from agents.models.interface import Model
+from agents.usage import Usage
+from openai.types.responses import ResponseOutputMessage, ResponseOutputText
 
-from memstore import InvalidInput, LimitExceeded, MemoryStore  # noqa: E402
-from memstore.integrations.openai_agents import MemstoreSession  # noqa: E402
+from memstore import InvalidInput, LimitExceeded, MemoryStore
+from memstore.integrations.openai_agents import MemstoreSession
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -39,12 +39,15 @@ class ScriptedModel(Model):
         self.answers = list(answers)
         self.inputs: list[Any] = []
 
-    async def get_response(self, system_instructions: Any, input: Any, *args: Any,
-                           **kwargs: Any) -> ModelResponse:
+    async def get_response(
+        self, system_instructions: Any, input: Any, *args: Any, **kwargs: Any
+    ) -> ModelResponse:
         self.inputs.append(input)
         text = self.answers.pop(0)
         message = ResponseOutputMessage(
-            id=f"msg_{len(self.inputs)}", type="message", role="assistant",
+            id=f"msg_{len(self.inputs)}",
+            type="message",
+            role="assistant",
             status="completed",
             content=[ResponseOutputText(type="output_text", text=text, annotations=[])],
         )
@@ -84,10 +87,16 @@ async def test_runner_keeps_the_conversation_in_memstore(mstore: MemoryStore) ->
     assert second.final_output == "Your name is Ada."
     # The model's second turn was given the first turn from memstore.
     assert _texts(model.inputs[1]) == [
-        ("user", "My name is Ada."), ("assistant", "Hello Ada."), ("user", "What is my name?")]
+        ("user", "My name is Ada."),
+        ("assistant", "Hello Ada."),
+        ("user", "What is my name?"),
+    ]
     assert _texts(await again.get_items()) == [
-        ("user", "My name is Ada."), ("assistant", "Hello Ada."),
-        ("user", "What is my name?"), ("assistant", "Your name is Ada.")]
+        ("user", "My name is Ada."),
+        ("assistant", "Hello Ada."),
+        ("user", "What is my name?"),
+        ("assistant", "Your name is Ada."),
+    ]
     # Another tenant with the same session id has its own, empty conversation.
     assert await MemstoreSession("conv-1", mstore, user_id="bob").get_items() == []
 
@@ -142,15 +151,22 @@ async def test_session_settings_limit(mstore: MemoryStore) -> None:
 async def test_concurrent_pops_return_distinct_items(mstore: MemoryStore) -> None:
     s = MemstoreSession("pops", mstore, user_id="alice")
     await s.add_items([_msg(n) for n in range(10)])
-    popped = await asyncio.gather(*(
-        MemstoreSession("pops", mstore, user_id="alice").pop_item() for _ in range(6)))
+    popped = await asyncio.gather(
+        *(MemstoreSession("pops", mstore, user_id="alice").pop_item() for _ in range(6))
+    )
     assert sorted(p["content"] for p in popped if p) == [f"m{n}" for n in range(4, 10)]
     assert await s.get_items() == [_msg(n) for n in range(4)]
 
 
-@pytest.mark.parametrize("bad", [
-    "not a list", [1, 2], [{"role": "user", "content": float("nan")}], [{"x": object()}],
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "not a list",
+        [1, 2],
+        [{"role": "user", "content": float("nan")}],
+        [{"x": object()}],
+    ],
+)
 async def test_bad_items_are_refused_and_write_nothing(mstore: MemoryStore, bad: Any) -> None:
     s = MemstoreSession("bad", mstore, user_id="alice")
     with pytest.raises(InvalidInput):
@@ -214,7 +230,10 @@ def test_processes_share_one_session_in_order(db_url: str) -> None:
     procs = [
         subprocess.Popen(
             [sys.executable, "-c", WORKER, db_url, str(k), str(BATCHES), str(signals)],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
         )
         for k in range(PROCESSES)
     ]
@@ -244,7 +263,8 @@ def test_processes_share_one_session_in_order(db_url: str) -> None:
     items = [i["content"] for i in asyncio.run(read())]
     assert len(items) == PROCESSES * BATCHES * 2
     assert sorted(items) == sorted(
-        f"w{k}-{n}-{x}" for k in range(PROCESSES) for n in range(BATCHES) for x in "qa")
+        f"w{k}-{n}-{x}" for k in range(PROCESSES) for n in range(BATCHES) for x in "qa"
+    )
     # Each call's question and answer stay adjacent; each worker's calls stay in order.
     for q, a in zip(items[::2], items[1::2], strict=True):
         assert q.endswith("-q") and a == q[:-1] + "a"

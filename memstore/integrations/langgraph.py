@@ -60,8 +60,11 @@ class WrongThread(MemstoreError):
 
 
 def _check_count(name: str, value: object, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not (
-            minimum <= value <= _MAX_LIMIT):
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int)
+        or not (minimum <= value <= _MAX_LIMIT)
+    ):
         raise InvalidInput(f"{name} must be an integer between {minimum} and {_MAX_LIMIT}")
     return value
 
@@ -82,8 +85,11 @@ def _check_labels(what: str, labels: object, *, wildcard: bool = False) -> tuple
 def _check_ttl(ttl: object) -> float | None:
     if ttl is None:
         return None
-    if isinstance(ttl, bool) or not isinstance(ttl, int | float) or not (
-            0 < ttl <= 1_000 * 365 * 24 * 60):
+    if (
+        isinstance(ttl, bool)
+        or not isinstance(ttl, int | float)
+        or not (0 < ttl <= 1_000 * 365 * 24 * 60)
+    ):
         raise InvalidInput(f"ttl must be a positive number of minutes, got {ttl!r}")
     return float(ttl)
 
@@ -238,8 +244,11 @@ class MemstoreStore(BaseStore):
                 if not isinstance(op.value, Mapping):
                     raise InvalidInput(f"value must be a dict, got {type(op.value).__name__}")
                 check_json("value", dict(op.value))
-            if not (op.index is None or op.index is False or (
-                    isinstance(op.index, list) and all(isinstance(f, str) for f in op.index))):
+            if not (
+                op.index is None
+                or op.index is False
+                or (isinstance(op.index, list) and all(isinstance(f, str) for f in op.index))
+            ):
                 raise InvalidInput("index must be None, False or a list of JSON paths")
             _check_ttl(op.ttl)
         elif isinstance(op, SearchOp):
@@ -270,7 +279,8 @@ class MemstoreStore(BaseStore):
     async def _refresh(self, user: str, rows: Sequence[LangGraphItemRow], now: datetime) -> None:
         stale = [
             (r.namespace, r.key, now + timedelta(minutes=r.ttl_minutes))
-            for r in rows if r.ttl_minutes is not None
+            for r in rows
+            if r.ttl_minutes is not None
         ]
         if stale:
             async with self._store._write(user) as session:
@@ -288,8 +298,11 @@ class MemstoreStore(BaseStore):
         if op.refresh_ttl:
             await self._refresh(user, [row], now)
         return Item(
-            value=row.value, key=row.key, namespace=self._full(user, row.namespace),
-            created_at=row.created_at, updated_at=row.updated_at,
+            value=row.value,
+            key=row.key,
+            namespace=self._full(user, row.namespace),
+            created_at=row.created_at,
+            updated_at=row.updated_at,
         )
 
     async def _put(self, op: PutOp) -> None:
@@ -306,8 +319,14 @@ class MemstoreStore(BaseStore):
         async with self._store._write(user) as session:
             repo = LangGraphRepository(session=session)
             await repo.put(
-                user, namespace, op.key, value, vectors=vectors, now=now,
-                ttl_minutes=ttl, expires_at=self._expiry(ttl, now),
+                user,
+                namespace,
+                op.key,
+                value,
+                vectors=vectors,
+                now=now,
+                ttl_minutes=ttl,
+                expires_at=self._expiry(ttl, now),
             )
 
     async def _vectors(self, value: dict[str, Any], index: Any) -> bytes | None:
@@ -331,9 +350,7 @@ class MemstoreStore(BaseStore):
         filter_ = check_filter(op.filter)
         now = self._store.now()
         async with self._store._read(user) as session:
-            rows = await LangGraphRepository(session=session).under(
-                user, SEPARATOR.join(rest), now
-            )
+            rows = await LangGraphRepository(session=session).under(user, SEPARATOR.join(rest), now)
         rows = [r for r in rows if matches_filter(r.value, filter_)]
         scores: list[float | None] = [None] * len(rows)
         if op.query is not None and self.index_config is not None:
@@ -356,8 +373,12 @@ class MemstoreStore(BaseStore):
             await self._refresh(user, rows, now)
         return [
             SearchItem(
-                namespace=self._full(user, r.namespace), key=r.key, value=r.value,
-                created_at=r.created_at, updated_at=r.updated_at, score=s,
+                namespace=self._full(user, r.namespace),
+                key=r.key,
+                value=r.value,
+                created_at=r.created_at,
+                updated_at=r.updated_at,
+                score=s,
             )
             for r, s in zip(rows, scores, strict=True)
         ]
@@ -377,17 +398,14 @@ class MemstoreStore(BaseStore):
     async def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         user = self._listing_tenant(op)
         async with self._store._read(user) as session:
-            stored = await LangGraphRepository(session=session).namespaces(
-                user, self._store.now()
-            )
+            stored = await LangGraphRepository(session=session).namespaces(user, self._store.now())
         found: set[tuple[str, ...]] = set()
         for rest in stored:
             namespace = self._full(user, rest)
             if not namespace:
                 continue  # items at the tenant's root have no namespace below it
             if all(
-                matches_path(namespace, c.path, c.match_type)
-                for c in op.match_conditions or ()
+                matches_path(namespace, c.path, c.match_type) for c in op.match_conditions or ()
             ):
                 found.add(namespace[: op.max_depth] if op.max_depth else namespace)
         return sorted(found)[op.offset : op.offset + op.limit]

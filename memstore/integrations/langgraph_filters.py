@@ -33,7 +33,8 @@ def _check_conditions(conditions: Mapping[Any, Any]) -> None:
         if not isinstance(key, str):
             raise InvalidInput(f"filter keys must be strings, got {key!r}")
         if isinstance(wanted, Mapping) and any(
-                isinstance(k, str) and k.startswith("$") for k in wanted):
+            isinstance(k, str) and k.startswith("$") for k in wanted
+        ):
             for op, operand in wanted.items():
                 if op not in OPERATORS:
                     raise InvalidInput(
@@ -41,7 +42,8 @@ def _check_conditions(conditions: Mapping[Any, Any]) -> None:
                         f"{', '.join(sorted(OPERATORS))}"
                     )
                 if op in {"$gt", "$gte", "$lt", "$lte"} and (
-                        isinstance(operand, bool) or not isinstance(operand, int | float)):
+                    isinstance(operand, bool) or not isinstance(operand, int | float)
+                ):
                     raise InvalidInput(f"{op} on {key!r} needs a number, got {operand!r}")
         elif isinstance(wanted, Mapping):
             _check_conditions(wanted)
@@ -93,7 +95,8 @@ def _compare(value: Any, wanted: Any) -> bool:
         return all(_compare(value.get(k), v) for k, v in wanted.items())
     if isinstance(wanted, list | tuple):
         return (
-            isinstance(value, list | tuple) and len(value) == len(wanted)
+            isinstance(value, list | tuple)
+            and len(value) == len(wanted)
             and all(_compare(v, w) for v, w in zip(value, wanted, strict=True))
         )
     return _same(value, wanted)
@@ -103,11 +106,13 @@ def matches_filter(value: Mapping[str, Any], filter_: Mapping[str, Any]) -> bool
     return all(_compare(value.get(key), wanted) for key, wanted in filter_.items())
 
 
-def matches_path(
-    namespace: Sequence[str], path: Sequence[str], match_type: str
-) -> bool:
-    """Whether ``namespace`` starts (``prefix``) or ends (``suffix``) with ``path``; "*" = any label."""
+def matches_path(namespace: Sequence[str], path: Sequence[str], match_type: str) -> bool:
+    """Whether ``namespace`` starts (prefix) or ends (suffix) with ``path``; "*" = any label."""
     if len(path) > len(namespace):
         return False
-    part = namespace[: len(path)] if match_type == "prefix" else namespace[len(namespace) - len(path):]
+    part = (
+        namespace[: len(path)]
+        if match_type == "prefix"
+        else namespace[len(namespace) - len(path) :]
+    )
     return all(want == "*" or want == got for want, got in zip(path, part, strict=True))

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from memstore.errors import InvalidInput, LimitExceeded
 from memstore.repositories.threads import ThreadRepository
-from memstore.slots import SlotMetadata, Slot
+from memstore.slots import Slot, SlotMetadata
 from memstore.tenancy import public_user_id, storage_user_id
 from memstore.validation import check_identifier, check_json
 
@@ -117,7 +117,11 @@ class MemstoreSession:
             return
         entry = check_json("items", {"add": [dict(item) for item in items]})
         await self._store.threads.append(
-            self._thread, entry, from_id=_WRITER, to_id=self.session_id, user_id=self.user_id,
+            self._thread,
+            entry,
+            from_id=_WRITER,
+            to_id=self.session_id,
+            user_id=self.user_id,
         )
 
     async def pop_item(self) -> TResponseInputItem | None:
@@ -141,8 +145,12 @@ class MemstoreSession:
                 if not items:
                     raise _NothingToPop
                 metadata = SlotMetadata(
-                    thread_id=self._thread, from_id=_WRITER, to_id=self.session_id,
-                    slot_index=index, timestamp=now, payload_type="dict",
+                    thread_id=self._thread,
+                    from_id=_WRITER,
+                    to_id=self.session_id,
+                    slot_index=index,
+                    timestamp=now,
+                    payload_type="dict",
                     user_id=self.user_id,
                 )
                 await repo.add_slot(self._user, metadata, {"pop": 1})

@@ -12,7 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from memstore.db.errors import translated
 from memstore.models import LangGraphItemRow
 
-__all__ = ["LangGraphRepository", "SEPARATOR"]
+__all__ = ["SEPARATOR", "LangGraphRepository"]
 
 Row = LangGraphItemRow
 # LangGraph forbids "." inside a namespace label, so joining on it is reversible.
@@ -27,9 +27,7 @@ def _under(prefix: str) -> Any:
     """The namespace equals ``prefix`` or lies below it ("" = the whole tenant)."""
     # substr, not LIKE: SQLite's LIKE ignores case, and labels may hold % and _.
     below = prefix + SEPARATOR
-    return or_(
-        Row.namespace == prefix, func.substr(Row.namespace, 1, len(below)) == below
-    )
+    return or_(Row.namespace == prefix, func.substr(Row.namespace, 1, len(below)) == below)
 
 
 class LangGraphRepository:
@@ -44,14 +42,29 @@ class LangGraphRepository:
             return (await self._session.scalars(stmt)).first()
 
     async def put(
-        self, user_id: str, namespace: str, key: str, value: Any, *, vectors: bytes | None,
-        now: datetime, ttl_minutes: float | None, expires_at: datetime | None,
+        self,
+        user_id: str,
+        namespace: str,
+        key: str,
+        value: Any,
+        *,
+        vectors: bytes | None,
+        now: datetime,
+        ttl_minutes: float | None,
+        expires_at: datetime | None,
     ) -> None:
         name = self._session.get_bind().dialect.name
         insert = postgresql.insert if name == "postgresql" else sqlite.insert
         stmt = insert(Row).values(
-            user_id=user_id, namespace=namespace, key=key, value=value, vectors=vectors,
-            created_at=now, updated_at=now, ttl_minutes=ttl_minutes, expires_at=expires_at,
+            user_id=user_id,
+            namespace=namespace,
+            key=key,
+            value=value,
+            vectors=vectors,
+            created_at=now,
+            updated_at=now,
+            ttl_minutes=ttl_minutes,
+            expires_at=expires_at,
         )
         # An expired row still in the table is replaced as if new (created_at too).
         expired = Row.expires_at.is_not(None) & (Row.expires_at <= now)
@@ -70,9 +83,7 @@ class LangGraphRepository:
             await self._session.execute(stmt)
 
     async def delete(self, user_id: str, namespace: str, key: str) -> None:
-        stmt = delete(Row).where(
-            Row.user_id == user_id, Row.namespace == namespace, Row.key == key
-        )
+        stmt = delete(Row).where(Row.user_id == user_id, Row.namespace == namespace, Row.key == key)
         with translated("delete langgraph item"):
             await self._session.execute(stmt)
 
@@ -87,8 +98,10 @@ class LangGraphRepository:
 
     async def namespaces(self, user_id: str, now: datetime) -> list[str]:
         stmt = (
-            select(Row.namespace).where(Row.user_id == user_id, _alive(now))
-            .group_by(Row.namespace).order_by(Row.namespace)
+            select(Row.namespace)
+            .where(Row.user_id == user_id, _alive(now))
+            .group_by(Row.namespace)
+            .order_by(Row.namespace)
         )
         with translated("list langgraph namespaces"):
             return list((await self._session.scalars(stmt)).all())
@@ -101,8 +114,11 @@ class LangGraphRepository:
             stmt = (
                 update(Row)
                 .where(
-                    Row.user_id == user_id, Row.namespace == namespace, Row.key == key,
-                    Row.ttl_minutes.is_not(None), _alive(now),
+                    Row.user_id == user_id,
+                    Row.namespace == namespace,
+                    Row.key == key,
+                    Row.ttl_minutes.is_not(None),
+                    _alive(now),
                 )
                 .values(expires_at=expires_at)
             )
@@ -117,4 +133,3 @@ class LangGraphRepository:
         with translated("sweep langgraph items"):
             result = await self._session.execute(stmt)
         return int(result.rowcount or 0)  # type: ignore[attr-defined]
-
