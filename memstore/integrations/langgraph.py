@@ -50,7 +50,7 @@ from memstore.store import MemoryStore
 from memstore.tenancy import storage_user_id
 from memstore.validation import check_json
 
-__all__ = ["MemstoreStore"]
+__all__ = ["MemstoreStore", "WrongThread"]
 
 _MAX_LIMIT = 10_000
 
