@@ -359,6 +359,13 @@ async def test_index_config_is_checked(mstore: MemoryStore) -> None:
         MemstoreStore(mstore, index={"dims": DIM, "embed": "openai:text-embedding-3-small"})
     with pytest.raises(InvalidInput):
         MemstoreStore(mstore, ttl={"default_ttl": -5})
+    with pytest.raises(InvalidInput, match="expired"):
+        MemstoreStore(mstore, ttl={"omit_expired": False})
+    with pytest.raises(InvalidInput, match="sweep_ttl"):
+        MemstoreStore(mstore, ttl={"sweep_interval_minutes": 5})
+    with pytest.raises(InvalidInput, match="unknown"):
+        MemstoreStore(mstore, ttl={"default_tll": 5})  # type: ignore[typeddict-unknown-key]
+    assert MemstoreStore(mstore, ttl={"omit_expired": True}).ttl_config == {"omit_expired": True}
 
 
 # ---- TTL (test_store_ttl, omit_expired_*) ---------------------------------------------

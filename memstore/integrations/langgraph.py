@@ -142,9 +142,23 @@ class MemstoreStore(BaseStore):
             return None
         if not isinstance(ttl, Mapping):
             raise InvalidInput("ttl must be a dict like {'default_ttl': 60}")
-        unknown = set(ttl) - {"default_ttl", "refresh_on_read", "sweep_interval_minutes"}
+        unknown = set(ttl) - {
+            "default_ttl",
+            "refresh_on_read",
+            "sweep_interval_minutes",
+            "omit_expired",
+        }
         if unknown:
             raise InvalidInput(f"unknown ttl option(s) {sorted(unknown)}")
+        if ttl.get("omit_expired", True) is not True:
+            raise InvalidInput(
+                "ttl['omit_expired'] must be True: memstore never returns expired items"
+            )
+        if ttl.get("sweep_interval_minutes") is not None:
+            raise InvalidInput(
+                "ttl['sweep_interval_minutes'] is not supported: there is no background "
+                "sweeper; call MemstoreStore.sweep_ttl() from your scheduler"
+            )
         _check_ttl(ttl.get("default_ttl"))
         if not isinstance(ttl.get("refresh_on_read", True), bool):
             raise InvalidInput("ttl['refresh_on_read'] must be a bool")
