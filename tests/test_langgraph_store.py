@@ -336,19 +336,26 @@ async def test_operations_naming_no_tenant_are_refused(tenants: MemstoreStore) -
         PutOp((), "k", {"v": 1}),
         PutOp(("langgraph",), "k", {"v": 1}),
         PutOp(("x" * 1100,), "k", {"v": 1}),
+        PutOp(("漢" * 1000,), "k", {"v": 1}),
+        PutOp(("ok",), "漢" * 1000, {"v": 1}),
+        PutOp(("ok",), "\ud800", {"v": 1}),
+        PutOp(("\ud800",), "k", {"v": 1}),
         SearchOp(("ok",), filter={"n": {"$regex": "a"}}),
         SearchOp(("ok",), filter={"n": {"$gt": "five"}}),
         SearchOp(("ok",), limit=-1),
+        SearchOp(("ok",), query="\ud800"),
+        SearchOp(("ok",), query=5),  # type: ignore[arg-type]
         ListNamespacesOp(max_depth=0),
         GetOp(("ok",), 5),  # type: ignore[arg-type]
     ],
 )
 async def test_bad_input_is_refused_and_writes_nothing(
-    lg: MemstoreStore, mstore: MemoryStore, op: Any
+    vec: MemstoreStore, mstore: MemoryStore, op: Any
 ) -> None:
-    # The bad op comes after a good put: validation precedes any write.
+    # The bad op comes after a good put: validation precedes any write. With an
+    # index, so bad text would also reach the embedder.
     with pytest.raises(InvalidInput):
-        await lg.abatch([PutOp(("ok",), "first", {"v": 1}), op])
+        await vec.abatch([PutOp(("ok",), "first", {"text": "fine"}), op])
     assert (await table_counts(mstore))["langgraph_items"] == 0
 
 

@@ -48,11 +48,14 @@ from memstore.models import LangGraphItemRow
 from memstore.repositories.langgraph import SEPARATOR, LangGraphRepository
 from memstore.store import MemoryStore
 from memstore.tenancy import storage_user_id
-from memstore.validation import check_json
+from memstore.validation import check_json, check_text
 
 __all__ = ["MemstoreStore", "WrongThread"]
 
 _MAX_LIMIT = 10_000
+# Namespace and key each; with a 255-character user_id the primary-key entry stays
+# under Postgres' btree limit (~2700 bytes), which would otherwise refuse the row.
+MAX_KEY_BYTES = 768
 
 
 class WrongThread(MemstoreError):
@@ -270,8 +273,8 @@ class MemstoreStore(BaseStore):
             check_filter(op.filter)
             _check_count("limit", op.limit, 0)
             _check_count("offset", op.offset, 0)
-            if op.query is not None and not isinstance(op.query, str):
-                raise InvalidInput("query must be a string")
+            if op.query is not None:
+                check_text("query", op.query, allow_empty=True)
         elif isinstance(op, ListNamespacesOp):
             _check_count("limit", op.limit, 0)
             _check_count("offset", op.offset, 0)
@@ -434,12 +437,21 @@ class MemstoreStore(BaseStore):
 
 
 def _check_key(key: object) -> str:
-    if not isinstance(key, str) or not key or len(key) > 1024 or "\x00" in key:
-        raise InvalidInput("key must be a non-empty string of at most 1024 characters")
+    if not isinstance(key, str) or not key or "\x00" in key or _utf8(key) > MAX_KEY_BYTES:
+        raise InvalidInput(f"key must be a non-empty string of at most {MAX_KEY_BYTES} UTF-8 bytes")
     return key
 
 
 def _check_length(rest: tuple[str, ...]) -> tuple[str, ...]:
-    if len(SEPARATOR.join(rest)) > 1024:
-        raise InvalidInput("namespace too long: its labels joined by '.' exceed 1024 characters")
+    if _utf8(SEPARATOR.join(rest)) > MAX_KEY_BYTES:
+        raise InvalidInput(
+            f"namespace too long: its labels joined by '.' exceed {MAX_KEY_BYTES} UTF-8 bytes"
+        )
     return rest
+
+
+def _utf8(text: str) -> int:
+    try:
+        return len(text.encode())
+    except UnicodeEncodeError as exc:  # lone surrogates cannot be stored
+        raise InvalidInput(f"not valid Unicode text: {exc}") from exc
