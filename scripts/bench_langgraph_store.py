@@ -2,7 +2,8 @@
 
 Puts ``--items`` indexed items (hashing embedder, 384-d) into one tenant under
 ``("bench", "docs")`` plus 10 items under ``("bench", "small")``, then times
-``--queries`` semantic searches of each prefix and a filter-only search.
+``--queries`` semantic searches of each prefix, a filter-only search and a plain
+page (no query, no filter: the only kind paged in SQL).
 
     python scripts/bench_langgraph_store.py --items 1000 5000
 """
@@ -62,6 +63,7 @@ async def run(url: str, items: int, queries: int) -> dict[str, float]:
             "search_big_ms": await timed(("u1", "bench", "docs"), query="tea river"),
             "search_small_ms": await timed(("u1", "bench", "small"), query="tea river"),
             "filter_big_ms": await timed(("u1", "bench", "docs"), filter={"n": {"$lt": 50}}),
+            "page_big_ms": await timed(("u1", "bench", "docs")),
         }
 
 

@@ -366,11 +366,21 @@ class MemstoreStore(BaseStore):
         user, rest = self._split(op.namespace_prefix)
         filter_ = check_filter(op.filter)
         now = self._store.now()
+        ranked = op.query is not None and self.index_config is not None
+        # Only ranking or filtering needs every item; otherwise SQL pages.
+        paged = not ranked and not filter_
         async with self._store._read(user) as session:
-            rows = await LangGraphRepository(session=session).under(user, SEPARATOR.join(rest), now)
+            rows = await LangGraphRepository(session=session).under(
+                user,
+                SEPARATOR.join(rest),
+                now,
+                offset=op.offset if paged else 0,
+                limit=op.limit if paged else None,
+            )
         rows = [r for r in rows if matches_filter(r.value, filter_)]
         scores: list[float | None] = [None] * len(rows)
-        if op.query is not None and self.index_config is not None:
+        if ranked:
+            assert op.query is not None
             query = (await embed_checked(self._store.embedder, [op.query]))[0]
             dim = query.shape[0]
             for i, row in enumerate(rows):
@@ -384,8 +394,9 @@ class MemstoreStore(BaseStore):
             )
             rows = [rows[i] for i in order]
             scores = [scores[i] for i in order]
-        window = slice(op.offset, op.offset + op.limit)
-        rows, scores = rows[window], scores[window]
+        if not paged:
+            window = slice(op.offset, op.offset + op.limit)
+            rows, scores = rows[window], scores[window]
         if op.refresh_ttl:
             await self._refresh(user, rows, now)
         return [

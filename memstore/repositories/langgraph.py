@@ -87,12 +87,24 @@ class LangGraphRepository:
         with translated("delete langgraph item"):
             await self._session.execute(stmt)
 
-    async def under(self, user_id: str, prefix: str, now: datetime) -> list[Row]:
+    async def under(
+        self,
+        user_id: str,
+        prefix: str,
+        now: datetime,
+        *,
+        offset: int = 0,
+        limit: int | None = None,
+    ) -> list[Row]:
         """Live items at or below ``prefix``, newest update first (LangGraph's order)."""
         stmt = select(Row).where(Row.user_id == user_id, _alive(now))
         if prefix:
             stmt = stmt.where(_under(prefix))
         stmt = stmt.order_by(Row.updated_at.desc(), Row.namespace, Row.key)
+        if offset:
+            stmt = stmt.offset(offset)
+        if limit is not None:
+            stmt = stmt.limit(limit)
         with translated("search langgraph items"):
             return list((await self._session.scalars(stmt)).all())
 
