@@ -564,3 +564,17 @@ async def test_sync_api_on_the_loop_is_refused(lg: MemstoreStore) -> None:
     await lg.aput(("s",), "k", {"v": 1})
     with pytest.raises(MemstoreError, match="async"):
         lg.get(("s",), "k")
+
+
+async def test_concurrent_puts_and_searches(vec: MemstoreStore) -> None:
+    """test_async_batched_vector_search_concurrent: many coroutines at once, one store."""
+    ns = ("docs",)
+    await asyncio.gather(
+        *(vec.aput(ns, f"d{n}", {"text": f"note {n} about tea"}) for n in range(30))
+    )
+    results = await asyncio.gather(
+        *(vec.asearch(ns, query=f"note {n} about tea", limit=3) for n in range(30))
+    )
+    for n, found in enumerate(results):
+        assert found[0].key == f"d{n}"
+    assert len(await vec.asearch(ns, limit=100)) == 30
