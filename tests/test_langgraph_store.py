@@ -300,6 +300,10 @@ async def test_first_label_is_the_tenant(tenants: MemstoreStore, mstore: MemoryS
     # Rows really are stored under each tenant's user_id, with the rest as namespace.
     counts = await table_counts(mstore, "alice")
     assert counts["langgraph_items"] == 2
+    # The TTL sweep is per tenant: one statement per tenant, always filtered.
+    with pytest.raises(InvalidInput, match="tenant"):
+        await tenants.sweep_ttl()
+    assert await tenants.sweep_ttl(user_id="alice") == 0
     # forget() removes one tenant's items, not the other's.
     await mstore.forget(user_id="alice")
     assert await tenants.asearch(("alice",)) == []
@@ -399,6 +403,8 @@ async def test_ttl_expiry_and_refresh_on_read(
     # Expired rows are invisible before the sweep and gone after it.
     assert (await table_counts(mstore))["langgraph_items"] == 2
     assert await lg.sweep_ttl() == 1
+    with pytest.raises(InvalidInput, match="pinned"):
+        await lg.sweep_ttl(user_id="bob")
     assert (await table_counts(mstore))["langgraph_items"] == 1
     # Putting a key again after expiry starts afresh (new created_at).
     await lg.aput(ns, "item1", {"foo": "again"}, ttl=1)

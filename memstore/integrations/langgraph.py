@@ -160,7 +160,7 @@ class MemstoreStore(BaseStore):
         if ttl.get("sweep_interval_minutes") is not None:
             raise InvalidInput(
                 "ttl['sweep_interval_minutes'] is not supported: there is no background "
-                "sweeper; call MemstoreStore.sweep_ttl() from your scheduler"
+                "sweeper; call MemstoreStore.sweep_ttl(user_id=...) from your scheduler"
             )
         _check_ttl(ttl.get("default_ttl"))
         if not isinstance(ttl.get("refresh_on_read", True), bool):
@@ -438,13 +438,22 @@ class MemstoreStore(BaseStore):
                 found.add(namespace[: op.max_depth] if op.max_depth else namespace)
         return sorted(found)[op.offset : op.offset + op.limit]
 
-    async def sweep_ttl(self) -> int:
-        """Delete every expired item of every tenant now; returns how many.
+    async def sweep_ttl(self, user_id: str | None = None) -> int:
+        """Delete one tenant's expired items now (the pinned tenant, else ``user_id``).
 
-        Reads never return expired items whether or not this runs; it only frees space.
+        Reads never return expired items whether or not this runs; it only frees
+        space. One tenant per call, so every statement stays tenant-filtered.
         """
-        async with self._store._write() as session:
-            return await LangGraphRepository(session=session).sweep(self._store.now())
+        if self._pinned is not None:
+            if user_id is not None and storage_user_id(user_id) != self._pinned:
+                raise InvalidInput("this store is pinned to another tenant; omit user_id")
+            user = self._pinned
+        elif user_id is None:
+            raise InvalidInput("sweep_ttl(user_id=...) must name the tenant to sweep")
+        else:
+            user = storage_user_id(user_id)
+        async with self._store._write(user) as session:
+            return await LangGraphRepository(session=session).sweep(user, self._store.now())
 
 
 def _check_key(key: object) -> str:

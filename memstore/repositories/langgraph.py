@@ -137,11 +137,11 @@ class LangGraphRepository:
             with translated("refresh langgraph ttl"):
                 await self._session.execute(stmt)
 
-    async def sweep(self, now: datetime, user_id: str | None = None) -> int:
-        """Delete expired items (of one tenant, or of all); returns how many."""
-        stmt = delete(Row).where(Row.expires_at.is_not(None), Row.expires_at <= now)
-        if user_id is not None:
-            stmt = stmt.where(Row.user_id == user_id)
+    async def sweep(self, user_id: str, now: datetime) -> int:
+        """Delete the tenant's expired items; returns how many."""
+        stmt = delete(Row).where(
+            Row.user_id == user_id, Row.expires_at.is_not(None), Row.expires_at <= now
+        )
         with translated("sweep langgraph items"):
             result = await self._session.execute(stmt)
         return int(result.rowcount or 0)  # type: ignore[attr-defined]
