@@ -12,12 +12,15 @@ from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from conftest import table_counts
 
 from memstore import Conflict, Episode, Fact, InvalidInput, MemoryStore
 from memstore.migrate import upgrade
+from memstore.repositories.langgraph import LangGraphRepository
 from memstore.repositories.tenants import tenant_tables
+from memstore.tenancy import storage_user_id
 
 MARCH = datetime(2026, 3, 1, 9, 30, 15, 123456, tzinfo=UTC)
 JUNE = datetime(2026, 6, 1, tzinfo=timezone(timedelta(hours=2)))
@@ -61,6 +64,15 @@ async def populate(store: MemoryStore, user: str | None) -> None:
     await store.consolidate(user_id=user)
     await store.recall("paris", user_id=user)
     await store.flush_access()
+    # LangGraph store items (the repository, so this needs no langgraph install):
+    # a vector blob and a TTL, the columns other tables do not have.
+    stored = storage_user_id(user)
+    async with store._write(stored) as session:
+        await LangGraphRepository(session=session).put(
+            stored, "memories.prefs", "k1", {"text": "likes tea ☕", "n": 0.1},
+            vectors=np.arange(4, dtype="<f4").tobytes(), now=MARCH, ttl_minutes=60.0,
+            expires_at=MARCH + timedelta(days=36500),
+        )
 
 
 def comparable(dump: dict[str, Any]) -> dict[str, Any]:

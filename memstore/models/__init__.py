@@ -7,6 +7,7 @@ from memstore.models.config import ConfigRow
 from memstore.models.consolidation import EpisodeConsolidationRow
 from memstore.models.episodes import EpisodeRow, SessionTurnRow
 from memstore.models.facts import FactRow
+from memstore.models.langgraph import LangGraphItemRow
 from memstore.models.threads import SlotRow, ThreadRow
 from memstore.models.working_memory import WorkingMemoryCheckpointRow, WorkingMemoryRow
 
@@ -19,6 +20,7 @@ __all__ = [
     "EpisodeConsolidationRow",
     "EpisodeRow",
     "FactRow",
+    "LangGraphItemRow",
     "SessionTurnRow",
     "SlotRow",
     "ThreadRow",

@@ -1,0 +1,477 @@
+"""A LangGraph ``BaseStore`` backed by memstore (extra ``memstore[langgraph]``).
+
+Tenancy: by default the first namespace label is the memstore ``user_id`` and
+the rest is the namespace inside that tenant, so ``("alice", "memories")`` is
+alice's ``memories``. Every operation touches exactly one tenant; an operation
+that does not name one (an empty search prefix, a namespace listing without a
+concrete first label) is refused. ``MemstoreStore(store, user_id="alice")``
+instead pins every namespace to one tenant (then namespaces are LangGraph's
+own and every operation works, as in LangGraph's stores).
+
+Semantic search (``index={"dims": ..., "fields": [...]}``) embeds with the
+store's own embedder and scores every live item under the prefix exactly
+(cosine, max over an item's indexed fields), so a small namespace inside a
+large tenant still gets its ``limit`` results: no approximate index whose
+post-filter can starve it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from datetime import datetime, timedelta
+from typing import Any
+
+import numpy as np
+from langgraph.store.base import (
+    BaseStore,
+    GetOp,
+    IndexConfig,
+    Item,
+    ListNamespacesOp,
+    Op,
+    PutOp,
+    Result,
+    SearchItem,
+    SearchOp,
+    TTLConfig,
+    get_text_at_path,
+    tokenize_path,
+)
+
+from memstore.embeddings.base import embed_checked
+from memstore.errors import DimensionMismatch, InvalidInput, MemstoreError
+from memstore.integrations.langgraph_filters import check_filter, matches_filter, matches_path
+from memstore.models import LangGraphItemRow
+from memstore.repositories.langgraph import SEPARATOR, LangGraphRepository
+from memstore.store import MemoryStore
+from memstore.tenancy import storage_user_id
+from memstore.validation import check_json, check_text
+
+__all__ = ["MemstoreStore", "WrongThread"]
+
+_MAX_LIMIT = 10_000
+# Namespace and key each; with a 255-character user_id the primary-key entry stays
+# under Postgres' btree limit (~2700 bytes), which would otherwise refuse the row.
+MAX_KEY_BYTES = 768
+
+
+class WrongThread(MemstoreError):
+    """The synchronous API was called from the event loop the store runs on."""
+
+
+def _check_count(name: str, value: object, minimum: int) -> int:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int)
+        or not (minimum <= value <= _MAX_LIMIT)
+    ):
+        raise InvalidInput(f"{name} must be an integer between {minimum} and {_MAX_LIMIT}")
+    return value
+
+
+def _check_labels(what: str, labels: object, *, wildcard: bool = False) -> tuple[str, ...]:
+    if not isinstance(labels, tuple | list):
+        raise InvalidInput(f"{what} must be a tuple of strings")
+    for label in labels:
+        if not isinstance(label, str) or not label:
+            raise InvalidInput(f"{what}: every label must be a non-empty string, got {label!r}")
+        if SEPARATOR in label or "\x00" in label:
+            raise InvalidInput(f"{what}: label {label!r} may not contain '.' or NUL")
+        if label == "*" and not wildcard:
+            raise InvalidInput(f"{what}: '*' is only a wildcard in list_namespaces")
+    return tuple(labels)
+
+
+def _check_ttl(ttl: object) -> float | None:
+    if ttl is None:
+        return None
+    if (
+        isinstance(ttl, bool)
+        or not isinstance(ttl, int | float)
+        or not (0 < ttl <= 1_000 * 365 * 24 * 60)
+    ):
+        raise InvalidInput(f"ttl must be a positive number of minutes, got {ttl!r}")
+    return float(ttl)
+
+
+class MemstoreStore(BaseStore):
+    """LangGraph's long-term memory store on memstore (SQLite or Postgres)."""
+
+    supports_ttl = True
+
+    def __init__(
+        self,
+        store: MemoryStore,
+        *,
+        index: IndexConfig | None = None,
+        ttl: TTLConfig | None = None,
+        user_id: str | None = None,
+    ) -> None:
+        """``user_id`` pins every namespace to that tenant; else the first label is it."""
+        self._store = store
+        self._pinned = None if user_id is None else storage_user_id(user_id)
+        self.index_config = self._check_index(index)
+        self.ttl_config = self._check_ttl_config(ttl)
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def _check_index(self, index: IndexConfig | None) -> IndexConfig | None:
+        if index is None:
+            return None
+        if not isinstance(index, Mapping):
+            raise InvalidInput("index must be a dict like {'dims': 384, 'fields': ['text']}")
+        if index.get("embed") is not None:
+            raise InvalidInput(
+                "index['embed'] is not supported: the store embeds with its own embedder "
+                "(MemoryStore.open(..., embedder=...)); drop 'embed'"
+            )
+        dims = index.get("dims", self._store.embedder.dim)
+        if dims != self._store.embedder.dim:
+            raise DimensionMismatch(
+                f"index dims={dims!r} but the store's embedder produces "
+                f"{self._store.embedder.dim}-dimensional vectors; use dims="
+                f"{self._store.embedder.dim} or open the store with another embedder"
+            )
+        fields = index.get("fields") or ["$"]
+        if not isinstance(fields, list) or not all(isinstance(f, str) and f for f in fields):
+            raise InvalidInput("index['fields'] must be a list of JSON paths like ['text']")
+        return {"dims": int(dims), "fields": list(fields)}
+
+    @staticmethod
+    def _check_ttl_config(ttl: TTLConfig | None) -> TTLConfig | None:
+        if ttl is None:
+            return None
+        if not isinstance(ttl, Mapping):
+            raise InvalidInput("ttl must be a dict like {'default_ttl': 60}")
+        unknown = set(ttl) - {
+            "default_ttl",
+            "refresh_on_read",
+            "sweep_interval_minutes",
+            "omit_expired",
+        }
+        if unknown:
+            raise InvalidInput(f"unknown ttl option(s) {sorted(unknown)}")
+        if ttl.get("omit_expired", True) is not True:
+            raise InvalidInput(
+                "ttl['omit_expired'] must be True: memstore never returns expired items"
+            )
+        if ttl.get("sweep_interval_minutes") is not None:
+            raise InvalidInput(
+                "ttl['sweep_interval_minutes'] is not supported: there is no background "
+                "sweeper; call MemstoreStore.sweep_ttl(user_id=...) from your scheduler"
+            )
+        _check_ttl(ttl.get("default_ttl"))
+        if not isinstance(ttl.get("refresh_on_read", True), bool):
+            raise InvalidInput("ttl['refresh_on_read'] must be a bool")
+        return dict(ttl)  # type: ignore[return-value]
+
+    @classmethod
+    @asynccontextmanager
+    async def from_url(
+        cls,
+        url: str | None = None,
+        *,
+        index: IndexConfig | None = None,
+        ttl: TTLConfig | None = None,
+        user_id: str | None = None,
+        **open_options: Any,
+    ) -> AsyncIterator[MemstoreStore]:
+        """Open a :class:`MemoryStore` on ``url`` (options as ``MemoryStore.open``) and wrap it."""
+        async with MemoryStore.open(url, **open_options) as store:
+            yield cls(store, index=index, ttl=ttl, user_id=user_id)
+
+    # ---- tenancy -----------------------------------------------------------------
+
+    def _split(self, namespace: tuple[str, ...]) -> tuple[str, tuple[str, ...]]:
+        """(stored user_id, namespace inside the tenant)."""
+        if self._pinned is not None:
+            return self._pinned, _check_length(namespace)
+        if not namespace:
+            raise InvalidInput(
+                "the first namespace label is the tenant (memstore user_id); an empty "
+                "namespace names no tenant. Pass e.g. ('alice', ...) or pin one with "
+                "MemstoreStore(store, user_id=...)"
+            )
+        return storage_user_id(namespace[0]), _check_length(namespace[1:])
+
+    def _full(self, user: str, rest: str) -> tuple[str, ...]:
+        labels = tuple(rest.split(SEPARATOR)) if rest else ()
+        return labels if self._pinned is not None else (user, *labels)
+
+    # ---- batch -----------------------------------------------------------------------
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """Run ``abatch`` on the store's event loop from another thread (sync graphs)."""
+        loop = self._loop
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if loop is None or loop.is_closed():
+            if running is not None:
+                raise WrongThread(
+                    "MemstoreStore.batch() is synchronous and this thread runs an event loop; "
+                    "use the async methods (aget/aput/asearch/abatch) here"
+                )
+            raise WrongThread(
+                "MemstoreStore.batch() needs the store's event loop running in another "
+                "thread; call abatch() once from that loop first, or use the async API"
+            )
+        if running is loop:
+            raise WrongThread(
+                "MemstoreStore.batch() was called on the store's own event loop and would "
+                "deadlock; use the async methods (aget/aput/asearch/abatch) there"
+            )
+        return asyncio.run_coroutine_threadsafe(self.abatch(ops), loop).result()
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        self._loop = asyncio.get_running_loop()
+        ops = list(ops)
+        # Validate everything before anything is written: bad input writes nothing.
+        for op in ops:
+            self._check_op(op)
+        results: list[Result] = []
+        for op in ops:
+            if isinstance(op, GetOp):
+                results.append(await self._get(op))
+            elif isinstance(op, PutOp):
+                await self._put(op)
+                results.append(None)
+            elif isinstance(op, SearchOp):
+                results.append(await self._search(op))
+            else:
+                results.append(await self._list_namespaces(op))
+        return results
+
+    def _check_op(self, op: object) -> None:
+        if isinstance(op, GetOp):
+            self._split(_check_labels("namespace", op.namespace))
+            _check_key(op.key)
+        elif isinstance(op, PutOp):
+            namespace = _check_labels("namespace", op.namespace)
+            if not namespace:
+                raise InvalidInput("namespace cannot be empty")
+            if namespace[0] == "langgraph":
+                raise InvalidInput("the root label 'langgraph' is reserved by LangGraph")
+            self._split(namespace)
+            _check_key(op.key)
+            if op.value is not None:
+                if not isinstance(op.value, Mapping):
+                    raise InvalidInput(f"value must be a dict, got {type(op.value).__name__}")
+                check_json("value", dict(op.value))
+            if not (
+                op.index is None
+                or op.index is False
+                or (isinstance(op.index, list) and all(isinstance(f, str) for f in op.index))
+            ):
+                raise InvalidInput("index must be None, False or a list of JSON paths")
+            _check_ttl(op.ttl)
+        elif isinstance(op, SearchOp):
+            self._split(_check_labels("namespace_prefix", op.namespace_prefix))
+            check_filter(op.filter)
+            _check_count("limit", op.limit, 0)
+            _check_count("offset", op.offset, 0)
+            if op.query is not None:
+                check_text("query", op.query, allow_empty=True)
+        elif isinstance(op, ListNamespacesOp):
+            _check_count("limit", op.limit, 0)
+            _check_count("offset", op.offset, 0)
+            if op.max_depth is not None:
+                _check_count("max_depth", op.max_depth, 1)
+            for condition in op.match_conditions or ():
+                if condition.match_type not in ("prefix", "suffix"):
+                    raise InvalidInput(f"unknown match_type {condition.match_type!r}")
+                _check_labels("match path", condition.path, wildcard=True)
+            self._listing_tenant(op)
+        else:
+            raise InvalidInput(f"unknown store operation {type(op).__name__}")
+
+    # ---- operations ----------------------------------------------------------------
+
+    def _expiry(self, ttl_minutes: float | None, now: datetime) -> datetime | None:
+        return None if ttl_minutes is None else now + timedelta(minutes=ttl_minutes)
+
+    async def _refresh(self, user: str, rows: Sequence[LangGraphItemRow], now: datetime) -> None:
+        stale = [
+            (r.namespace, r.key, now + timedelta(minutes=r.ttl_minutes))
+            for r in rows
+            if r.ttl_minutes is not None
+        ]
+        if stale:
+            async with self._store._write(user) as session:
+                await LangGraphRepository(session=session).refresh(user, stale, now)
+
+    async def _get(self, op: GetOp) -> Item | None:
+        user, rest = self._split(op.namespace)
+        now = self._store.now()
+        async with self._store._read(user) as session:
+            row = await LangGraphRepository(session=session).get(
+                user, SEPARATOR.join(rest), op.key, now
+            )
+        if row is None:
+            return None
+        if op.refresh_ttl:
+            await self._refresh(user, [row], now)
+        return Item(
+            value=row.value,
+            key=row.key,
+            namespace=self._full(user, row.namespace),
+            created_at=row.created_at,
+            updated_at=row.updated_at,
+        )
+
+    async def _put(self, op: PutOp) -> None:
+        user, rest = self._split(op.namespace)
+        namespace = SEPARATOR.join(rest)
+        if op.value is None:
+            async with self._store._write(user) as session:
+                await LangGraphRepository(session=session).delete(user, namespace, op.key)
+            return
+        value = dict(op.value)
+        vectors = await self._vectors(value, op.index)
+        now = self._store.now()
+        ttl = _check_ttl(op.ttl)
+        async with self._store._write(user) as session:
+            repo = LangGraphRepository(session=session)
+            await repo.put(
+                user,
+                namespace,
+                op.key,
+                value,
+                vectors=vectors,
+                now=now,
+                ttl_minutes=ttl,
+                expires_at=self._expiry(ttl, now),
+            )
+
+    async def _vectors(self, value: dict[str, Any], index: Any) -> bytes | None:
+        if self.index_config is None or index is False:
+            return None
+        paths = index if isinstance(index, list) else self.index_config.get("fields") or ["$"]
+        texts: list[str] = []
+        for path in paths:
+            found = value if path == "$" else get_text_at_path(value, tokenize_path(path))
+            for text in found if isinstance(found, list) and path != "$" else [found]:
+                text = text if isinstance(text, str) else json.dumps(text, sort_keys=True)
+                if text:
+                    texts.append(text)
+        if not texts:
+            return None
+        matrix = await embed_checked(self._store.embedder, texts)
+        return matrix.astype("<f4").tobytes()
+
+    async def _search(self, op: SearchOp) -> list[SearchItem]:
+        user, rest = self._split(op.namespace_prefix)
+        filter_ = check_filter(op.filter)
+        now = self._store.now()
+        ranked = op.query is not None and self.index_config is not None
+        # Only ranking or filtering needs every item; otherwise SQL pages.
+        paged = not ranked and not filter_
+        async with self._store._read(user) as session:
+            rows = await LangGraphRepository(session=session).under(
+                user,
+                SEPARATOR.join(rest),
+                now,
+                offset=op.offset if paged else 0,
+                limit=op.limit if paged else None,
+            )
+        rows = [r for r in rows if matches_filter(r.value, filter_)]
+        scores: list[float | None] = [None] * len(rows)
+        if ranked:
+            assert op.query is not None
+            query = (await embed_checked(self._store.embedder, [op.query]))[0]
+            dim = query.shape[0]
+            for i, row in enumerate(rows):
+                if row.vectors:
+                    matrix = np.frombuffer(row.vectors, dtype="<f4").reshape(-1, dim)
+                    scores[i] = float((matrix @ query).max())
+            # Scored items first (best first), then unindexed ones in recency order.
+            order = sorted(
+                range(len(rows)),
+                key=lambda i: (scores[i] is None, -(scores[i] or 0.0), i),
+            )
+            rows = [rows[i] for i in order]
+            scores = [scores[i] for i in order]
+        if not paged:
+            window = slice(op.offset, op.offset + op.limit)
+            rows, scores = rows[window], scores[window]
+        if op.refresh_ttl:
+            await self._refresh(user, rows, now)
+        return [
+            SearchItem(
+                namespace=self._full(user, r.namespace),
+                key=r.key,
+                value=r.value,
+                created_at=r.created_at,
+                updated_at=r.updated_at,
+                score=s,
+            )
+            for r, s in zip(rows, scores, strict=True)
+        ]
+
+    def _listing_tenant(self, op: ListNamespacesOp) -> str:
+        if self._pinned is not None:
+            return self._pinned
+        for condition in op.match_conditions or ():
+            if condition.match_type == "prefix" and condition.path and condition.path[0] != "*":
+                return storage_user_id(condition.path[0])
+        raise InvalidInput(
+            "list_namespaces must name one tenant: pass prefix=('<user_id>', ...) "
+            "(the first namespace label is the memstore user_id), or pin one with "
+            "MemstoreStore(store, user_id=...)"
+        )
+
+    async def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
+        user = self._listing_tenant(op)
+        async with self._store._read(user) as session:
+            stored = await LangGraphRepository(session=session).namespaces(user, self._store.now())
+        found: set[tuple[str, ...]] = set()
+        for rest in stored:
+            namespace = self._full(user, rest)
+            if not namespace:
+                continue  # items at the tenant's root have no namespace below it
+            if all(
+                matches_path(namespace, c.path, c.match_type) for c in op.match_conditions or ()
+            ):
+                found.add(namespace[: op.max_depth] if op.max_depth else namespace)
+        return sorted(found)[op.offset : op.offset + op.limit]
+
+    async def sweep_ttl(self, user_id: str | None = None) -> int:
+        """Delete one tenant's expired items now (the pinned tenant, else ``user_id``).
+
+        Reads never return expired items whether or not this runs; it only frees
+        space. One tenant per call, so every statement stays tenant-filtered.
+        """
+        if self._pinned is not None:
+            if user_id is not None and storage_user_id(user_id) != self._pinned:
+                raise InvalidInput("this store is pinned to another tenant; omit user_id")
+            user = self._pinned
+        elif user_id is None:
+            raise InvalidInput("sweep_ttl(user_id=...) must name the tenant to sweep")
+        else:
+            user = storage_user_id(user_id)
+        async with self._store._write(user) as session:
+            return await LangGraphRepository(session=session).sweep(user, self._store.now())
+
+
+def _check_key(key: object) -> str:
+    if not isinstance(key, str) or not key or "\x00" in key or _utf8(key) > MAX_KEY_BYTES:
+        raise InvalidInput(f"key must be a non-empty string of at most {MAX_KEY_BYTES} UTF-8 bytes")
+    return key
+
+
+def _check_length(rest: tuple[str, ...]) -> tuple[str, ...]:
+    if _utf8(SEPARATOR.join(rest)) > MAX_KEY_BYTES:
+        raise InvalidInput(
+            f"namespace too long: its labels joined by '.' exceed {MAX_KEY_BYTES} UTF-8 bytes"
+        )
+    return rest
+
+
+def _utf8(text: str) -> int:
+    try:
+        return len(text.encode())
+    except UnicodeEncodeError as exc:  # lone surrogates cannot be stored
+        raise InvalidInput(f"not valid Unicode text: {exc}") from exc

@@ -1,0 +1,38 @@
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Float, Index, LargeBinary, String
+from sqlalchemy.orm import Mapped, mapped_column
+
+from memstore.db.base import Base
+from memstore.db.types import JSONDoc, UTCDateTime
+
+__all__ = ["LangGraphItemRow"]
+
+
+class LangGraphItemRow(Base):
+    """One item of the LangGraph store (memstore.integrations.langgraph).
+
+    ``namespace`` is the namespace below the tenant, labels joined by "."
+    (LangGraph forbids "." inside a label, so the join is unambiguous; "" is
+    the tenant's root). Working memory does not fit: its scope is a fixed
+    three-level path and it has no vectors or created_at.
+    """
+
+    __tablename__ = "langgraph_items"
+
+    user_id: Mapped[str] = mapped_column(String(255), primary_key=True)
+    namespace: Mapped[str] = mapped_column(String(1024), primary_key=True)
+    key: Mapped[str] = mapped_column(String(1024), primary_key=True)
+    value: Mapped[Any] = mapped_column(JSONDoc)
+    # float32 unit vectors of the indexed fields, concatenated; NULL = not indexed.
+    vectors: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    # LangGraph TTLs are in minutes; kept so a read can push expires_at forward.
+    ttl_minutes: Mapped[float | None] = mapped_column(Float, nullable=True)
+    expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+
+    __table_args__ = (Index(None, "user_id", "expires_at"),)
