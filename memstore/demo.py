@@ -39,18 +39,40 @@ async def run_demo(url: str) -> None:
     async with MemoryStore.open(url, auto_migrate=True) as store:
         march = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
         turns = [
-            ("alice", "s1", march, "Hi, I'm Alice. I just moved to Paris for a job at Acme.",
-             "Welcome to Paris, Alice! How is the new job at Acme?"),
-            ("alice", "s1", march + timedelta(minutes=3), "I love the bakeries near my flat.",
-             "Parisian bakeries are hard to beat. Any favourite pastry?"),
-            ("bob", "b1", march + timedelta(days=1), "Bob here. I work on Rust compilers.",
-             "Nice to meet you, Bob. What part of the compiler?"),
-            ("alice", "s2", march + timedelta(days=90), "Big news: I relocated to London.",
-             "Congratulations on the move to London!"),
+            (
+                "alice",
+                "s1",
+                march,
+                "Hi, I'm Alice. I just moved to Paris for a job at Acme.",
+                "Welcome to Paris, Alice! How is the new job at Acme?",
+            ),
+            (
+                "alice",
+                "s1",
+                march + timedelta(minutes=3),
+                "I love the bakeries near my flat.",
+                "Parisian bakeries are hard to beat. Any favourite pastry?",
+            ),
+            (
+                "bob",
+                "b1",
+                march + timedelta(days=1),
+                "Bob here. I work on Rust compilers.",
+                "Nice to meet you, Bob. What part of the compiler?",
+            ),
+            (
+                "alice",
+                "s2",
+                march + timedelta(days=90),
+                "Big news: I relocated to London.",
+                "Congratulations on the move to London!",
+            ),
         ]
         ids = await store.remember_many(
-            [Episode(user_id=u, session_id=s, occurred_at=t, input=i, output=o)
-             for u, s, t, i, o in turns[:3]]
+            [
+                Episode(user_id=u, session_id=s, occurred_at=t, input=i, output=o)
+                for u, s, t, i, o in turns[:3]
+            ]
         )
         _say("remembered", f"{len(ids)} turns for alice and bob")
 
@@ -59,54 +81,91 @@ async def run_demo(url: str) -> None:
         result = await store.consolidate()
         _say("consolidate", f"  {result.summary()}")
         extracted = await store.recall_facts("", user_id="alice", limit=20)
-        _say("facts alice's turns produced", "\n".join(
-            f"  {f.subject} {f.predicate} {f.object} (confidence {f.confidence:.2f})"
-            for f in sorted(extracted, key=lambda f: (f.predicate, f.object))))
+        _say(
+            "facts alice's turns produced",
+            "\n".join(
+                f"  {f.subject} {f.predicate} {f.object} (confidence {f.confidence:.2f})"
+                for f in sorted(extracted, key=lambda f: (f.predicate, f.object))
+            ),
+        )
 
         before_correction = store.now()
-        ids.append(await store.remember(Episode(
-            user_id=turns[3][0], session_id=turns[3][1], occurred_at=turns[3][2],
-            input=turns[3][3], output=turns[3][4])))
+        ids.append(
+            await store.remember(
+                Episode(
+                    user_id=turns[3][0],
+                    session_id=turns[3][1],
+                    occurred_at=turns[3][2],
+                    input=turns[3][3],
+                    output=turns[3][4],
+                )
+            )
+        )
         result = await store.consolidate()
-        _say("remember the move, consolidate again (supersedes lives_in)",
-             f"  {result.summary()}")
-        await store.update_block("persona", "Friendly assistant. Keep answers short.",
-                                 user_id="alice")
+        _say("remember the move, consolidate again (supersedes lives_in)", f"  {result.summary()}")
+        await store.update_block(
+            "persona", "Friendly assistant. Keep answers short.", user_id="alice"
+        )
         await store.append_block("persona", " Alice prefers metric units.", user_id="alice")
 
         hits = await store.recall("where does alice live? moved", user_id="alice", limit=3)
-        _say("recall('where does alice live? moved')",
-             "\n".join(f"  [{e.occurred_at:%Y-%m-%d}] {e.input}" for e in hits))
+        _say(
+            "recall('where does alice live? moved')",
+            "\n".join(f"  [{e.occurred_at:%Y-%m-%d}] {e.input}" for e in hits),
+        )
         bob_view = await store.recall("Paris", user_id="bob")
-        _say("bob recalls 'Paris' (tenant isolation: only bob's own turns come back)",
-             "\n".join(f"  {e.input}" for e in bob_view))
+        _say(
+            "bob recalls 'Paris' (tenant isolation: only bob's own turns come back)",
+            "\n".join(f"  {e.input}" for e in bob_view),
+        )
 
         now_facts = await store.recall_facts("lives", user_id="alice")
-        _say("where alice lives — as known now",
-             "\n".join(f"  {f.object} (valid {f.valid_from:%Y-%m-%d} → "
-                       f"{f.valid_to:%Y-%m-%d})" if f.valid_to else
-                       f"  {f.object} (valid since {f.valid_from:%Y-%m-%d})" for f in now_facts))
+        _say(
+            "where alice lives — as known now",
+            "\n".join(
+                f"  {f.object} (valid {f.valid_from:%Y-%m-%d} → {f.valid_to:%Y-%m-%d})"
+                if f.valid_to
+                else f"  {f.object} (valid since {f.valid_from:%Y-%m-%d})"
+                for f in now_facts
+            ),
+        )
         april = march + timedelta(days=40)
         in_april = await store.recall_facts("lives", user_id="alice", valid_at=april)
-        _say("where did alice live in April? (valid time)",
-             "  " + ", ".join(f.object for f in in_april))
-        believed = await store.recall_facts("lives", user_id="alice",
-                                            valid_at=store.now(), known_at=before_correction)
-        _say("what did we believe before the correction? (transaction time)",
-             "  " + ", ".join(f.object for f in believed))
-        history = await store.fact_history(user_id="alice", subject="alice",
-                                           predicate="lives_in")
-        _say("fact_history(alice, lives_in)", "\n".join(
-            f"  {f.object:<7} valid {f.valid_from:%Y-%m-%d}→"
-            f"{f.valid_to.strftime('%Y-%m-%d') if f.valid_to else '…':<10} "
-            f"{'current' if f.superseded_at is None else 'superseded'}" for f in history))
+        _say(
+            "where did alice live in April? (valid time)",
+            "  " + ", ".join(f.object for f in in_april),
+        )
+        believed = await store.recall_facts(
+            "lives", user_id="alice", valid_at=store.now(), known_at=before_correction
+        )
+        _say(
+            "what did we believe before the correction? (transaction time)",
+            "  " + ", ".join(f.object for f in believed),
+        )
+        history = await store.fact_history(user_id="alice", subject="alice", predicate="lives_in")
+        _say(
+            "fact_history(alice, lives_in)",
+            "\n".join(
+                f"  {f.object:<7} valid {f.valid_from:%Y-%m-%d}→"
+                f"{f.valid_to.strftime('%Y-%m-%d') if f.valid_to else '…':<10} "
+                f"{'current' if f.superseded_at is None else 'superseded'}"
+                for f in history
+            ),
+        )
 
         blocks = await store.working(user_id="alice")
         _say("working blocks", "\n".join(f"  {b.name} v{b.version}: {b.content}" for b in blocks))
         profile = await store.profile(user_id="alice")
-        _say("profile", f"  {profile.episode_count} episodes, {profile.fact_count} current "
-             f"fact rows, sessions {profile.recent_sessions}")
+        _say(
+            "profile",
+            f"  {profile.episode_count} episodes, {profile.fact_count} current "
+            f"fact rows, sessions {profile.recent_sessions}",
+        )
         dump = await store.export(user_id="alice")
         size = len(json.dumps(dump))
-        _say("export(alice)", "  " + ", ".join(
-            f"{name}: {len(rows)}" for name, rows in dump["tables"].items()) + f" ({size} bytes)")
+        _say(
+            "export(alice)",
+            "  "
+            + ", ".join(f"{name}: {len(rows)}" for name, rows in dump["tables"].items())
+            + f" ({size} bytes)",
+        )

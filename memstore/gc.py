@@ -57,7 +57,8 @@ async def collect(
         from memstore.tenancy import public_user_id
 
         threads = await store.threads.gc(
-            user_id=public_user_id(user), max_threads=max_threads,
+            user_id=public_user_id(user),
+            max_threads=max_threads,
             idle_ttl_seconds=idle_ttl_seconds,
         )
         expired = await sweep_working_memory(store, [user])

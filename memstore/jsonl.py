@@ -65,16 +65,18 @@ async def read_jsonl(
             if isinstance(record, dict) and "end" in record:
                 end = record["end"]
                 expected = end.get("rows") if isinstance(end, dict) else None
-                if not isinstance(expected, dict) or {
-                    k: v for k, v in expected.items() if v
-                } != seen:
-                    raise InvalidInput(f"line {number}: row counts {seen} differ from the "
-                                       f"trailer's {expected}")
+                if (
+                    not isinstance(expected, dict)
+                    or {k: v for k, v in expected.items() if v} != seen
+                ):
+                    raise InvalidInput(
+                        f"line {number}: row counts {seen} differ from the trailer's {expected}"
+                    )
                 if next(numbered, None) is not None:
                     raise InvalidInput(f"line {number + 1}: data after the end line")
                 return
             if not isinstance(record, dict) or set(record) != {"table", "row"}:
-                raise InvalidInput(f"line {number}: expected {{\"table\": ..., \"row\": ...}}")
+                raise InvalidInput(f'line {number}: expected {{"table": ..., "row": ...}}')
             seen[record["table"]] = seen.get(record["table"], 0) + 1
             yield record["table"], record["row"]
         raise InvalidInput("the dump is truncated (no end line); nothing was imported")

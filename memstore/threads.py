@@ -97,7 +97,8 @@ class ThreadBuffer:
         )
         self.max_threads = check_limit("max_threads", max_threads, maximum=_MAX_LIMIT)
         self.idle_ttl_seconds = (
-            None if idle_ttl_seconds is None
+            None
+            if idle_ttl_seconds is None
             else check_positive_seconds("thread_idle_ttl_seconds", idle_ttl_seconds)
         )
 
@@ -146,10 +147,17 @@ class ThreadBuffer:
                     "(max_slots_per_thread)"
                 )
             metadata = SlotMetadata(
-                thread_id=thread_id, from_id=from_id, to_id=to_id, slot_index=index,
-                timestamp=now, payload_type=payload_type, own_name=own_name,
-                is_self_call=is_self_call, usage_instructions=usage_instructions,
-                todo_nudge=todo_nudge, user_id=public_user_id(user),
+                thread_id=thread_id,
+                from_id=from_id,
+                to_id=to_id,
+                slot_index=index,
+                timestamp=now,
+                payload_type=payload_type,
+                own_name=own_name,
+                is_self_call=is_self_call,
+                usage_instructions=usage_instructions,
+                todo_nudge=todo_nudge,
+                user_id=public_user_id(user),
             )
             await repo.add_slot(user, metadata, value)
         return Slot(payload=value, metadata=metadata)
@@ -175,7 +183,11 @@ class ThreadBuffer:
         return await self._slots(user_id, thread_id)
 
     async def get_slice(
-        self, thread_id: str, start: int = 0, end: int | None = None, *,
+        self,
+        thread_id: str,
+        start: int = 0,
+        end: int | None = None,
+        *,
         user_id: str | None = None,
     ) -> list[Slot]:
         """Slots ``[start:end]`` with Python slice semantics (negative counts from the end)."""
@@ -200,9 +212,7 @@ class ThreadBuffer:
         """The slot at ``index`` (negative counts from the end); NotFound if out of range."""
         if isinstance(index, bool) or not isinstance(index, int):
             raise InvalidInput("index must be an integer")
-        found = await self.get_slice(
-            thread_id, index, (index + 1) or None, user_id=user_id
-        )
+        found = await self.get_slice(thread_id, index, (index + 1) or None, user_id=user_id)
         if not found:
             raise NotFound(f"thread {thread_id!r} has no slot {index}")
         return found[0]
@@ -249,9 +259,7 @@ class ThreadBuffer:
         info = await self.thread_info(thread_id, user_id=user_id)
         return info.slot_count if info is not None else 0
 
-    async def thread_info(
-        self, thread_id: str, *, user_id: str | None = None
-    ) -> ThreadInfo | None:
+    async def thread_info(self, thread_id: str, *, user_id: str | None = None) -> ThreadInfo | None:
         user = storage_user_id(user_id)
         check_identifier("thread_id", thread_id)
         async with self._store._read(user) as session:
@@ -320,28 +328,34 @@ class ThreadBuffer:
     def _gc_limits(
         self, max_threads: int | None, idle_ttl_seconds: float | None
     ) -> tuple[int, float | None]:
-        keep = self.max_threads if max_threads is None else check_limit(
-            "max_threads", max_threads, maximum=_MAX_LIMIT
+        keep = (
+            self.max_threads
+            if max_threads is None
+            else check_limit("max_threads", max_threads, maximum=_MAX_LIMIT)
         )
-        ttl = self.idle_ttl_seconds if idle_ttl_seconds is None else check_positive_seconds(
-            "idle_ttl_seconds", idle_ttl_seconds
+        ttl = (
+            self.idle_ttl_seconds
+            if idle_ttl_seconds is None
+            else check_positive_seconds("idle_ttl_seconds", idle_ttl_seconds)
         )
         return keep, ttl
 
-    async def _collect(
-        self, user: str, keep: int, cutoff: datetime | None
-    ) -> list[RemovedThread]:
+    async def _collect(self, user: str, keep: int, cutoff: datetime | None) -> list[RemovedThread]:
         public = public_user_id(user)
         removed: list[RemovedThread] = []
         async with self._store._write(user) as session:
             repo = ThreadRepository(session=session)
             if cutoff is not None:
                 for thread_id, count in sorted((await repo.delete_idle(user, cutoff)).items()):
-                    removed.append(RemovedThread(
-                        thread_id=thread_id, slot_count=count, reason="idle", user_id=public
-                    ))
+                    removed.append(
+                        RemovedThread(
+                            thread_id=thread_id, slot_count=count, reason="idle", user_id=public
+                        )
+                    )
             for thread_id, count in sorted((await repo.delete_beyond(user, keep)).items()):
-                removed.append(RemovedThread(
-                    thread_id=thread_id, slot_count=count, reason="max_threads", user_id=public
-                ))
+                removed.append(
+                    RemovedThread(
+                        thread_id=thread_id, slot_count=count, reason="max_threads", user_id=public
+                    )
+                )
         return removed

@@ -90,8 +90,9 @@ def check_index_key_bytes(what: str, parts: Sequence[str], *, reserve: int = 0) 
         )
 
 
-def check_text(field: str, value: object, *, allow_empty: bool = False,
-               max_chars: int = MAX_TEXT_CHARS) -> str:
+def check_text(
+    field: str, value: object, *, allow_empty: bool = False, max_chars: int = MAX_TEXT_CHARS
+) -> str:
     if not isinstance(value, str):
         raise InvalidInput(f"{field} must be a string, got {type(value).__name__}")
     if not allow_empty and not value.strip():

@@ -74,8 +74,10 @@ def _check_task_state(state: object) -> TaskState:
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise InvalidInput(f"{name} must be a non-negative integer")
     progress = state.progress_percent
-    if isinstance(progress, bool) or not isinstance(progress, int | float) or not (
-        0.0 <= progress <= 100.0
+    if (
+        isinstance(progress, bool)
+        or not isinstance(progress, int | float)
+        or not (0.0 <= progress <= 100.0)
     ):
         raise InvalidInput("progress_percent must be a number between 0 and 100")
     if not isinstance(state.context, dict):
@@ -121,7 +123,8 @@ class WorkingMemory:
         self._user = storage_user_id(user_id)
         _check_row_bytes(self._user, self._key, None)
         self._default_ttl = (
-            None if default_ttl_seconds is None
+            None
+            if default_ttl_seconds is None
             else check_positive_seconds("default_ttl_seconds", default_ttl_seconds)
         )
         self._scratchpad_limit = scratchpad_limit
@@ -139,17 +142,26 @@ class WorkingMemory:
         if self._scope.parent is None:
             return None
         return WorkingMemory(
-            self._store, self._scope.parent, user_id=self.user_id,
-            default_ttl_seconds=self._default_ttl, scratchpad_limit=self._scratchpad_limit,
+            self._store,
+            self._scope.parent,
+            user_id=self.user_id,
+            default_ttl_seconds=self._default_ttl,
+            scratchpad_limit=self._scratchpad_limit,
         )
 
     async def _ensure_metadata(self, repo: WorkingMemoryRepository, now: datetime) -> None:
-        await repo.put_if_absent(self._user, self._key, METADATA_KEY, {
-            "scope_type": self._scope.scope_type.value,
-            "scope_id": self._scope.scope_id,
-            "scope_path": self._scope.to_key_prefix(),
-            "created_at": now.isoformat(),
-        }, now=now)
+        await repo.put_if_absent(
+            self._user,
+            self._key,
+            METADATA_KEY,
+            {
+                "scope_type": self._scope.scope_type.value,
+                "scope_id": self._scope.scope_id,
+                "scope_path": self._scope.to_key_prefix(),
+                "created_at": now.isoformat(),
+            },
+            now=now,
+        )
 
     # ---- key/value -----------------------------------------------------------------
 
@@ -158,8 +170,10 @@ class WorkingMemory:
         _check_user_key(key, "set")
         _check_row_bytes(self._user, self._key, key)
         check_json(f"value of {key!r}", value)
-        ttl = self._default_ttl if ttl_seconds is None else check_positive_seconds(
-            "ttl_seconds", ttl_seconds
+        ttl = (
+            self._default_ttl
+            if ttl_seconds is None
+            else check_positive_seconds("ttl_seconds", ttl_seconds)
         )
         now = self._store.now()
         expires_at = None if ttl is None else now + timedelta(seconds=ttl)
@@ -202,8 +216,9 @@ class WorkingMemory:
     async def list_keys(self, pattern: str = "*") -> list[str]:
         """Live user keys matching the glob ``pattern``, sorted (internal keys excluded)."""
         check_text("pattern", pattern, max_chars=1_000)
-        return [k.key for k in await self._live(internal=False)
-                if fnmatch.fnmatchcase(k.key, pattern)]
+        return [
+            k.key for k in await self._live(internal=False) if fnmatch.fnmatchcase(k.key, pattern)
+        ]
 
     async def get_all(self) -> dict[str, Any]:
         """Every live user key and its value (internal keys excluded)."""
@@ -229,8 +244,9 @@ class WorkingMemory:
         async with self._store._write(self._user) as session:
             repo = WorkingMemoryRepository(session=session)
             await self._ensure_metadata(repo, now)
-            await repo.put(self._user, self._key, TASK_STATE_KEY, stored.to_json(),
-                           expires_at=None, now=now)
+            await repo.put(
+                self._user, self._key, TASK_STATE_KEY, stored.to_json(), expires_at=None, now=now
+            )
         return stored
 
     async def get_task_state(self) -> TaskState | None:
@@ -248,8 +264,7 @@ class WorkingMemory:
     ) -> TaskState | None:
         """Change progress fields (progress clamped to 0..100); None if no task state is set."""
         if current_step is not None and (
-            isinstance(current_step, bool) or not isinstance(current_step, int)
-            or current_step < 0
+            isinstance(current_step, bool) or not isinstance(current_step, int) or current_step < 0
         ):
             raise InvalidInput("current_step must be a non-negative integer")
         if progress_percent is not None:
@@ -276,8 +291,9 @@ class WorkingMemory:
             if status is not None:
                 changes["status"] = status
             state = replace(state, **changes)
-            await repo.put(self._user, self._key, TASK_STATE_KEY, state.to_json(),
-                           expires_at=None, now=now)
+            await repo.put(
+                self._user, self._key, TASK_STATE_KEY, state.to_json(), expires_at=None, now=now
+            )
         return state
 
     # ---- scratchpad --------------------------------------------------------------------
@@ -293,9 +309,8 @@ class WorkingMemory:
             await repo.put_if_absent(self._user, self._key, SCRATCHPAD_KEY, [], now=now)
             _, entries = await repo.get(self._user, self._key, SCRATCHPAD_KEY, now, lock=True)
             entries = [*list(entries or []), {"content": content, "timestamp": now.isoformat()}]
-            entries = entries[-self._scratchpad_limit:]
-            await repo.put(self._user, self._key, SCRATCHPAD_KEY, entries,
-                           expires_at=None, now=now)
+            entries = entries[-self._scratchpad_limit :]
+            await repo.put(self._user, self._key, SCRATCHPAD_KEY, entries, expires_at=None, now=now)
 
     async def _scratchpad(self) -> list[dict[str, Any]]:
         async with self._store._read(self._user) as session:
@@ -377,9 +392,7 @@ class WorkingMemory:
     async def list_checkpoints(self) -> list[dict[str, Any]]:
         """``{"id", "description", "created_at"}`` of each checkpoint, oldest first."""
         async with self._store._read(self._user) as session:
-            return await WorkingMemoryRepository(session=session).checkpoints(
-                self._user, self._key
-            )
+            return await WorkingMemoryRepository(session=session).checkpoints(self._user, self._key)
 
     async def delete_checkpoint(self, checkpoint_id: str) -> bool:
         check_identifier("checkpoint_id", checkpoint_id)

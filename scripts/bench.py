@@ -44,8 +44,12 @@ SCENARIOS = {
 # name: (full size, quick size, help)
 SIZES = {
     "ingest_rows": (100_000, 3_000, "episodes ingested per path and backend"),
-    "ingest_rows_pg": (10_000, 1_000, "episodes ingested per path into Postgres with the "
-                                      "HNSW index (incremental HNSW inserts are slow)"),
+    "ingest_rows_pg": (
+        10_000,
+        1_000,
+        "episodes ingested per path into Postgres with the "
+        "HNSW index (incremental HNSW inserts are slow)",
+    ),
     "ingest_tenants": (100, 10, "tenants in the ingest workload"),
     "recall_rows_pg": (1_000_000, 6_000, "episodes in the Postgres recall store"),
     "recall_tenants_pg": (1_000, 10, "tenants in the Postgres recall store"),
@@ -56,8 +60,12 @@ SIZES = {
     "large_queries": (60, 10, "timed queries per path on the large tenant (exact scans are slow)"),
     "temporal_versions": (1_000_000, 10_000, "fact versions in the bi-temporal store"),
     "consolidate_episodes": (5_000, 200, "episodes per consolidation run"),
-    "peer_rows": (20_000, 2_000, "episodes in the memstore vs LangGraph comparison (both "
-                                 "ingest through an HNSW index, a few hundred rows/s here)"),
+    "peer_rows": (
+        20_000,
+        2_000,
+        "episodes in the memstore vs LangGraph comparison (both "
+        "ingest through an HNSW index, a few hundred rows/s here)",
+    ),
     "peer_tenants": (100, 10, "tenants in the peer comparison"),
     "memory_rows": (100_000, 5_000, "episodes of the tenant ingested/exported for peak memory"),
 }
@@ -65,19 +73,28 @@ SIZES = {
 
 def parse(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--scenario", default=",".join(SCENARIOS),
-                   help=f"comma-separated subset of: {', '.join(SCENARIOS)}")
+    p.add_argument(
+        "--scenario",
+        default=",".join(SCENARIOS),
+        help=f"comma-separated subset of: {', '.join(SCENARIOS)}",
+    )
     p.add_argument("--quick", action="store_true", help="small sizes; finishes in < 2 min")
     p.add_argument("--backends", default="sqlite,postgres")
-    p.add_argument("--output", help="markdown file to write (default docs/BENCHMARKS.md, "
-                                    "none with --quick)")
+    p.add_argument(
+        "--output", help="markdown file to write (default docs/BENCHMARKS.md, none with --quick)"
+    )
     p.add_argument("--workdir", help="where databases go (default: a new temp dir)")
     p.add_argument("--keep", action="store_true", help="keep the databases afterwards")
-    p.add_argument("--notes", metavar="FILE.md",
-                   help="hand-written analysis appended under its own heading")
-    p.add_argument("--combine", nargs="+", metavar="RUN.json",
-                   help="render saved runs (the .json written next to --output) into one "
-                        "document instead of running anything")
+    p.add_argument(
+        "--notes", metavar="FILE.md", help="hand-written analysis appended under its own heading"
+    )
+    p.add_argument(
+        "--combine",
+        nargs="+",
+        metavar="RUN.json",
+        help="render saved runs (the .json written next to --output) into one "
+        "document instead of running anything",
+    )
     for name, (_full, _quick, text) in SIZES.items():
         p.add_argument("--" + name.replace("_", "-"), type=int, default=None, help=text)
     args = p.parse_args(argv)
@@ -110,16 +127,22 @@ def main(argv: list[str]) -> int:
 
     if args.combine:
         runs = [load_run(p) for p in args.combine]
-        how = [f"This document combines {len(runs)} runs (data in the `.json` files named "
-               f"below), rendered with `python scripts/bench.py {shlex.join(argv)}`."]
-        write(render(runs, intro=[*intro(any(r["quick"] for r in runs)), "", *how]),
-              args.output or "docs/BENCHMARKS.md", args.notes)
+        how = [
+            f"This document combines {len(runs)} runs (data in the `.json` files named "
+            f"below), rendered with `python scripts/bench.py {shlex.join(argv)}`."
+        ]
+        write(
+            render(runs, intro=[*intro(any(r["quick"] for r in runs)), "", *how]),
+            args.output or "docs/BENCHMARKS.md",
+            args.notes,
+        )
         return 0
     started = datetime.now(UTC)
     t0 = time.perf_counter()
     dbs = Databases(args.workdir, keep=args.keep)
-    ctx = Context(args=args, dbs=dbs, features=feature_flags(),
-                  backends=args.backends.split(","), log=log)
+    ctx = Context(
+        args=args, dbs=dbs, features=feature_flags(), backends=args.backends.split(","), log=log
+    )
     sections: list[Section] = []
     failed = False
     try:
@@ -146,16 +169,27 @@ def main(argv: list[str]) -> int:
     command = "python scripts/bench.py" + ("" if not argv else " " + shlex.join(argv))
     if os.environ.get("PYTHONPATH"):  # measuring another memstore checkout: say which
         command = f"PYTHONPATH={os.environ['PYTHONPATH']} {command}"
-    record = run_record(command=command, started=f"{started:%Y-%m-%d %H:%M}",
-                        total_seconds=time.perf_counter() - t0, machine=machine,
-                        features=ctx.features, sizes={k: getattr(args, k) for k in SIZES},
-                        sections=sections, quick=args.quick)
+    record = run_record(
+        command=command,
+        started=f"{started:%Y-%m-%d %H:%M}",
+        total_seconds=time.perf_counter() - t0,
+        machine=machine,
+        features=ctx.features,
+        sizes={k: getattr(args, k) for k in SIZES},
+        sections=sections,
+        quick=args.quick,
+    )
     output = args.output or (None if args.quick else "docs/BENCHMARKS.md")
     if output:
         Path(output).parent.mkdir(parents=True, exist_ok=True)
         save_run(record, str(Path(output).with_suffix(".json")))
-    write(render([{**record, "sections": sections}], intro=intro(args.quick),
-                 summary=summary(sections)), output, args.notes)
+    write(
+        render(
+            [{**record, "sections": sections}], intro=intro(args.quick), summary=summary(sections)
+        ),
+        output,
+        args.notes,
+    )
     return 1 if failed else 0
 
 

@@ -45,19 +45,27 @@ async def bench(url: str, episodes: int, users: int, batch_size: int) -> None:
         t0 = datetime(2026, 1, 1, tzinfo=UTC)
         per_user = episodes // users
         batch = [
-            Episode(user_id=f"user{u}", session_id=f"s{u}", input=LINES[i % len(LINES)].format(
-                name=f"User{u}"), output="ok", occurred_at=t0 + timedelta(minutes=i))
-            for u in range(users) for i in range(per_user)
+            Episode(
+                user_id=f"user{u}",
+                session_id=f"s{u}",
+                input=LINES[i % len(LINES)].format(name=f"User{u}"),
+                output="ok",
+                occurred_at=t0 + timedelta(minutes=i),
+            )
+            for u in range(users)
+            for i in range(per_user)
         ]
         for start in range(0, len(batch), 5_000):
-            await store.remember_many(batch[start:start + 5_000])
+            await store.remember_many(batch[start : start + 5_000])
         started = time.perf_counter()
         result = await store.consolidate(batch_size=batch_size)
         elapsed = time.perf_counter() - started
-        print(f"{store.engine.dialect.name}: {result.processed} episodes, {users} users, "
-              f"batch {batch_size}: {elapsed:.2f}s = {result.processed / elapsed:.0f} "
-              f"episodes/s ({result.added} added, {result.reinforced} reinforced, "
-              f"{result.superseded} superseded)")
+        print(
+            f"{store.engine.dialect.name}: {result.processed} episodes, {users} users, "
+            f"batch {batch_size}: {elapsed:.2f}s = {result.processed / elapsed:.0f} "
+            f"episodes/s ({result.added} added, {result.reinforced} reinforced, "
+            f"{result.superseded} superseded)"
+        )
 
 
 def main() -> int:

@@ -49,22 +49,31 @@ async def seed(store: MemoryStore, user: str, episodes: int, facts: int) -> list
     sessions = [f"{user}-s{n}" for n in range(max(1, episodes // 50))]
     batch: list[Episode] = []
     for n in range(episodes):
-        batch.append(Episode(
-            user_id=user, session_id=sessions[n // 50 % len(sessions)],
-            input=sentence(rng, rng.randint(8, 30)), output=sentence(rng, rng.randint(10, 60)),
-            occurred_at=start + timedelta(minutes=10 * n),
-        ))
+        batch.append(
+            Episode(
+                user_id=user,
+                session_id=sessions[n // 50 % len(sessions)],
+                input=sentence(rng, rng.randint(8, 30)),
+                output=sentence(rng, rng.randint(10, 60)),
+                occurred_at=start + timedelta(minutes=10 * n),
+            )
+        )
         if len(batch) == 1000:
             await store.remember_many(batch)
             batch = []
     if batch:
         await store.remember_many(batch)
     for n in range(facts):
-        await store.add_fact(Fact(
-            user_id=user, subject=f"{user}", predicate=f"pref_{n}",
-            object=f"{rng.choice(TOPICS)} {rng.choice(TOPICS)} {n}", single_valued=True,
-            valid_from=start,
-        ))
+        await store.add_fact(
+            Fact(
+                user_id=user,
+                subject=f"{user}",
+                predicate=f"pref_{n}",
+                object=f"{rng.choice(TOPICS)} {rng.choice(TOPICS)} {n}",
+                single_valued=True,
+                valid_from=start,
+            )
+        )
     for name in ("persona", "goals", "style", "notes"):
         await store.update_block(name, sentence(rng, 60), user_id=user)
     return sessions
@@ -86,8 +95,9 @@ async def bench(url: str, *, episodes: int, facts: int, runs: int, max_tokens: i
             query = " ".join(rng.sample(TOPICS, rng.randint(2, 3)))
             session = rng.choice(sessions)
             t = time.perf_counter()
-            ctx = await store.context(user_id="bench-user", session_id=session, query=query,
-                                      max_tokens=max_tokens)
+            ctx = await store.context(
+                user_id="bench-user", session_id=session, query=query, max_tokens=max_tokens
+            )
             elapsed = time.perf_counter() - t
             assert ctx.used_tokens <= max_tokens
             if n >= 3:  # warm-up
@@ -103,10 +113,12 @@ async def bench(url: str, *, episodes: int, facts: int, runs: int, max_tokens: i
         backend = url.split(":", 1)[0]
         ms = sorted(s * 1000 for s in samples)
         p95 = ms[min(len(ms) - 1, round(0.95 * (len(ms) - 1)))]
-        print(f"{backend}: {episodes} episodes, {facts} facts (+ a noise tenant of the same "
-              f"size; seeded in {seeded:.0f} s); context(max_tokens={max_tokens}) over "
-              f"{runs} runs: median {statistics.median(ms):.1f} ms, p95 {p95:.1f} ms, "
-              f"min {ms[0]:.1f} ms; items packed in last run: {len(ctx.items)}")
+        print(
+            f"{backend}: {episodes} episodes, {facts} facts (+ a noise tenant of the same "
+            f"size; seeded in {seeded:.0f} s); context(max_tokens={max_tokens}) over "
+            f"{runs} runs: median {statistics.median(ms):.1f} ms, p95 {p95:.1f} ms, "
+            f"min {ms[0]:.1f} ms; items packed in last run: {len(ctx.items)}"
+        )
         for name, values in parts.items():
             print(f"    {name}(limit=20) median {statistics.median(values) * 1000:.1f} ms")
 
@@ -130,8 +142,15 @@ def main() -> None:
         server = pgserver.get_server(Path(tmp) / "pg", cleanup_mode="stop")
         urls.append(server.get_uri())
     for url in urls:
-        asyncio.run(bench(url, episodes=args.episodes, facts=args.facts, runs=args.runs,
-                          max_tokens=args.max_tokens))
+        asyncio.run(
+            bench(
+                url,
+                episodes=args.episodes,
+                facts=args.facts,
+                runs=args.runs,
+                max_tokens=args.max_tokens,
+            )
+        )
     if server is not None:
         server.cleanup()
 

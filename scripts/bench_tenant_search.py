@@ -58,26 +58,42 @@ async def main(args: argparse.Namespace) -> None:
                 await _load(conn, owner, data, n)
                 started = time.perf_counter()
                 await conn.execute(text("SET maintenance_work_mem = '256MB'"))
-                await conn.execute(text(
-                    "CREATE INDEX ix_episodes_embedding_hnsw ON episodes "
-                    "USING hnsw (embedding vector_cosine_ops)"))
+                await conn.execute(
+                    text(
+                        "CREATE INDEX ix_episodes_embedding_hnsw ON episodes "
+                        "USING hnsw (embedding vector_cosine_ops)"
+                    )
+                )
                 await conn.execute(text("ANALYZE episodes"))
                 build = time.perf_counter() - started
         version = await _scalar(store, "SELECT extversion FROM pg_extension WHERE extname='vector'")
-        print(f"rows={n} dim={DIM} pgvector={version} hnsw build={build:.0f}s "
-              f"k={args.k} queries={args.queries}")
-        print(f"{'tenant':<8}{'rows':>7}{'share':>7}{'naive R@k':>11}{'naive rows':>11}"
-              f"{'memstore R@k':>14}{'plan':>24}{'ms/query':>10}")
+        print(
+            f"rows={n} dim={DIM} pgvector={version} hnsw build={build:.0f}s "
+            f"k={args.k} queries={args.queries}"
+        )
+        print(
+            f"{'tenant':<8}{'rows':>7}{'share':>7}{'naive R@k':>11}{'naive rows':>11}"
+            f"{'memstore R@k':>14}{'plan':>24}{'ms/query':>10}"
+        )
         for tenant in ("small", "t0", "big"):
             rows = [i for i in range(n) if owner[i] == tenant]
             naive_recall, naive_rows, ours, plans, spent = [], [], [], set(), 0.0
             for q in queries:
                 truth = {f"e{rows[j]}" for j in np.argsort(-(data[rows] @ q))[: args.k]}
                 async with store.engine.begin() as conn:
-                    got = [r[0] for r in (await conn.execute(text(
-                        "SELECT id FROM (SELECT id, user_id FROM episodes "
-                        "ORDER BY embedding <=> CAST(:q AS vector) LIMIT 40) nearest "
-                        "WHERE user_id = :u LIMIT :k"), {"q": q, "u": tenant, "k": args.k}))]
+                    got = [
+                        r[0]
+                        for r in (
+                            await conn.execute(
+                                text(
+                                    "SELECT id FROM (SELECT id, user_id FROM episodes "
+                                    "ORDER BY embedding <=> CAST(:q AS vector) LIMIT 40) nearest "
+                                    "WHERE user_id = :u LIMIT :k"
+                                ),
+                                {"q": q, "u": tenant, "k": args.k},
+                            )
+                        )
+                    ]
                 naive_rows.append(len(got))
                 naive_recall.append(len(truth & set(got)) / args.k)
                 started = time.perf_counter()
@@ -86,13 +102,19 @@ async def main(args: argparse.Namespace) -> None:
                 spent += time.perf_counter() - started
                 plans.add(store.search.last_plan)  # type: ignore[attr-defined]
                 ours.append(len(truth & set(found)) / args.k)
-            print(f"{tenant:<8}{len(rows):>7}{len(rows) / n:>7.1%}{np.mean(naive_recall):>11.3f}"
-                  f"{np.mean(naive_rows):>11.1f}{np.mean(ours):>14.3f}"
-                  f"{','.join(sorted(plans)):>24}{1000 * spent / len(queries):>10.1f}")
+            print(
+                f"{tenant:<8}{len(rows):>7}{len(rows) / n:>7.1%}{np.mean(naive_recall):>11.3f}"
+                f"{np.mean(naive_rows):>11.1f}{np.mean(ours):>14.3f}"
+                f"{','.join(sorted(plans)):>24}{1000 * spent / len(queries):>10.1f}"
+            )
         async with store.engine.begin() as conn:
-            plan = await conn.execute(text(
-                "EXPLAIN SELECT id FROM episodes WHERE embedding IS NOT NULL "
-                "ORDER BY embedding <=> CAST(:q AS vector) LIMIT 100"), {"q": queries[0]})
+            plan = await conn.execute(
+                text(
+                    "EXPLAIN SELECT id FROM episodes WHERE embedding IS NOT NULL "
+                    "ORDER BY embedding <=> CAST(:q AS vector) LIMIT 100"
+                ),
+                {"q": queries[0]},
+            )
             print("over-fetch subquery plan:", " / ".join(r[0].strip() for r in plan)[:200])
 
 
@@ -104,7 +126,9 @@ async def _load(conn: Any, owner: list[str], data: np.ndarray, n: int) -> None:
     await raw.driver_connection.executemany(
         "INSERT INTO episodes (user_id, id, session_id, input, output, tool_calls, "
         "metadata, occurred_at, created_at, embedding) "
-        "VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7::jsonb, now(), now(), $8)", records)
+        "VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7::jsonb, now(), now(), $8)",
+        records,
+    )
 
 
 async def _scalar(store: MemoryStore, sql: str) -> object:
@@ -119,7 +143,8 @@ if __name__ == "__main__":
     parser.add_argument("--big-share", type=float, default=0.6)
     parser.add_argument("--queries", type=int, default=50)
     parser.add_argument("--k", type=int, default=10)
-    parser.add_argument("--threshold", type=int, default=None,
-                        help="exact-scan threshold (default: memstore's)")
+    parser.add_argument(
+        "--threshold", type=int, default=None, help="exact-scan threshold (default: memstore's)"
+    )
     parser.add_argument("--reuse", action="store_true", help="keep already loaded rows")
     asyncio.run(main(parser.parse_args()))

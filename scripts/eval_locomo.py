@@ -59,10 +59,15 @@ def episodes_of(conversation: dict[str, Any], tenant: str) -> list[Episode]:
         when = session_date(conversation[f"session_{n}_date_time"])
         for turn in conversation[f"session_{n}"]:
             dia_id = norm_id(turn["dia_id"]) or turn["dia_id"]
-            episodes.append(Episode(
-                session_id=f"session_{n}", user_id=tenant, input=turn_text(turn),
-                metadata={"dia_id": dia_id, "speaker": turn["speaker"]}, occurred_at=when,
-            ))
+            episodes.append(
+                Episode(
+                    session_id=f"session_{n}",
+                    user_id=tenant,
+                    input=turn_text(turn),
+                    metadata={"dia_id": dia_id, "speaker": turn["speaker"]},
+                    occurred_at=when,
+                )
+            )
         n += 1
     return episodes
 
@@ -97,7 +102,7 @@ async def run(args: argparse.Namespace) -> None:
             await store.forget(user_id=tenant)
             episodes = episodes_of(sample["conversation"], tenant)
             for start in range(0, len(episodes), 500):
-                await store.remember_many(episodes[start:start + 500])
+                await store.remember_many(episodes[start : start + 500])
             for qa in sample["qa"]:
                 evidence = {e for e in map(norm_id, qa.get("evidence") or []) if e}
                 if not evidence:
@@ -110,10 +115,13 @@ async def run(args: argparse.Namespace) -> None:
                     {k: len(evidence & set(ranked[:k])) / len(evidence) for k in KS}
                 )
     elapsed = time.perf_counter() - started
-    print(f"backend: {backend}   embedder: {embedder!r}   mode: hybrid recall "
-          f"(dense + BM25, z-fusion, neighbour/session context) via store.recall")
-    print(f"dense plan(s) used: {', '.join(sorted(plans))}   data: {args.data}   "
-          f"time: {elapsed:.0f}s")
+    print(
+        f"backend: {backend}   embedder: {embedder!r}   mode: hybrid recall "
+        f"(dense + BM25, z-fusion, neighbour/session context) via store.recall"
+    )
+    print(
+        f"dense plan(s) used: {', '.join(sorted(plans))}   data: {args.data}   time: {elapsed:.0f}s"
+    )
     header = f"{'category':<12}{'n':>5}" + "".join(f"{'R@' + str(k):>8}" for k in KS)
     print(header)
     print("-" * len(header))
@@ -136,8 +144,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("data", nargs="?", default=DEFAULT_DATA, help="LoCoMo-format JSON")
     parser.add_argument("--url", help="database URL (default: a temporary SQLite file)")
-    parser.add_argument("--embedder", choices=("minilm", "hashing"), default=None,
-                        help="default: minilm when memstore[embeddings] is installed")
+    parser.add_argument(
+        "--embedder",
+        choices=("minilm", "hashing"),
+        default=None,
+        help="default: minilm when memstore[embeddings] is installed",
+    )
     parser.add_argument("--model", help="sentence-transformers model path or name")
     args = parser.parse_args()
     if args.embedder is None:

@@ -98,9 +98,7 @@ class PostgresCluster:
         self.admin_url = admin_url
 
     def url_for(self, database: str) -> str:
-        return make_url(self.admin_url).set(database=database).render_as_string(
-            hide_password=False
-        )
+        return make_url(self.admin_url).set(database=database).render_as_string(hide_password=False)
 
     def create_database(self, prefix: str = "t") -> str:
         name = f"{prefix}_{os.getpid()}_{next(_db_counter)}"
@@ -158,8 +156,9 @@ def migrated_urls(
     return {}
 
 
-def _migrated_url(backend: str, cache: dict[str, str], request: pytest.FixtureRequest,
-                  tmp_dir: Path) -> str:
+def _migrated_url(
+    backend: str, cache: dict[str, str], request: pytest.FixtureRequest, tmp_dir: Path
+) -> str:
     if backend not in cache:
         if backend == "sqlite":
             url = f"sqlite+aiosqlite:///{tmp_dir / 'shared.db'}"
@@ -176,8 +175,12 @@ def backend(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def db_url(backend: str, migrated_urls: dict[str, str], request: pytest.FixtureRequest,
-           tmp_path_factory: pytest.TempPathFactory) -> str:
+def db_url(
+    backend: str,
+    migrated_urls: dict[str, str],
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> str:
     """URL of a migrated database of ``backend`` whose tenant tables are empty."""
     url = _migrated_url(backend, migrated_urls, request, tmp_path_factory.getbasetemp())
     asyncio.run(_wipe(url))

@@ -33,10 +33,13 @@ LINES = [
 
 def user_episodes(user: str, count: int, *, start: datetime = T0) -> list[Episode]:
     return [
-        Episode(user_id=user, session_id=f"{user}-s{i // 10}",
-                occurred_at=start + timedelta(hours=6 * i),
-                input=LINES[i % len(LINES)].format(name=user.title()),
-                output="Noted.")
+        Episode(
+            user_id=user,
+            session_id=f"{user}-s{i // 10}",
+            occurred_at=start + timedelta(hours=6 * i),
+            input=LINES[i % len(LINES)].format(name=user.title()),
+            output="Noted.",
+        )
         for i in range(count)
     ]
 
@@ -46,8 +49,16 @@ async def current_facts(store: MemoryStore) -> list[tuple[Any, ...]]:
     async with store.engine.connect() as conn:
         rows = (await conn.execute(select(FactRow).where(FactRow.superseded_at.is_(None)))).all()
     return sorted(
-        (r.user_id, r.subject, r.predicate, r.object, r.valid_from, r.valid_to,
-         round(r.confidence, 9), tuple(sorted(r.sources)))
+        (
+            r.user_id,
+            r.subject,
+            r.predicate,
+            r.object,
+            r.valid_from,
+            r.valid_to,
+            round(r.confidence, 9),
+            tuple(sorted(r.sources)),
+        )
         for r in rows
     )
 
@@ -55,11 +66,13 @@ async def current_facts(store: MemoryStore) -> list[tuple[Any, ...]]:
 async def consolidation_marks(store: MemoryStore) -> dict[str, int]:
     """Per-episode count of consolidation marks (must be exactly 1 each)."""
     async with store.engine.connect() as conn:
-        rows = (await conn.execute(
-            select(EpisodeConsolidationRow.episode_id, func.count())
-            .where(EpisodeConsolidationRow.consolidated_at.is_not(None))
-            .group_by(EpisodeConsolidationRow.episode_id)
-        )).all()
+        rows = (
+            await conn.execute(
+                select(EpisodeConsolidationRow.episode_id, func.count())
+                .where(EpisodeConsolidationRow.consolidated_at.is_not(None))
+                .group_by(EpisodeConsolidationRow.episode_id)
+            )
+        ).all()
     return {episode_id: n for episode_id, n in rows}
 
 

@@ -48,8 +48,9 @@ async def pause_batch(url: str, n: int) -> None:
 async def pause_fact(url: str) -> None:
     async with MemoryStore.open(url) as store:
         freeze_after_first(store, "INSERT INTO FACTS")
-        await store.add_fact(Fact(user_id="alice", subject="alice", predicate="lives_in",
-                                  object="Berlin"))
+        await store.add_fact(
+            Fact(user_id="alice", subject="alice", predicate="lives_in", object="Berlin")
+        )
     say("COMMITTED")
 
 
@@ -57,12 +58,15 @@ async def stream(url: str) -> None:
     async with MemoryStore.open(url) as store:
         cities = ["Paris", "London", "Rome"]
         for i in range(1_000_000):
-            await store.remember_many([
-                Episode(user_id="alice", session_id=f"b{i}", input=f"{i}.{j}")
-                for j in range(BATCH)
-            ])
-            await store.add_fact(Fact(user_id="alice", subject="alice", predicate="lives_in",
-                                      object=cities[i % 3]))
+            await store.remember_many(
+                [
+                    Episode(user_id="alice", session_id=f"b{i}", input=f"{i}.{j}")
+                    for j in range(BATCH)
+                ]
+            )
+            await store.add_fact(
+                Fact(user_id="alice", subject="alice", predicate="lives_in", object=cities[i % 3])
+            )
             await store.append_block("log", f"[{i}]", user_id="alice")
             say(f"ACK {i}")
 
@@ -74,8 +78,9 @@ async def contend(url: str, name: str, rounds: int) -> None:
         await asyncio.to_thread(sys.stdin.readline)
         for i in range(rounds):
             await store.remember(Episode(user_id="alice", session_id=name, input=f"{name}-{i}"))
-            await store.add_fact(Fact(user_id="alice", subject=name, predicate="likes",
-                                      object=f"thing {i}"))
+            await store.add_fact(
+                Fact(user_id="alice", subject=name, predicate="likes", object=f"thing {i}")
+            )
             await store.append_block("log", f"<{name}:{i}>", user_id="alice")
     say("DONE")
 

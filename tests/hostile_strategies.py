@@ -16,17 +16,58 @@ from memstore import InvalidInput, MemoryStore
 from memstore.validation import MAX_IDENTIFIER_CHARS, MAX_TEXT_CHARS
 
 __all__ = [
-    "HOSTILE_BITS", "HYPOTHESIS", "any_text", "around", "attempt", "datetimes",
-    "hostile_text", "identifiers", "json_docs", "mostly", "odd_text", "user_ids",
+    "HOSTILE_BITS",
+    "HYPOTHESIS",
+    "any_text",
+    "around",
+    "attempt",
+    "datetimes",
+    "hostile_text",
+    "identifiers",
+    "json_docs",
+    "mostly",
+    "odd_text",
+    "user_ids",
     "valid_json",
 ]
 
 # Odd but storable: quoting, LIKE / glob metacharacters, SQL, bidi and zero-width marks.
 ODD_BITS = [
-    "'", '"', ";", "--", "/*", "%", "_", "\\", "[", "]", "*", "?", "!", "^", "\\u0000",
-    "\u202e", "\ufeff", "\u200b", "\u2028", "\U0001f600", "\uffff", "é", "e\u0301", "İ",
-    "'); DROP TABLE slots; --", "' OR '1'='1", "$1", "::jsonb", "NULL", "null", "{}", "[]",
-    " ", "\u00a0", "__anonymous__",
+    "'",
+    '"',
+    ";",
+    "--",
+    "/*",
+    "%",
+    "_",
+    "\\",
+    "[",
+    "]",
+    "*",
+    "?",
+    "!",
+    "^",
+    "\\u0000",
+    "\u202e",
+    "\ufeff",
+    "\u200b",
+    "\u2028",
+    "\U0001f600",
+    "\uffff",
+    "é",
+    "e\u0301",
+    "İ",
+    "'); DROP TABLE slots; --",
+    "' OR '1'='1",
+    "$1",
+    "::jsonb",
+    "NULL",
+    "null",
+    "{}",
+    "[]",
+    " ",
+    "\u00a0",
+    "__anonymous__",
 ]
 # Never storable (NUL, lone surrogates) or refused in identifiers (control characters).
 BAD_BITS = ["\x00", "\ud800", "\udfff", "\x7f", "\x1b", "\r\n", "\t", "\x85"]
@@ -52,28 +93,33 @@ def around(limit: int) -> st.SearchStrategy[str]:
     )
 
 
-any_text = mostly(st.one_of(odd_text, st.just("")),
-                  st.one_of(hostile_text, around(MAX_TEXT_CHARS)))
+any_text = mostly(st.one_of(odd_text, st.just("")), st.one_of(hostile_text, around(MAX_TEXT_CHARS)))
 identifiers = mostly(odd_text, st.one_of(hostile_text, around(MAX_IDENTIFIER_CHARS)))
 user_ids = st.one_of(st.none(), identifiers)
 offsets = st.integers(-(24 * 60 - 1), 24 * 60 - 1).map(lambda m: timezone(timedelta(minutes=m)))
 datetimes = mostly(st.datetimes(timezones=offsets), st.datetimes())  # naive: refused
 good_leaves = st.one_of(
-    st.none(), st.booleans(), st.integers(), st.integers(-(2**80), 2**80),
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.integers(-(2**80), 2**80),
     st.floats(allow_nan=False, allow_infinity=False),
-    st.sampled_from([1e308, 5e-324, 1e16, -0.0, 1.5e-5, 2.0**53 + 2]), odd_text,
+    st.sampled_from([1e308, 5e-324, 1e16, -0.0, 1.5e-5, 2.0**53 + 2]),
+    odd_text,
 )
 bad_leaves = st.one_of(st.floats(), hostile_text)
 valid_json = st.recursive(
     good_leaves,
-    lambda inner: st.one_of(st.lists(inner, max_size=4),
-                            st.dictionaries(odd_text, inner, max_size=4)),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4), st.dictionaries(odd_text, inner, max_size=4)
+    ),
     max_leaves=20,
 )
 hostile_json = st.recursive(
     st.one_of(good_leaves, bad_leaves),
     lambda inner: st.one_of(
-        st.lists(inner, max_size=4), st.dictionaries(hostile_text, inner, max_size=4),
+        st.lists(inner, max_size=4),
+        st.dictionaries(hostile_text, inner, max_size=4),
         st.tuples(inner),  # not JSON: must be refused, never stored as a list
         st.dictionaries(st.integers(), inner, min_size=1, max_size=2),
     ),
@@ -94,8 +140,9 @@ def _event(name: str) -> None:
         event(name)
 
 
-async def attempt(store: MemoryStore, call: Any, *, also: tuple[type[Exception], ...] = ()
-                  ) -> tuple[bool, Any]:
+async def attempt(
+    store: MemoryStore, call: Any, *, also: tuple[type[Exception], ...] = ()
+) -> tuple[bool, Any]:
     """(True, result) of ``call``; or (False, None) after checking that it raised
     InvalidInput (or one of ``also``) and wrote nothing to any tenant table."""
     await store.access_tracker.flush()  # buffered access counts must not blur the counts

@@ -12,8 +12,10 @@ T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 async def counts_of(store: MemoryStore, user: str) -> dict[tuple[str, str], int]:
-    return {(s.kind, s.item_id): s.access_count
-            for s in await store.access_stats(user_id=user, limit=1000)}
+    return {
+        (s.kind, s.item_id): s.access_count
+        for s in await store.access_stats(user_id=user, limit=1000)
+    }
 
 
 async def test_access_counts_increase_on_recall_and_load(store: MemoryStore) -> None:
@@ -100,10 +102,12 @@ def test_prior_is_small_and_monotonic() -> None:
 
 
 async def test_prior_breaks_ties_in_context(store: MemoryStore) -> None:
-    a, b = await store.remember_many([
-        Episode(user_id="u", session_id="old", input="orchid care", occurred_at=T0),
-        Episode(user_id="u", session_id="old", input="orchid care", occurred_at=T0),
-    ])
+    a, b = await store.remember_many(
+        [
+            Episode(user_id="u", session_id="old", input="orchid care", occurred_at=T0),
+            Episode(user_id="u", session_id="old", input="orchid care", occurred_at=T0),
+        ]
+    )
     with store.access_tracker.muted():
         before = await store.context(user_id="u", query="orchid", max_tokens=5000)
     first = before.episodes[0].id.removeprefix("episode:")
@@ -113,19 +117,27 @@ async def test_prior_breaks_ties_in_context(store: MemoryStore) -> None:
     after = await store.context(user_id="u", query="orchid", max_tokens=5000)
     assert after.episodes[0].id == f"episode:{other}"
     # ...but it does not outrank a clearly better match.
-    better = await store.remember(Episode(user_id="u", session_id="old",
-                                          input="orchid care and orchid repotting",
-                                          occurred_at=T0))
+    better = await store.remember(
+        Episode(
+            user_id="u", session_id="old", input="orchid care and orchid repotting", occurred_at=T0
+        )
+    )
     ranked = await store.context(user_id="u", query="orchid repotting", max_tokens=5000)
     assert ranked.episodes[0].id == f"episode:{better}"
 
 
 async def test_context_counts_only_what_it_packed(store: MemoryStore) -> None:
-    ids = await store.remember_many([
-        Episode(user_id="u", session_id="old", input=f"lichen note {n} " + "pad " * 200,
-                occurred_at=T0 + timedelta(minutes=n))
-        for n in range(5)
-    ])
+    ids = await store.remember_many(
+        [
+            Episode(
+                user_id="u",
+                session_id="old",
+                input=f"lichen note {n} " + "pad " * 200,
+                occurred_at=T0 + timedelta(minutes=n),
+            )
+            for n in range(5)
+        ]
+    )
     ctx = await store.context(user_id="u", query="lichen", max_tokens=400)
     packed = {i.id.removeprefix("episode:") for i in ctx.episodes}
     assert packed and len(packed) < 5
@@ -134,18 +146,25 @@ async def test_context_counts_only_what_it_packed(store: MemoryStore) -> None:
 
 
 async def test_prefetch_returns_hottest_items(store: MemoryStore) -> None:
-    last = await store.remember_many([
-        Episode(user_id="u", session_id="yesterday", input="we planned the trip",
-                occurred_at=T0),
-        Episode(user_id="u", session_id="yesterday", input="book the train", occurred_at=T0
-                + timedelta(minutes=5)),
-    ])
-    await store.remember(Episode(user_id="u", session_id="today", input="hello",
-                                 occurred_at=T0 + timedelta(days=1)))
+    last = await store.remember_many(
+        [
+            Episode(
+                user_id="u", session_id="yesterday", input="we planned the trip", occurred_at=T0
+            ),
+            Episode(
+                user_id="u",
+                session_id="yesterday",
+                input="book the train",
+                occurred_at=T0 + timedelta(minutes=5),
+            ),
+        ]
+    )
+    await store.remember(
+        Episode(user_id="u", session_id="today", input="hello", occurred_at=T0 + timedelta(days=1))
+    )
     hot = await store.add_fact(Fact(user_id="u", subject="u", predicate="likes", object="trains"))
     cold = await store.add_fact(Fact(user_id="u", subject="u", predicate="owns", object="a cat"))
-    gone = await store.add_fact(Fact(user_id="u", subject="u", predicate="wants",
-                                     object="a car"))
+    gone = await store.add_fact(Fact(user_id="u", subject="u", predicate="wants", object="a car"))
     for _ in range(3):
         await store.call_tool("load_memory", {"id": f"fact:{hot}"}, user_id="u")
         await store.call_tool("load_memory", {"id": f"fact:{gone}"}, user_id="u")

@@ -33,6 +33,7 @@ def within_budget(ctx: object, max_tokens: int, counter: object) -> None:
 
 # ---- the pure packer ---------------------------------------------------------------
 
+
 class LumpyCounter:
     """Not subadditive: a joined text costs more than its parts (forces the re-check)."""
 
@@ -58,8 +59,12 @@ item_strategy = st.builds(
 def test_pack_never_exceeds_budget(
     items: list[ContextItem], max_tokens: int, counter: object
 ) -> None:
-    fixed = [i if i.kind is not ItemKind.MESSAGE else ContextItem(
-        id=i.id, kind=i.kind, text=i.text, role="user") for i in items]
+    fixed = [
+        i
+        if i.kind is not ItemKind.MESSAGE
+        else ContextItem(id=i.id, kind=i.kind, text=i.text, role="user")
+        for i in items
+    ]
     ctx = pack(fixed, max_tokens, counter=counter)  # type: ignore[arg-type]
     within_budget(ctx, max_tokens, counter)
     # Kept items keep their relative priority order.
@@ -68,8 +73,7 @@ def test_pack_never_exceeds_budget(
 
 
 def test_pack_equal_items_keeps_exactly_a_priority_prefix() -> None:
-    items = [ContextItem(id=f"fact:{n:04d}", kind=ItemKind.FACT, text="x" * 40)
-             for n in range(30)]
+    items = [ContextItem(id=f"fact:{n:04d}", kind=ItemKind.FACT, text="x" * 40) for n in range(30)]
     counter = ApproxTokenCounter()
     full = pack(items, 10_000, counter=counter)
     assert [i.id for i in full.items] == [i.id for i in items]
@@ -106,19 +110,31 @@ def test_empty_and_tiny_budgets_render_nothing() -> None:
 
 # ---- context() over real stores --------------------------------------------------------
 
-store_strategy = st.fixed_dictionaries({
-    "blocks": st.lists(st.tuples(st.sampled_from(["persona", "goals", "notes", "style"]),
-                                 st.integers(0, 600)), max_size=4),
-    "facts": st.lists(st.tuples(st.sampled_from(WORDS), st.sampled_from(WORDS),
-                                st.integers(0, 300)), max_size=8),
-    "episodes": st.lists(st.tuples(st.sampled_from(["s0", "s1", "s2"]),
-                                   st.lists(st.sampled_from(WORDS), min_size=1, max_size=60),
-                                   st.integers(0, 1000)), max_size=15),
-})
+store_strategy = st.fixed_dictionaries(
+    {
+        "blocks": st.lists(
+            st.tuples(st.sampled_from(["persona", "goals", "notes", "style"]), st.integers(0, 600)),
+            max_size=4,
+        ),
+        "facts": st.lists(
+            st.tuples(st.sampled_from(WORDS), st.sampled_from(WORDS), st.integers(0, 300)),
+            max_size=8,
+        ),
+        "episodes": st.lists(
+            st.tuples(
+                st.sampled_from(["s0", "s1", "s2"]),
+                st.lists(st.sampled_from(WORDS), min_size=1, max_size=60),
+                st.integers(0, 1000),
+            ),
+            max_size=15,
+        ),
+    }
+)
 
 
-@settings(max_examples=12, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(
     data=store_strategy,
     max_tokens=st.integers(min_value=1, max_value=3000),
@@ -127,8 +143,12 @@ store_strategy = st.fixed_dictionaries({
     chars=st.booleans(),
 )
 def test_context_never_exceeds_budget_on_random_stores(
-    db_url: str, data: dict[str, list], max_tokens: int, query: str,  # type: ignore[type-arg]
-    session: str | None, chars: bool,
+    db_url: str,
+    data: dict[str, list],
+    max_tokens: int,
+    query: str,  # type: ignore[type-arg]
+    session: str | None,
+    chars: bool,
 ) -> None:
     counter = CharTokenCounter(3) if chars else ApproxTokenCounter()
 
@@ -138,15 +158,29 @@ def test_context_never_exceeds_budget_on_random_stores(
             for name, size in data["blocks"]:
                 await store.update_block(name, "b" * size, user_id="u")
             for n, (subject, obj, size) in enumerate(data["facts"]):
-                await store.add_fact(Fact(user_id="u", subject=subject, predicate=f"p{n}",
-                                          object=obj + " " + "o" * size))
-            await store.remember_many([
-                Episode(user_id="u", session_id=s, input=" ".join(words), output="ok " * pad,
-                        occurred_at=T0 + timedelta(minutes=n))
-                for n, (s, words, pad) in enumerate(data["episodes"])
-            ])
-            ctx = await store.context(user_id="u", session_id=session, query=query,
-                                      max_tokens=max_tokens, counter=counter)
+                await store.add_fact(
+                    Fact(
+                        user_id="u",
+                        subject=subject,
+                        predicate=f"p{n}",
+                        object=obj + " " + "o" * size,
+                    )
+                )
+            await store.remember_many(
+                [
+                    Episode(
+                        user_id="u",
+                        session_id=s,
+                        input=" ".join(words),
+                        output="ok " * pad,
+                        occurred_at=T0 + timedelta(minutes=n),
+                    )
+                    for n, (s, words, pad) in enumerate(data["episodes"])
+                ]
+            )
+            ctx = await store.context(
+                user_id="u", session_id=session, query=query, max_tokens=max_tokens, counter=counter
+            )
             within_budget(ctx, max_tokens, counter)
             # Blocks come first and stay in pinned order.
             names = [b.name for b in await store.working(user_id="u")]
@@ -164,15 +198,32 @@ async def seeded(store: MemoryStore) -> None:
     await store.update_block("persona", "Alice, a botanist.", user_id="alice")
     await store.update_block("goals", "Grow ferns in Paris.", user_id="alice")
     for n, obj in enumerate(["Paris", "ferns", "Paris ferns"]):
-        await store.add_fact(Fact(user_id="alice", subject="alice", predicate=f"likes_{n}",
-                                  object=obj, valid_from=T0))
+        await store.add_fact(
+            Fact(
+                user_id="alice", subject="alice", predicate=f"likes_{n}", object=obj, valid_from=T0
+            )
+        )
     await store.remember_many(
-        [Episode(user_id="alice", session_id="old", input=f"ferns question {n}",
-                 output=f"ferns answer {n}", occurred_at=T0 + timedelta(hours=n))
-         for n in range(3)]
-        + [Episode(user_id="alice", session_id="now", input=f"turn {n} about ferns",
-                   output=f"reply {n}", occurred_at=T0 + timedelta(days=1, hours=n))
-           for n in range(6)]
+        [
+            Episode(
+                user_id="alice",
+                session_id="old",
+                input=f"ferns question {n}",
+                output=f"ferns answer {n}",
+                occurred_at=T0 + timedelta(hours=n),
+            )
+            for n in range(3)
+        ]
+        + [
+            Episode(
+                user_id="alice",
+                session_id="now",
+                input=f"turn {n} about ferns",
+                output=f"reply {n}",
+                occurred_at=T0 + timedelta(days=1, hours=n),
+            )
+            for n in range(6)
+        ]
     )
 
 
@@ -184,8 +235,13 @@ async def test_priority_order_is_kept_at_every_budget(store: MemoryStore) -> Non
         ordered = sorted(full.items, key=lambda i: i.priority)
         kinds = [i.kind for i in ordered]
         # blocks, the 4 newest messages, facts, other-session episodes, older messages
-        assert kinds == ([ItemKind.BLOCK] * 2 + [ItemKind.MESSAGE] * 4 + [ItemKind.FACT] * 3
-                         + [ItemKind.EPISODE] * 3 + [ItemKind.MESSAGE] * 8)
+        assert kinds == (
+            [ItemKind.BLOCK] * 2
+            + [ItemKind.MESSAGE] * 4
+            + [ItemKind.FACT] * 3
+            + [ItemKind.EPISODE] * 3
+            + [ItemKind.MESSAGE] * 8
+        )
         assert [b.id for b in full.blocks] == ["block:persona", "block:goals"]
         texts = [m.text for m in full.messages]
         assert texts == [t for n in range(6) for t in (f"turn {n} about ferns", f"reply {n}")]
@@ -202,8 +258,7 @@ async def test_priority_order_is_kept_at_every_budget(store: MemoryStore) -> Non
 
 async def test_context_items_carry_citable_ids(store: MemoryStore) -> None:
     await seeded(store)
-    ctx = await store.context(user_id="alice", session_id="now", query="ferns",
-                              max_tokens=4000)
+    ctx = await store.context(user_id="alice", session_id="now", query="ferns", max_tokens=4000)
     rendered = ctx.render()
     for item in ctx.items:
         assert f"[{item.id}]" in rendered
@@ -215,6 +270,7 @@ async def test_other_tenants_never_appear(store: MemoryStore) -> None:
     await seeded(store)
     await store.update_block("persona", "MALLORY SECRET", user_id="mallory")
     await store.remember(Episode(user_id="mallory", session_id="now", input="ferns SECRET"))
-    ctx = await store.context(user_id="alice", session_id="now", query="ferns secret",
-                              max_tokens=100_000)
+    ctx = await store.context(
+        user_id="alice", session_id="now", query="ferns secret", max_tokens=100_000
+    )
     assert "SECRET" not in ctx.render()

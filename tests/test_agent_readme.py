@@ -37,29 +37,40 @@ class ScriptedModel:
         if isinstance(step, str):
             message = SimpleNamespace(content=step, tool_calls=None)
         else:
-            message = SimpleNamespace(content=None, tool_calls=[
-                SimpleNamespace(id=f"call_{n}", type="function",
-                                function=SimpleNamespace(name=name, arguments=json.dumps(args)))
-                for n, (name, args) in enumerate(step)
-            ])
+            message = SimpleNamespace(
+                content=None,
+                tool_calls=[
+                    SimpleNamespace(
+                        id=f"call_{n}",
+                        type="function",
+                        function=SimpleNamespace(name=name, arguments=json.dumps(args)),
+                    )
+                    for n, (name, args) in enumerate(step)
+                ],
+            )
         return SimpleNamespace(choices=[SimpleNamespace(message=message)])
 
 
 async def test_readme_agent_loop(store: MemoryStore) -> None:
     agent_turn = readme_agent_turn()
     await store.update_block("persona", "Alice, a botanist.", user_id="alice")
-    old = await store.remember(Episode(user_id="alice", session_id="s0",
-                                       input="My fern is called Fred", output="Hi Fred!"))
-    await store.add_fact(Fact(user_id="alice", subject="alice", predicate="owns",
-                              object="a fern"))
-    model = ScriptedModel([
-        [("search_memory", {"query": "fern name"}), ("load_memory", {"id": "episode:nope"})],
-        [("load_memory", {"id": f"episode:{old}"}),
-         ("remember_fact", {"subject": "fern", "predicate": "named", "object": "Fred"})],
-        f"Your fern is Fred [episode:{old}].",
-    ])
-    answer = await agent_turn(store, model, user_id="alice", session_id="s1",
-                              user_text="What is my fern called?")
+    old = await store.remember(
+        Episode(user_id="alice", session_id="s0", input="My fern is called Fred", output="Hi Fred!")
+    )
+    await store.add_fact(Fact(user_id="alice", subject="alice", predicate="owns", object="a fern"))
+    model = ScriptedModel(
+        [
+            [("search_memory", {"query": "fern name"}), ("load_memory", {"id": "episode:nope"})],
+            [
+                ("load_memory", {"id": f"episode:{old}"}),
+                ("remember_fact", {"subject": "fern", "predicate": "named", "object": "Fred"}),
+            ],
+            f"Your fern is Fred [episode:{old}].",
+        ]
+    )
+    answer = await agent_turn(
+        store, model, user_id="alice", session_id="s1", user_text="What is my fern called?"
+    )
     assert answer.startswith("Your fern is Fred")
 
     first = model.requests[0]
@@ -71,7 +82,7 @@ async def test_readme_agent_loop(store: MemoryStore) -> None:
     assert "error" in json.loads(tool_results[1]["content"])  # unknown id → NotFound text
     assert json.loads(tool_results[2]["content"])["input"] == "My fern is called Fred"
 
-    turn = (await store.session_messages("s1", user_id="alice"))
+    turn = await store.session_messages("s1", user_id="alice")
     assert [m.content for m in turn] == ["What is my fern called?", answer]
     facts = await store.recall_facts("fred", user_id="alice")
     assert (facts[0].subject, facts[0].object) == ("fern", "Fred")

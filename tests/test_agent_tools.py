@@ -18,7 +18,9 @@ from memstore.agent import TOOL_SCHEMAS, tool_definitions, validate_arguments
 def test_tool_schemas_are_valid_json_schema(style: str) -> None:
     tools = tool_definitions(style)  # type: ignore[arg-type]
     assert {(t["function"] if style == "openai" else t)["name"] for t in tools} == {
-        "search_memory", "load_memory", "remember_fact"
+        "search_memory",
+        "load_memory",
+        "remember_fact",
     }
     for tool in tools:
         if style == "openai":
@@ -45,8 +47,13 @@ def test_schema_meta_check_can_fail() -> None:
 GOOD = {
     "search_memory": {"query": "paris", "kind": "facts", "limit": 3},
     "load_memory": {"id": "episode:abc"},
-    "remember_fact": {"subject": "alice", "predicate": "lives_in", "object": "Paris",
-                      "confidence": 0.5, "valid_from": "2026-01-01T00:00:00Z"},
+    "remember_fact": {
+        "subject": "alice",
+        "predicate": "lives_in",
+        "object": "Paris",
+        "confidence": 0.5,
+        "valid_from": "2026-01-01T00:00:00Z",
+    },
 }
 
 
@@ -70,12 +77,21 @@ BAD = [
     ("load_memory", {"id": "abc"}, "'id' must look like 'episode:<id>'"),
     ("load_memory", {"id": 7}, "'id' must be of type string"),
     ("remember_fact", {"subject": "a", "predicate": "b"}, "missing required argument 'object'"),
-    ("remember_fact", {"subject": "a", "predicate": "b", "object": "c", "confidence": 2},
-     "'confidence' must be between 0 and 1"),
-    ("remember_fact", {"subject": "a", "predicate": "b", "object": "c",
-                       "valid_from": "yesterday"}, "'valid_from' must be an ISO 8601"),
-    ("remember_fact", {"subject": "a", "predicate": "b", "object": "c",
-                       "valid_from": "2026-01-01T00:00:00"}, "needs a UTC offset"),
+    (
+        "remember_fact",
+        {"subject": "a", "predicate": "b", "object": "c", "confidence": 2},
+        "'confidence' must be between 0 and 1",
+    ),
+    (
+        "remember_fact",
+        {"subject": "a", "predicate": "b", "object": "c", "valid_from": "yesterday"},
+        "'valid_from' must be an ISO 8601",
+    ),
+    (
+        "remember_fact",
+        {"subject": "a", "predicate": "b", "object": "c", "valid_from": "2026-01-01T00:00:00"},
+        "needs a UTC offset",
+    ),
     ("search_memory", "{not json", "arguments are not valid JSON"),
     ("search_memory", ["query"], "arguments must be a JSON object"),
     ("forget_everything", {}, "unknown tool 'forget_everything'"),
@@ -94,19 +110,23 @@ def test_bad_arguments_give_clear_errors(name: str, args: object, message: str) 
 
 # ---- execution against both backends -----------------------------------------------------
 
+
 async def test_bad_call_writes_nothing(store: MemoryStore) -> None:
     with pytest.raises(InvalidInput, match="confidence"):
-        await store.call_tool("remember_fact", {"subject": "a", "predicate": "b",
-                                                "object": "c", "confidence": -1},
-                              user_id="alice")
+        await store.call_tool(
+            "remember_fact",
+            {"subject": "a", "predicate": "b", "object": "c", "confidence": -1},
+            user_id="alice",
+        )
     assert await store.fact_history(user_id="alice") == []
     with pytest.raises(InvalidInput, match="user_id"):
         await store.call_tool("search_memory", {"query": "x"}, user_id="")
 
 
 async def test_search_load_remember_round_trip(store: MemoryStore) -> None:
-    ep = await store.remember(Episode(user_id="alice", session_id="s", input="I moved to Lyon",
-                                      output="Lyon is lovely"))
+    ep = await store.remember(
+        Episode(user_id="alice", session_id="s", input="I moved to Lyon", output="Lyon is lovely")
+    )
     await store.update_block("persona", "Alice, a botanist.", user_id="alice")
     made = await store.call_tool(
         "remember_fact",
@@ -119,8 +139,9 @@ async def test_search_load_remember_round_trip(store: MemoryStore) -> None:
     found = await store.call_tool("search_memory", {"query": "lyon"}, user_id="alice")
     ids = [r["id"] for r in found["results"]]
     assert made["id"] in ids and f"episode:{ep}" in ids
-    only_facts = await store.call_tool("search_memory", {"query": "lyon", "kind": "facts"},
-                                       user_id="alice")
+    only_facts = await store.call_tool(
+        "search_memory", {"query": "lyon", "kind": "facts"}, user_id="alice"
+    )
     assert {r["kind"] for r in only_facts["results"]} == {"fact"}
 
     episode = await store.call_tool("load_memory", {"id": f"episode:{ep}"}, user_id="alice")
@@ -133,8 +154,11 @@ async def test_search_load_remember_round_trip(store: MemoryStore) -> None:
     assert block["content"] == "Alice, a botanist."
     json.dumps([found, episode, fact, block])  # tool results go back to the model as JSON
 
-    moved = await store.call_tool("remember_fact", {"subject": "alice", "predicate": "lives_in",
-                                                    "object": "Nice"}, user_id="alice")
+    moved = await store.call_tool(
+        "remember_fact",
+        {"subject": "alice", "predicate": "lives_in", "object": "Nice"},
+        user_id="alice",
+    )
     assert moved["change"] == "superseded"
     now = await store.recall_facts("lives_in", user_id="alice")
     assert [f.object for f in now] == ["Nice"]
@@ -142,8 +166,9 @@ async def test_search_load_remember_round_trip(store: MemoryStore) -> None:
 
 async def test_load_memory_of_another_tenant_is_not_found(store: MemoryStore) -> None:
     ep = await store.remember(Episode(user_id="mallory", session_id="s", input="SECRET plan"))
-    fact = await store.add_fact(Fact(user_id="mallory", subject="m", predicate="knows",
-                                     object="SECRET"))
+    fact = await store.add_fact(
+        Fact(user_id="mallory", subject="m", predicate="knows", object="SECRET")
+    )
     await store.update_block("vault", "SECRET", user_id="mallory")
     for memory_id in (f"episode:{ep}", f"fact:{fact}", "block:vault"):
         for intruder in ("alice", None):
@@ -158,8 +183,9 @@ async def test_load_memory_of_another_tenant_is_not_found(store: MemoryStore) ->
 
 async def test_load_memory_of_a_superseded_fact_says_so(store: MemoryStore) -> None:
     t0 = datetime(2025, 1, 1, tzinfo=UTC)
-    old = await store.add_fact(Fact(user_id="u", subject="u", predicate="lives_in",
-                                    object="Rome", valid_from=t0))
+    old = await store.add_fact(
+        Fact(user_id="u", subject="u", predicate="lives_in", object="Rome", valid_from=t0)
+    )
     await store.retract_fact(old, user_id="u")
     loaded = await store.call_tool("load_memory", {"id": f"fact:{old}"}, user_id="u")
     assert loaded["object"] == "Rome" and loaded["current"] is False

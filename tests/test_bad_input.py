@@ -24,8 +24,12 @@ def ep(**kw: object) -> Episode:
 
 
 def fact(**kw: object) -> Fact:
-    fields: dict[str, object] = {"user_id": "alice", "subject": "alice",
-                                 "predicate": "likes", "object": "tea"}
+    fields: dict[str, object] = {
+        "user_id": "alice",
+        "subject": "alice",
+        "predicate": "likes",
+        "object": "tea",
+    }
     fields.update(kw)
     return Fact(**fields)  # type: ignore[arg-type]
 
@@ -52,8 +56,10 @@ CASES: dict[str, tuple[type[Exception], Call]] = {
     "confidence > 1": (InvalidInput, lambda s: s.add_fact(fact(confidence=1.5))),
     "confidence NaN": (InvalidInput, lambda s: s.add_fact(fact(confidence=math.nan))),
     "naive valid_from": (InvalidInput, lambda s: s.add_fact(fact(valid_from=NAIVE))),
-    "valid_to before from": (InvalidInput, lambda s: s.add_fact(
-        fact(valid_from=AWARE, valid_to=datetime(2025, 1, 1, tzinfo=UTC)))),
+    "valid_to before from": (
+        InvalidInput,
+        lambda s: s.add_fact(fact(valid_from=AWARE, valid_to=datetime(2025, 1, 1, tzinfo=UTC))),
+    ),
     "naive valid_at": (InvalidInput, lambda s: s.recall_facts("x", user_id="a", valid_at=NAIVE)),
     "zero limit": (InvalidInput, lambda s: s.recall("x", user_id="a", limit=0)),
     "block name empty": (InvalidInput, lambda s: s.update_block("", "x", user_id="a")),

@@ -39,7 +39,11 @@ async def test_add_uses_occurred_at_and_episode_sources(store: MemoryStore) -> N
     assert result.duration >= 0
     (fact,) = await store.fact_history(user_id="alice", predicate="lives_in")
     assert (fact.subject, fact.object, fact.valid_from, fact.valid_to) == (
-        "alice", "Paris", MARCH, None)
+        "alice",
+        "Paris",
+        MARCH,
+        None,
+    )
     assert fact.sources == (episode_id,)
     assert fact.superseded_at is None
 
@@ -70,8 +74,8 @@ async def test_supersede_closes_valid_time_and_keeps_history(store: MemoryStore)
 
     history = await store.fact_history(user_id="alice", subject="alice", predicate="lives_in")
     assert [(f.object, f.valid_from, f.valid_to, f.superseded_at is None) for f in history] == [
-        ("Paris", MARCH, None, False),   # what we believed until the move was recorded
-        ("Paris", MARCH, JUNE, True),    # corrected copy: valid time closed at the move
+        ("Paris", MARCH, None, False),  # what we believed until the move was recorded
+        ("Paris", MARCH, JUNE, True),  # corrected copy: valid time closed at the move
         ("London", JUNE, None, True),
     ]
     assert history[2].sources == (london,) and history[1].sources == (paris,)
@@ -80,30 +84,34 @@ async def test_supersede_closes_valid_time_and_keeps_history(store: MemoryStore)
     assert [f.object for f in now_facts] == ["London"]
     april = await store.recall_facts("lives", user_id="alice", valid_at=MARCH + timedelta(days=40))
     assert [f.object for f in april] == ["Paris"]
-    then = await store.recall_facts("lives", user_id="alice", valid_at=store.now(),
-                                    known_at=believed_before)
+    then = await store.recall_facts(
+        "lives", user_id="alice", valid_at=store.now(), known_at=believed_before
+    )
     assert [f.object for f in then] == ["Paris"]
 
 
 async def test_out_of_order_batch_reconciles_in_time_order(store: MemoryStore) -> None:
     # One batch holding both statements, remembered newest first.
-    await store.remember_many([ep("I relocated to London.", JUNE),
-                               ep("I live in Paris.", MARCH)])
+    await store.remember_many([ep("I relocated to London.", JUNE), ep("I live in Paris.", MARCH)])
     await store.consolidate()
-    current = [(f.object, f.valid_from, f.valid_to) for f in
-               await store.fact_history(user_id="alice", predicate="lives_in")
-               if f.superseded_at is None]
+    current = [
+        (f.object, f.valid_from, f.valid_to)
+        for f in await store.fact_history(user_id="alice", predicate="lives_in")
+        if f.superseded_at is None
+    ]
     assert sorted(current, key=lambda c: c[1]) == [("Paris", MARCH, JUNE), ("London", JUNE, None)]
 
 
 async def test_multi_valued_predicates_keep_several_current_objects(store: MemoryStore) -> None:
-    await store.remember_many([
-        ep("I love jazz.", MARCH),
-        ep("I love hiking in the Alps.", MARCH + timedelta(days=1)),
-        ep("I have a cat. I own two bikes.", MARCH + timedelta(days=2)),
-        ep("I work at Acme.", MARCH + timedelta(days=3)),
-        ep("I work at Globex.", MARCH + timedelta(days=4)),
-    ])
+    await store.remember_many(
+        [
+            ep("I love jazz.", MARCH),
+            ep("I love hiking in the Alps.", MARCH + timedelta(days=1)),
+            ep("I have a cat. I own two bikes.", MARCH + timedelta(days=2)),
+            ep("I work at Acme.", MARCH + timedelta(days=3)),
+            ep("I work at Globex.", MARCH + timedelta(days=4)),
+        ]
+    )
     await store.consolidate()
     facts = await store.recall_facts("", user_id="alice", limit=50)
     by_predicate: dict[str, set[str]] = {}
@@ -127,8 +135,11 @@ async def test_each_episode_is_consolidated_once(store: MemoryStore) -> None:
 
 
 async def test_limit_user_and_batches(store: MemoryStore) -> None:
-    await store.remember_many(user_episodes("carol", 10) + user_episodes("dave", 10)
-                              + [ep("I love tea.", MARCH, user=None)])
+    await store.remember_many(
+        user_episodes("carol", 10)
+        + user_episodes("dave", 10)
+        + [ep("I love tea.", MARCH, user=None)]
+    )
     only_dave = await store.consolidate(user_id="dave", limit=4, batch_size=3)
     assert (only_dave.processed, only_dave.batches, only_dave.users) == (4, 2, {"dave"})
     rest = await store.consolidate(batch_size=3)
@@ -156,10 +167,22 @@ class _HalfBad:
     async def extract(self, episodes: Sequence[Episode]) -> list[CandidateFact]:
         e = episodes[0]
         return [
-            CandidateFact(subject="alice", predicate="likes", object="tea", confidence=0.9,
-                          valid_from=e.occurred_at, episode_id=e.id),
-            CandidateFact(subject="alice", predicate="likes", object="coffee", confidence=7.0,
-                          valid_from=e.occurred_at, episode_id=e.id),
+            CandidateFact(
+                subject="alice",
+                predicate="likes",
+                object="tea",
+                confidence=0.9,
+                valid_from=e.occurred_at,
+                episode_id=e.id,
+            ),
+            CandidateFact(
+                subject="alice",
+                predicate="likes",
+                object="coffee",
+                confidence=7.0,
+                valid_from=e.occurred_at,
+                episode_id=e.id,
+            ),
         ]
 
 
@@ -179,8 +202,9 @@ async def test_failed_extraction_writes_nothing_and_can_be_retried(
 
 
 async def test_forget_and_export_cover_consolidation_state(store: MemoryStore) -> None:
-    await store.remember_many([ep("I love tea.", MARCH, session="a"),
-                               ep("I love jam.", MARCH, session="b")])
+    await store.remember_many(
+        [ep("I love tea.", MARCH, session="a"), ep("I love jam.", MARCH, session="b")]
+    )
     await store.consolidate()
     dump = await store.export(user_id="alice")
     assert len(dump["tables"]["episode_consolidation"]) == 2
@@ -234,8 +258,14 @@ async def test_postgres_claim_skips_locked_tenant(db_url: str, backend: str) -> 
 
 def _cli(*args: str, env_url: str | None = None) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "memstore", "consolidate", *args],
-                          capture_output=True, text=True, env=env, timeout=120, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "memstore", "consolidate", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        cwd=ROOT,
+    )
 
 
 def test_cli_once_on_empty_queue_exits_zero(db_url: str) -> None:
@@ -244,8 +274,7 @@ def test_cli_once_on_empty_queue_exits_zero(db_url: str) -> None:
     assert "consolidated 0 episodes" in done.stdout
 
 
-async def test_cli_consolidates_with_log_lines_and_summary(store: MemoryStore,
-                                                           db_url: str) -> None:
+async def test_cli_consolidates_with_log_lines_and_summary(store: MemoryStore, db_url: str) -> None:
     await store.remember_many(user_episodes("gina", 5))
     done = _cli("--url", db_url, "--batch-size", "2", "--user", "gina")
     assert done.returncode == 0, done.stderr
@@ -268,7 +297,6 @@ def test_cli_rejects_bad_options(capsys: pytest.CaptureFixture[str]) -> None:
     assert "must be positive" in capsys.readouterr().err
 
 
-
 def test_cli_loop_stops_on_max_seconds_and_on_sigterm(db_url: str) -> None:
     done = _cli("--loop", "--interval", "0.2", "--max-seconds", "0.5", "--url", db_url)
     assert done.returncode == 0, done.stderr
@@ -276,9 +304,23 @@ def test_cli_loop_stops_on_max_seconds_and_on_sigterm(db_url: str) -> None:
 
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     service = subprocess.Popen(
-        [sys.executable, "-m", "memstore", "consolidate", "--loop", "--interval", "3600",
-         "--url", db_url], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-        cwd=ROOT)
+        [
+            sys.executable,
+            "-m",
+            "memstore",
+            "consolidate",
+            "--loop",
+            "--interval",
+            "3600",
+            "--url",
+            db_url,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=ROOT,
+    )
     assert service.stderr is not None
     assert "loop every 3600s" in service.stderr.readline()  # handlers are installed by now
     service.send_signal(signal.SIGTERM)
@@ -312,8 +354,9 @@ async def test_migration_0004_downgrades_and_upgrades(empty_db_url: str) -> None
         assert (await store.consolidate()).added == 1
 
 
-async def test_demo_consolidates_then_time_travels(db_url: str,
-                                                   capsys: pytest.CaptureFixture[str]) -> None:
+async def test_demo_consolidates_then_time_travels(
+    db_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     from memstore.demo import run_demo
 
     await run_demo(db_url)

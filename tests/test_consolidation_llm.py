@@ -52,9 +52,20 @@ class ChatServer:
                     return
                 turns = json.loads(body["messages"][-1]["content"])["turns"]
                 content = server.answer(mode, turns)
-                self._send(200, {"id": "x", "object": "chat.completion", "choices": [
-                    {"index": 0, "finish_reason": "stop",
-                     "message": {"role": "assistant", "content": content}}]})
+                self._send(
+                    200,
+                    {
+                        "id": "x",
+                        "object": "chat.completion",
+                        "choices": [
+                            {
+                                "index": 0,
+                                "finish_reason": "stop",
+                                "message": {"role": "assistant", "content": content},
+                            }
+                        ],
+                    },
+                )
 
             def _send(self, status: int, payload: dict[str, Any]) -> None:
                 data = json.dumps(payload).encode()
@@ -78,16 +89,44 @@ class ChatServer:
         facts = []
         for turn in turns:
             if "Paris" in turn["user"]:
-                facts.append({"episode_id": turn["episode_id"], "subject": "user",
-                              "predicate": "Lives In", "object": "Paris", "confidence": 0.9})
-                facts.append({"episode_id": turn["episode_id"], "subject": "Emma",
-                              "predicate": "sister_of", "object": "user", "confidence": 0.7})
+                facts.append(
+                    {
+                        "episode_id": turn["episode_id"],
+                        "subject": "user",
+                        "predicate": "Lives In",
+                        "object": "Paris",
+                        "confidence": 0.9,
+                    }
+                )
+                facts.append(
+                    {
+                        "episode_id": turn["episode_id"],
+                        "subject": "Emma",
+                        "predicate": "sister_of",
+                        "object": "user",
+                        "confidence": 0.7,
+                    }
+                )
             if "London" in turn["user"]:
-                facts.append({"episode_id": turn["episode_id"], "subject": "I",
-                              "predicate": "lives_in", "object": "London", "confidence": 0.8})
+                facts.append(
+                    {
+                        "episode_id": turn["episode_id"],
+                        "subject": "I",
+                        "predicate": "lives_in",
+                        "object": "London",
+                        "confidence": 0.8,
+                    }
+                )
         if mode == "bad-item":
-            facts.append({"episode_id": turns[0]["episode_id"], "subject": "user",
-                          "predicate": "likes", "object": "tea", "confidence": 5})
+            facts.append(
+                {
+                    "episode_id": turns[0]["episode_id"],
+                    "subject": "user",
+                    "predicate": "likes",
+                    "object": "tea",
+                    "confidence": 5,
+                }
+            )
         return json.dumps({"facts": facts})
 
 
@@ -104,18 +143,30 @@ def chat() -> Iterator[ChatServer]:
 
 
 def extractor(chat: ChatServer, **overrides: Any) -> LLMExtractor:
-    config = dict(base_url=chat.url, model="test-model", api_key="sk-test", timeout=5.0,
-                  max_retries=2, backoff=0.0)
+    config = dict(
+        base_url=chat.url,
+        model="test-model",
+        api_key="sk-test",
+        timeout=5.0,
+        max_retries=2,
+        backoff=0.0,
+    )
     config.update(overrides)
     return LLMExtractor(LLMConfig(**config))
 
 
 async def remember_two(store: MemoryStore) -> list[str]:
-    return await store.remember_many([
-        Episode(user_id="alice", session_id="s", occurred_at=MARCH,
-                input="I live in Paris with my sister Emma."),
-        Episode(user_id="alice", session_id="s", occurred_at=JUNE, input="Moved to London!"),
-    ])
+    return await store.remember_many(
+        [
+            Episode(
+                user_id="alice",
+                session_id="s",
+                occurred_at=MARCH,
+                input="I live in Paris with my sister Emma.",
+            ),
+            Episode(user_id="alice", session_id="s", occurred_at=JUNE, input="Moved to London!"),
+        ]
+    )
 
 
 async def test_good_json_becomes_facts(store: MemoryStore, chat: ChatServer) -> None:
@@ -128,9 +179,9 @@ async def test_good_json_becomes_facts(store: MemoryStore, chat: ChatServer) -> 
     assert request["response_format"] == {"type": "json_object"}
     assert chat.headers[0]["Authorization"] == "Bearer sk-test"
     history = await store.fact_history(user_id="alice", subject="alice", predicate="lives_in")
-    assert [(f.object, f.valid_from, f.valid_to, f.sources) for f in history
-            if f.superseded_at is None] == [("Paris", MARCH, JUNE, (paris,)),
-                                            ("London", JUNE, None, (london,))]
+    assert [
+        (f.object, f.valid_from, f.valid_to, f.sources) for f in history if f.superseded_at is None
+    ] == [("Paris", MARCH, JUNE, (paris,)), ("London", JUNE, None, (london,))]
     (emma,) = await store.fact_history(user_id="alice", subject="Emma")
     assert (emma.predicate, emma.object, emma.confidence) == ("sister_of", "user", 0.7)
 
@@ -143,13 +194,16 @@ async def test_a_retry_recovers_from_one_5xx(store: MemoryStore, chat: ChatServe
     assert len(chat.requests) == 2
 
 
-@pytest.mark.parametrize(("mode", "error", "message"), [
-    ("malformed", LLMResponseError, "not valid JSON"),
-    ("bad-item", LLMResponseError, "confidence outside 0..1"),
-    ("5xx", LLMEndpointError, "HTTP 503"),
-    ("slow", LLMEndpointError, "timed out"),
-    ("401", LLMEndpointError, "HTTP 401"),
-])
+@pytest.mark.parametrize(
+    ("mode", "error", "message"),
+    [
+        ("malformed", LLMResponseError, "not valid JSON"),
+        ("bad-item", LLMResponseError, "confidence outside 0..1"),
+        ("5xx", LLMEndpointError, "HTTP 503"),
+        ("slow", LLMEndpointError, "timed out"),
+        ("401", LLMEndpointError, "HTTP 401"),
+    ],
+)
 async def test_misbehaving_endpoint_writes_nothing(
     store: MemoryStore, chat: ChatServer, mode: str, error: type[Exception], message: str
 ) -> None:
@@ -168,19 +222,28 @@ async def test_misbehaving_endpoint_writes_nothing(
 
 async def test_unreachable_endpoint(store: MemoryStore) -> None:
     await remember_two(store)
-    dead = LLMExtractor(LLMConfig(base_url="http://127.0.0.1:9/v1", model="m", timeout=1.0,
-                                  max_retries=0))
+    dead = LLMExtractor(
+        LLMConfig(base_url="http://127.0.0.1:9/v1", model="m", timeout=1.0, max_retries=0)
+    )
     with pytest.raises(LLMEndpointError, match="unreachable"):
         await store.consolidate(extractor=dead)
     assert (await table_counts(store))["facts"] == 0
 
 
 def test_config_from_env() -> None:
-    env = {"MEMSTORE_LLM_BASE_URL": "http://127.0.0.1:1/v1", "MEMSTORE_LLM_MODEL": "m",
-           "OPENAI_API_KEY": "k", "MEMSTORE_LLM_TIMEOUT": "7.5"}
+    env = {
+        "MEMSTORE_LLM_BASE_URL": "http://127.0.0.1:1/v1",
+        "MEMSTORE_LLM_MODEL": "m",
+        "OPENAI_API_KEY": "k",
+        "MEMSTORE_LLM_TIMEOUT": "7.5",
+    }
     config = LLMConfig.from_env(env)
     assert (config.base_url, config.model, config.api_key, config.timeout) == (
-        "http://127.0.0.1:1/v1", "m", "k", 7.5)
+        "http://127.0.0.1:1/v1",
+        "m",
+        "k",
+        7.5,
+    )
     assert LLMConfig.from_env(env, model="other").model == "other"
     with pytest.raises(InvalidInput, match="base URL"):
         LLMConfig.from_env({})

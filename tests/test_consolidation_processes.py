@@ -33,7 +33,11 @@ def _worker(url: str, *args: str, stderr: int | None = subprocess.PIPE) -> subpr
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.Popen(
         [sys.executable, "-m", "memstore", "consolidate", "--url", url, *args],
-        stdout=subprocess.PIPE, stderr=stderr, text=True, env=env, cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=stderr,
+        text=True,
+        env=env,
+        cwd=ROOT,
     )
 
 
@@ -66,8 +70,9 @@ async def test_three_processes_consolidate_each_episode_exactly_once(
 
     # A little pause per episode while extracting (outside any write lock) so the
     # three runs overlap despite process start-up.
-    workers = [_worker(db_url, "--batch-size", "25", "--debug-extract-delay", "0.005")
-               for _ in range(3)]
+    workers = [
+        _worker(db_url, "--batch-size", "25", "--debug-extract-delay", "0.005") for _ in range(3)
+    ]
     outputs = [w.communicate(timeout=300) for w in workers]
     for worker, (_out, err) in zip(workers, outputs, strict=True):
         assert worker.returncode == 0, err
@@ -88,8 +93,9 @@ async def test_sigkill_mid_batch_then_rerun_equals_uninterrupted_run(
     episodes = [e for user in USERS[:2] for e in user_episodes(user, 80)]
     await store.remember_many(episodes)
     lease = 2.0
-    worker = _worker(db_url, "--batch-size", "20", "--lease-seconds", str(lease),
-                     "--debug-write-delay", "0.05")
+    worker = _worker(
+        db_url, "--batch-size", "20", "--lease-seconds", str(lease), "--debug-write-delay", "0.05"
+    )
     assert worker.stderr is not None
     seen = ""
     while "batch user=" not in seen:  # a batch line is printed after each commit
@@ -104,9 +110,12 @@ async def test_sigkill_mid_batch_then_rerun_equals_uninterrupted_run(
     if backend == "postgres":
         # The worker's batch transaction is open (it pauses between fact writes).
         async with store.engine.connect() as conn:
-            open_batches = await conn.scalar(text(
-                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                "AND pid <> pg_backend_pid() AND xact_start IS NOT NULL"))
+            open_batches = await conn.scalar(
+                text(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                    "AND pid <> pg_backend_pid() AND xact_start IS NOT NULL"
+                )
+            )
         assert open_batches == 1
     worker.send_signal(signal.SIGKILL)
     worker.communicate(timeout=60)
@@ -118,9 +127,13 @@ async def test_sigkill_mid_batch_then_rerun_equals_uninterrupted_run(
         # The dead worker still holds the lease of the batch it was writing.
         async with store.engine.connect() as conn:
             leased = await conn.scalar(
-                select(func.count()).select_from(EpisodeConsolidationRow).where(
+                select(func.count())
+                .select_from(EpisodeConsolidationRow)
+                .where(
                     EpisodeConsolidationRow.claimed_by.is_not(None),
-                    EpisodeConsolidationRow.consolidated_at.is_(None)))
+                    EpisodeConsolidationRow.consolidated_at.is_(None),
+                )
+            )
         assert leased == 20
     assert len(marks) % 20 == 0, "only whole batches are ever committed"
     async with store.engine.connect() as conn:

@@ -12,9 +12,15 @@ T0 = datetime(2026, 1, 1, 12, tzinfo=UTC)
 
 
 def turn(i: int, text: str, session: str = "s1", user: str | None = "alice") -> Episode:
-    return Episode(user_id=user, session_id=session, input=text, output=f"reply {i}",
-                   occurred_at=T0 + timedelta(minutes=i), metadata={"i": i},
-                   tool_calls=[{"name": "search", "args": {"q": text}}])
+    return Episode(
+        user_id=user,
+        session_id=session,
+        input=text,
+        output=f"reply {i}",
+        occurred_at=T0 + timedelta(minutes=i),
+        metadata={"i": i},
+        tool_calls=[{"name": "search", "args": {"q": text}}],
+    )
 
 
 async def test_remember_round_trips_every_field(store: MemoryStore) -> None:
@@ -39,15 +45,18 @@ async def test_remember_many_is_one_transaction(store: MemoryStore) -> None:
 
 
 async def test_keyword_recall_ranks_matches_then_recency(store: MemoryStore) -> None:
-    await store.remember_many([
-        turn(0, "We talked about the Paris trip"),
-        turn(1, "Lunch was pasta"),
-        turn(2, "Paris again: the Louvre trip was long"),
-        turn(3, "Nothing relevant"),
-    ])
+    await store.remember_many(
+        [
+            turn(0, "We talked about the Paris trip"),
+            turn(1, "Lunch was pasta"),
+            turn(2, "Paris again: the Louvre trip was long"),
+            turn(3, "Nothing relevant"),
+        ]
+    )
     hits = await store.recall_scored("Paris trip Louvre", user_id="alice", limit=3)
     assert [h.episode.input for h in hits][:2] == [
-        "Paris again: the Louvre trip was long", "We talked about the Paris trip"
+        "Paris again: the Louvre trip was long",
+        "We talked about the Paris trip",
     ]
     assert hits[0].score > hits[1].score
     assert set(hits[0].parts) >= {"keyword", "dense", "fused"}
@@ -66,7 +75,9 @@ async def test_session_messages_are_latest_turns_oldest_first(store: MemoryStore
     await store.remember_many([turn(i, f"q{i}") for i in range(5)] + [turn(9, "other", "s2")])
     messages = await store.session_messages("s1", user_id="alice", limit=4)
     assert [(m.role, m.content) for m in messages] == [
-        (Role.USER, "q3"), (Role.ASSISTANT, "reply 3"), (Role.USER, "q4"),
+        (Role.USER, "q3"),
+        (Role.ASSISTANT, "reply 3"),
+        (Role.USER, "q4"),
         (Role.ASSISTANT, "reply 4"),
     ]
 
@@ -80,8 +91,9 @@ async def test_profile(store: MemoryStore) -> None:
 
 
 async def test_forget_by_session_and_before(store: MemoryStore) -> None:
-    await store.remember_many([turn(i, "x", "s1") for i in range(3)]
-                              + [turn(i, "y", "s2") for i in range(3)])
+    await store.remember_many(
+        [turn(i, "x", "s1") for i in range(3)] + [turn(i, "y", "s2") for i in range(3)]
+    )
     assert await store.forget(user_id="alice", session_id="s1") == 3
     assert await store.forget(user_id="alice", before=T0 + timedelta(minutes=2)) == 2
     remaining = await store.recall("", user_id="alice", limit=10)

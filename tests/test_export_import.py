@@ -31,32 +31,78 @@ ROOT = Path(__file__).resolve().parents[1]
 async def populate(store: MemoryStore, user: str | None) -> None:
     """Something in every core table, with the awkward values: both time axes,
     history, unicode, exact floats, nested JSON, offsets."""
-    await store.remember_many([
-        Episode(user_id=user, session_id="s1", input="I moved to Paris 🇫🇷", output="Noted.",
-                occurred_at=MARCH, tool_calls=[{"name": "geo", "args": {"q": "Paris"}}],
-                metadata={"floats": [0.1, 1e308, 5e-324, 1e16, -2.5], "big": 2**70,
-                          "nested": {"a": [None, True, False, {"b": "ü\n\t\"'"}]}}),
-        Episode(user_id=user, session_id="s2", input="", output="line1\r\nline2\u2028x",
-                occurred_at=JUNE),
-    ])
-    paris = await store.add_fact(Fact(user_id=user, subject="me", predicate="lives_in",
-                                      object="Paris", valid_from=MARCH, sources=("e1",),
-                                      confidence=0.3))
-    await store.add_fact(Fact(user_id=user, subject="me", predicate="lives_in",
-                              object="London", valid_from=JUNE))
-    liked = await store.add_fact(Fact(user_id=user, subject="me", predicate="likes",
-                                      object="tea", valid_from=MARCH, valid_to=AUGUST,
-                                      confidence=1 / 3))
+    await store.remember_many(
+        [
+            Episode(
+                user_id=user,
+                session_id="s1",
+                input="I moved to Paris 🇫🇷",
+                output="Noted.",
+                occurred_at=MARCH,
+                tool_calls=[{"name": "geo", "args": {"q": "Paris"}}],
+                metadata={
+                    "floats": [0.1, 1e308, 5e-324, 1e16, -2.5],
+                    "big": 2**70,
+                    "nested": {"a": [None, True, False, {"b": "ü\n\t\"'"}]},
+                },
+            ),
+            Episode(
+                user_id=user,
+                session_id="s2",
+                input="",
+                output="line1\r\nline2\u2028x",
+                occurred_at=JUNE,
+            ),
+        ]
+    )
+    paris = await store.add_fact(
+        Fact(
+            user_id=user,
+            subject="me",
+            predicate="lives_in",
+            object="Paris",
+            valid_from=MARCH,
+            sources=("e1",),
+            confidence=0.3,
+        )
+    )
+    await store.add_fact(
+        Fact(user_id=user, subject="me", predicate="lives_in", object="London", valid_from=JUNE)
+    )
+    liked = await store.add_fact(
+        Fact(
+            user_id=user,
+            subject="me",
+            predicate="likes",
+            object="tea",
+            valid_from=MARCH,
+            valid_to=AUGUST,
+            confidence=1 / 3,
+        )
+    )
     await store.retract_fact(liked, user_id=user)
     assert paris
     await store.update_block("persona", "Be brief.", user_id=user)
     await store.append_block("persona", " Use metric units. ✓", user_id=user)
     await store.update_block("goals", "", user_id=user)
     # Thread buffer, working memory, consolidation marks and access counters.
-    await store.threads.append("t1", {"q": "hi ☕", "n": [1, 2.5]}, from_id="user",
-                               to_id="agent", user_id=user, own_name="agent")
-    await store.threads.append("t1", "plain text", from_id="agent", to_id="user",
-                               user_id=user, is_self_call=True, todo_nudge="later")
+    await store.threads.append(
+        "t1",
+        {"q": "hi ☕", "n": [1, 2.5]},
+        from_id="user",
+        to_id="agent",
+        user_id=user,
+        own_name="agent",
+    )
+    await store.threads.append(
+        "t1",
+        "plain text",
+        from_id="agent",
+        to_id="user",
+        user_id=user,
+        is_self_call=True,
+        todo_nudge="later",
+    )
     wm = store.working_memory(session_id="s1", project_id="p", agent_id="a", user_id=user)
     await wm.set("plan", {"steps": ["search", "answer"], "ratio": 0.1}, ttl_seconds=3600)
     await wm.append_scratchpad("tried X")
@@ -69,8 +115,13 @@ async def populate(store: MemoryStore, user: str | None) -> None:
     stored = storage_user_id(user)
     async with store._write(stored) as session:
         await LangGraphRepository(session=session).put(
-            stored, "memories.prefs", "k1", {"text": "likes tea ☕", "n": 0.1},
-            vectors=np.arange(4, dtype="<f4").tobytes(), now=MARCH, ttl_minutes=60.0,
+            stored,
+            "memories.prefs",
+            "k1",
+            {"text": "likes tea ☕", "n": 0.1},
+            vectors=np.arange(4, dtype="<f4").tobytes(),
+            now=MARCH,
+            ttl_minutes=60.0,
             expires_at=MARCH + timedelta(days=36500),
         )
 
@@ -82,16 +133,21 @@ def comparable(dump: dict[str, Any]) -> dict[str, Any]:
 async def api_view(store: MemoryStore, user: str | None) -> dict[str, Any]:
     """What the API shows, for a second, independent comparison."""
     return {
-        "episodes": [await store.get_episode(e.id, user_id=user)
-                     for e in await store.recall("", user_id=user, limit=100)],
+        "episodes": [
+            await store.get_episode(e.id, user_id=user)
+            for e in await store.recall("", user_id=user, limit=100)
+        ],
         "facts": await store.fact_history(user_id=user),
         "blocks": await store.working(user_id=user),
-        "history": {b.name: await store.block_history(b.name, user_id=user)
-                    for b in await store.working(user_id=user)},
+        "history": {
+            b.name: await store.block_history(b.name, user_id=user)
+            for b in await store.working(user_id=user)
+        },
         "messages": await store.session_messages("s2", user_id=user),
         "thread": await store.threads.get_thread("t1", user_id=user),
         "working_memory": await store.working_memory(
-            session_id="s1", project_id="p", agent_id="a", user_id=user).get_all(),
+            session_id="s1", project_id="p", agent_id="a", user_id=user
+        ).get_all(),
     }
 
 
@@ -135,16 +191,19 @@ async def test_import_refuses_a_tenant_with_data(store: MemoryStore) -> None:
     assert after == before
 
 
-@pytest.mark.parametrize("spoil", [
-    lambda d: d["tables"].update(nope=[{"x": 1}]),
-    lambda d: d["tables"]["blocks"][0].update(user_id="mallory"),
-    lambda d: d["tables"]["blocks"][0].update(colour="red"),
-    lambda d: d["tables"]["facts"][0].pop("valid_from"),
-    lambda d: d["tables"]["facts"][0].update(valid_from="last tuesday"),
-    lambda d: d["tables"]["episodes"][0].update(input="\x00"),
-    lambda d: d.update(format="something-else/9"),
-    lambda d: d.update(user_id="__system"),
-])
+@pytest.mark.parametrize(
+    "spoil",
+    [
+        lambda d: d["tables"].update(nope=[{"x": 1}]),
+        lambda d: d["tables"]["blocks"][0].update(user_id="mallory"),
+        lambda d: d["tables"]["blocks"][0].update(colour="red"),
+        lambda d: d["tables"]["facts"][0].pop("valid_from"),
+        lambda d: d["tables"]["facts"][0].update(valid_from="last tuesday"),
+        lambda d: d["tables"]["episodes"][0].update(input="\x00"),
+        lambda d: d.update(format="something-else/9"),
+        lambda d: d.update(user_id="__system"),
+    ],
+)
 async def test_malformed_dump_imports_nothing(store: MemoryStore, spoil: Any) -> None:
     await populate(store, "alice")
     dump = json.loads(json.dumps(await store.export(user_id="alice")))
@@ -165,20 +224,21 @@ async def _fresh(kind: str, pg_cluster: Any, tmp_path: Path) -> str:
 
 
 @pytest.fixture
-async def two_backends(request: pytest.FixtureRequest, tmp_path: Path
-                       ) -> AsyncIterator[dict[str, MemoryStore]]:
+async def two_backends(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> AsyncIterator[dict[str, MemoryStore]]:
     pg_cluster = request.getfixturevalue("pg_cluster")
     urls = {kind: await _fresh(kind, pg_cluster, tmp_path) for kind in ("sqlite", "postgres")}
-    async with MemoryStore.open(urls["sqlite"]) as lite, \
-            MemoryStore.open(urls["postgres"]) as pg:
+    async with MemoryStore.open(urls["sqlite"]) as lite, MemoryStore.open(urls["postgres"]) as pg:
         yield {"sqlite": lite, "postgres": pg, "urls": urls}  # type: ignore[dict-item]
 
 
 @pytest.mark.postgres
 @pytest.mark.sqlite
 @pytest.mark.parametrize("source, target", [("sqlite", "postgres"), ("postgres", "sqlite")])
-async def test_cross_backend_is_lossless(two_backends: dict[str, MemoryStore], source: str,
-                                         target: str) -> None:
+async def test_cross_backend_is_lossless(
+    two_backends: dict[str, MemoryStore], source: str, target: str
+) -> None:
     src, dst = two_backends[source], two_backends[target]
     await populate(src, "alice")
     await populate(src, None)
@@ -193,28 +253,38 @@ async def test_cross_backend_is_lossless(two_backends: dict[str, MemoryStore], s
         (ep,) = [e for e in (await api_view(dst, user))["episodes"] if e.session_id == "s1"]
         # (jsonb does not keep key order, so compare sorted.)
         assert json.dumps(ep.metadata, sort_keys=True) == json.dumps(
-            (await src.get_episode(ep.id, user_id=user)).metadata, sort_keys=True)
+            (await src.get_episode(ep.id, user_id=user)).metadata, sort_keys=True
+        )
     # And back again: the round trip is the identity.
     await src.forget(user_id="alice")
     await src.import_(await dst.export(user_id="alice"))
     assert comparable(await src.export(user_id="alice")) == comparable(
-        await dst.export(user_id="alice"))
+        await dst.export(user_id="alice")
+    )
 
 
 def _cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "memstore", *args], cwd=ROOT, input=stdin,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "memstore", *args],
+        cwd=ROOT,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 @pytest.mark.postgres
 @pytest.mark.sqlite
-async def test_jsonl_cli_round_trip_and_truncation(two_backends: dict[str, Any],
-                                                   tmp_path: Path) -> None:
+async def test_jsonl_cli_round_trip_and_truncation(
+    two_backends: dict[str, Any], tmp_path: Path
+) -> None:
     lite, pg, urls = two_backends["sqlite"], two_backends["postgres"], two_backends["urls"]
     await populate(lite, "alice")
     dump_file = tmp_path / "alice.jsonl"
-    done = await asyncio.to_thread(_cli, "export", "--url", urls["sqlite"], "--user", "alice",
-                                   "-o", str(dump_file))
+    done = await asyncio.to_thread(
+        _cli, "export", "--url", urls["sqlite"], "--user", "alice", "-o", str(dump_file)
+    )
     assert done.returncode == 0, done.stderr
     lines = dump_file.read_text(encoding="ascii").splitlines()
     header, *body, end = (json.loads(line) for line in lines)
@@ -229,17 +299,25 @@ async def test_jsonl_cli_round_trip_and_truncation(two_backends: dict[str, Any],
     assert done.returncode == 1 and "truncated" in done.stderr
     assert sum((await table_counts(pg)).values()) == 0
 
-    done = await asyncio.to_thread(_cli, "import", "--url", urls["postgres"], "-i",
-                                   str(dump_file))
+    done = await asyncio.to_thread(_cli, "import", "--url", urls["postgres"], "-i", str(dump_file))
     assert done.returncode == 0, done.stderr
     assert comparable(await pg.export(user_id="alice")) == comparable(
-        await lite.export(user_id="alice"))
+        await lite.export(user_id="alice")
+    )
     # From stdin, as another tenant.
-    done = await asyncio.to_thread(_cli, "import", "--url", urls["postgres"], "--user", "zoe",
-                                   stdin=dump_file.read_text(encoding="ascii"))
+    done = await asyncio.to_thread(
+        _cli,
+        "import",
+        "--url",
+        urls["postgres"],
+        "--user",
+        "zoe",
+        stdin=dump_file.read_text(encoding="ascii"),
+    )
     assert done.returncode == 0, done.stderr
-    assert (await pg.export(user_id="zoe"))["tables"] == (
-        await lite.export(user_id="alice"))["tables"]
+    assert (await pg.export(user_id="zoe"))["tables"] == (await lite.export(user_id="alice"))[
+        "tables"
+    ]
 
 
 async def test_export_stream_is_a_stream(store: MemoryStore) -> None:

@@ -14,8 +14,14 @@ AUGUST = datetime(2026, 8, 1, tzinfo=UTC)
 
 
 def lives_in(city: str, valid_from: datetime, **kw: object) -> Fact:
-    return Fact(user_id="alice", subject="alice", predicate="lives_in", object=city,
-                valid_from=valid_from, **kw)  # type: ignore[arg-type]
+    return Fact(
+        user_id="alice",
+        subject="alice",
+        predicate="lives_in",
+        object=city,
+        valid_from=valid_from,
+        **kw,
+    )  # type: ignore[arg-type]
 
 
 async def objects(store: MemoryStore, **kw: object) -> list[str]:
@@ -85,8 +91,9 @@ async def test_retraction_closes_transaction_time_only(store: MemoryStore) -> No
 
 async def test_multi_valued_predicates_accumulate(store: MemoryStore) -> None:
     for food in ("sushi", "pasta", "tacos"):
-        await store.add_fact(Fact(user_id="alice", subject="alice", predicate="likes",
-                                  object=food, valid_from=MARCH))
+        await store.add_fact(
+            Fact(user_id="alice", subject="alice", predicate="likes", object=food, valid_from=MARCH)
+        )
     facts = await store.recall_facts("alice likes", user_id="alice", limit=10)
     assert sorted(f.object for f in facts) == ["pasta", "sushi", "tacos"]
 
@@ -106,8 +113,11 @@ async def test_same_start_replaces_wrong_value(store: MemoryStore) -> None:
 
 
 async def test_predicates_are_normalised(store: MemoryStore) -> None:
-    await store.add_fact(Fact(user_id="alice", subject="alice", predicate="Lives In",
-                              object="Paris", valid_from=MARCH))
+    await store.add_fact(
+        Fact(
+            user_id="alice", subject="alice", predicate="Lives In", object="Paris", valid_from=MARCH
+        )
+    )
     history = await store.fact_history(user_id="alice", predicate="lives-in")
     assert [f.predicate for f in history] == ["lives_in"]
 
@@ -125,8 +135,11 @@ async def test_history_is_ordered_by_valid_from_then_recorded_at(store: MemorySt
 
 
 async def test_explicit_valid_interval(store: MemoryStore) -> None:
-    await store.add_fact(lives_in("Rome", datetime(2010, 1, 1, tzinfo=UTC),
-                                  valid_to=datetime(2015, 1, 1, tzinfo=UTC)))
+    await store.add_fact(
+        lives_in(
+            "Rome", datetime(2010, 1, 1, tzinfo=UTC), valid_to=datetime(2015, 1, 1, tzinfo=UTC)
+        )
+    )
     await store.add_fact(lives_in("Paris", MARCH))
     assert await objects(store, valid_at=datetime(2012, 1, 1, tzinfo=UTC)) == ["Rome"]
     assert await objects(store, valid_at=JUNE) == ["Paris"]

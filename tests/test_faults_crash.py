@@ -27,8 +27,11 @@ HANG_GUARD_S = 120
 class Worker:
     def __init__(self, *args: str) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, str(WORKER), *args], stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, stdin=subprocess.PIPE, text=True,
+            [sys.executable, str(WORKER), *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.PIPE,
+            text=True,
         )
 
     def wait_for(self, prefix: str) -> str:
@@ -61,9 +64,14 @@ async def assert_inside_a_transaction(store: MemoryStore) -> None:
     """Prove the worker is frozen with its transaction open (not before or after it)."""
     if store.engine.dialect.name == "postgresql":
         async with store.engine.connect() as conn:
-            states = (await conn.execute(text(
-                "SELECT state FROM pg_stat_activity WHERE datname = current_database() "
-                "AND pid <> pg_backend_pid() AND backend_type = 'client backend'"))).scalars()
+            states = (
+                await conn.execute(
+                    text(
+                        "SELECT state FROM pg_stat_activity WHERE datname = current_database() "
+                        "AND pid <> pg_backend_pid() AND backend_type = 'client backend'"
+                    )
+                )
+            ).scalars()
             assert "idle in transaction" in list(states)
     else:
         path = make_url(str(store.engine.url)).database
@@ -75,8 +83,9 @@ async def assert_inside_a_transaction(store: MemoryStore) -> None:
             probe.close()
 
 
-async def test_killed_bulk_insert_leaves_nothing(store: MemoryStore, db_url: str,
-                                                 workers: list[Worker]) -> None:
+async def test_killed_bulk_insert_leaves_nothing(
+    store: MemoryStore, db_url: str, workers: list[Worker]
+) -> None:
     await store.remember(Episode(user_id="alice", session_id="before", input="kept"))
     before = await table_counts(store)
     worker = Worker("pause-batch", db_url, "3000")
@@ -91,10 +100,12 @@ async def test_killed_bulk_insert_leaves_nothing(store: MemoryStore, db_url: str
     await store.remember(Episode(user_id="alice", session_id="after", input="ok"))
 
 
-async def test_killed_fact_correction_leaves_the_old_belief(store: MemoryStore, db_url: str,
-                                                            workers: list[Worker]) -> None:
-    await store.add_fact(Fact(user_id="alice", subject="alice", predicate="lives_in",
-                              object="Paris"))
+async def test_killed_fact_correction_leaves_the_old_belief(
+    store: MemoryStore, db_url: str, workers: list[Worker]
+) -> None:
+    await store.add_fact(
+        Fact(user_id="alice", subject="alice", predicate="lives_in", object="Paris")
+    )
     history = await store.fact_history(user_id="alice")
     worker = Worker("pause-fact", db_url)
     workers.append(worker)
@@ -105,13 +116,15 @@ async def test_killed_fact_correction_leaves_the_old_belief(store: MemoryStore, 
     # The supersede UPDATE and the first INSERT were in flight: neither survives.
     assert await store.fact_history(user_id="alice") == history
     # And the (subject, predicate) is not stuck behind a dead lock.
-    outcome = await store.assert_fact(Fact(user_id="alice", subject="alice",
-                                           predicate="lives_in", object="Berlin"))
+    outcome = await store.assert_fact(
+        Fact(user_id="alice", subject="alice", predicate="lives_in", object="Berlin")
+    )
     assert outcome.change == "superseded"
 
 
-async def test_kill_at_an_arbitrary_point_of_a_write_stream(store: MemoryStore, db_url: str,
-                                                            workers: list[Worker]) -> None:
+async def test_kill_at_an_arbitrary_point_of_a_write_stream(
+    store: MemoryStore, db_url: str, workers: list[Worker]
+) -> None:
     worker = Worker("stream", db_url)
     workers.append(worker)
     last = 0
@@ -121,8 +134,9 @@ async def test_kill_at_an_arbitrary_point_of_a_write_stream(store: MemoryStore, 
 
     counts: dict[str, int] = {}
     async with store.engine.connect() as conn:
-        for session_id, n in await conn.execute(text(
-                "SELECT session_id, count(*) FROM episodes GROUP BY session_id")):
+        for session_id, n in await conn.execute(
+            text("SELECT session_id, count(*) FROM episodes GROUP BY session_id")
+        ):
             counts[session_id] = n
     # Every acknowledged batch complete, every batch all-or-nothing.
     assert all(counts.get(f"b{i}") == 20 for i in range(last + 1))

@@ -37,8 +37,17 @@ class OwnServer:
 
     def start(self) -> None:
         info = self.server.get_postmaster_info()
-        pg_ctl(self.server, "-w", "-o", '-h ""', "-o", f"-k {info.socket_dir}",
-               "-l", str(self.server.log), "start")
+        pg_ctl(
+            self.server,
+            "-w",
+            "-o",
+            '-h ""',
+            "-o",
+            f"-k {info.socket_dir}",
+            "-l",
+            str(self.server.log),
+            "start",
+        )
         pid = live_postmaster_pid(Path(self.server.pgdata))
         assert pid is not None
         self.pids.add(pid)
@@ -93,8 +102,7 @@ def every_call(store: MemoryStore) -> list[Callable[[], Awaitable[Any]]]:
 
 
 async def test_stop_and_restart_under_load(own_server: OwnServer) -> None:
-    async with MemoryStore.open(own_server.url,
-                                engine_options={"connect_timeout": 5}) as store:
+    async with MemoryStore.open(own_server.url, engine_options={"connect_timeout": 5}) as store:
         acked: list[Episode] = []
         failed: list[Episode] = []
         other_errors: list[BaseException] = []

@@ -51,8 +51,9 @@ def residue_marker(user: str) -> bytes:
 async def populate_everything(store: MemoryStore, user: str) -> None:
     await populate(store, user)
     secret = secret_word(user)
-    await store.remember(Episode(user_id=user, session_id="s9", input=f"more {secret}",
-                                 output=f"said {secret}"))
+    await store.remember(
+        Episode(user_id=user, session_id="s9", input=f"more {secret}", output=f"said {secret}")
+    )
     await store.add_fact(Fact(user_id=user, subject="x", predicate="likes", object="y"))
     await store.add_fact(Fact(user_id=user, subject=secret, predicate="likes", object=secret))
     await store.update_block("notes", f"remember {secret}", user_id=user)
@@ -102,8 +103,11 @@ async def synthesise_row(store: MemoryStore, table: Table, user: str) -> None:
     async with store.engine.begin() as conn:
         for fk in table.foreign_key_constraints:
             parent = fk.referred_table
-            found = (await conn.execute(
-                select(parent).where(parent.c.user_id == user).limit(1))).mappings().first()
+            found = (
+                (await conn.execute(select(parent).where(parent.c.user_id == user).limit(1)))
+                .mappings()
+                .first()
+            )
             assert found is not None, f"{table.name}: no {parent.name} row of {user} to refer to"
             for element in fk.elements:
                 row[element.parent.name] = found[element.column.name]
@@ -128,8 +132,11 @@ async def rows_of(store: MemoryStore, user: str) -> dict[str, int]:
             columns = await conn.run_sync(lambda c, n=name: inspect(c).get_columns(n))
             if any(c["name"] == "user_id" for c in columns):
                 quoted = conn.dialect.identifier_preparer.quote(name)
-                counts[name] = int(await conn.scalar(
-                    text(f"SELECT count(*) FROM {quoted} WHERE user_id = :u"), {"u": user}))
+                counts[name] = int(
+                    await conn.scalar(
+                        text(f"SELECT count(*) FROM {quoted} WHERE user_id = :u"), {"u": user}
+                    )
+                )
     return counts
 
 
@@ -140,8 +147,9 @@ async def test_forget_leaves_no_row_of_the_tenant_anywhere(store: MemoryStore) -
         await populate_everything(store, user)
         for table in tenant_tables():
             async with store.engine.connect() as conn:
-                has = await conn.scalar(select(func.count()).select_from(table)
-                                        .where(table.c.user_id == user))
+                has = await conn.scalar(
+                    select(func.count()).select_from(table).where(table.c.user_id == user)
+                )
             if not has:
                 await synthesise_row(store, table, user)
 
@@ -154,13 +162,13 @@ async def test_forget_leaves_no_row_of_the_tenant_anywhere(store: MemoryStore) -
 
     # forget counts rows of the metadata's tenant tables; backend-only index side
     # tables (SQLite FTS) follow by trigger and are checked by the scan below.
-    assert removed == sum(n for name, n in before[VICTIM].items()
-                          if name in metadata_tenant_tables)
+    assert removed == sum(n for name, n in before[VICTIM].items() if name in metadata_tenant_tables)
     after = {u: await rows_of(store, u) for u in (VICTIM, BYSTANDER)}
     assert after[VICTIM] == dict.fromkeys(before[VICTIM], 0)
     assert after[BYSTANDER] == before[BYSTANDER]
     assert (await store.export(user_id=VICTIM))["tables"] == {
-        t.name: [] for t in reversed(tenant_tables())}
+        t.name: [] for t in reversed(tenant_tables())
+    }
     if store.engine.dialect.name == "sqlite":
         await assert_no_sqlite_residue(store)
 
@@ -169,12 +177,19 @@ async def sqlite_tables_containing(store: MemoryStore, marker: bytes) -> list[st
     """Tables of sqlite_master (FTS5 shadow tables included) with a value holding ``marker``."""
     found = []
     async with store.engine.connect() as conn:
-        names = (await conn.execute(text(
-            "SELECT name FROM sqlite_master WHERE type = 'table'"))).scalars().all()
+        names = (
+            (await conn.execute(text("SELECT name FROM sqlite_master WHERE type = 'table'")))
+            .scalars()
+            .all()
+        )
         for name in names:
             rows = (await conn.execute(text(f'SELECT * FROM "{name}"'))).all()
-            if any(marker in (v if isinstance(v, bytes) else str(v).encode())
-                   for row in rows for v in row if v is not None):
+            if any(
+                marker in (v if isinstance(v, bytes) else str(v).encode())
+                for row in rows
+                for v in row
+                if v is not None
+            ):
                 found.append(name)
     return found
 
@@ -182,7 +197,8 @@ async def sqlite_tables_containing(store: MemoryStore, marker: bytes) -> list[st
 async def assert_no_sqlite_residue(store: MemoryStore) -> None:
     """Neither a table (shadow tables too) nor the file's bytes hold the victim's words."""
     assert await sqlite_tables_containing(store, residue_marker(BYSTANDER)), (
-        "the scan must see the bystander's words, else it proves nothing")
+        "the scan must see the bystander's words, else it proves nothing"
+    )
     assert await sqlite_tables_containing(store, residue_marker(VICTIM)) == []
     # forget checkpointed and truncated the write-ahead log: no old page images.
     wal = Path(f"{store.engine.url.database}-wal")
@@ -203,11 +219,15 @@ async def assert_no_sqlite_residue(store: MemoryStore) -> None:
 
 async def test_every_table_is_a_tenant_table_or_declared_global() -> None:
     """A new table without user_id must say it holds no personal data."""
-    undeclared = [t.name for t in Base.metadata.sorted_tables
-                  if "user_id" not in t.c and not t.info.get("global")]
+    undeclared = [
+        t.name
+        for t in Base.metadata.sorted_tables
+        if "user_id" not in t.c and not t.info.get("global")
+    ]
     assert not undeclared, (
         f"tables {undeclared} have no user_id, so forget/export skip them; add user_id, "
-        "or mark them __table_args__ = {'info': {'global': True}} if they hold no tenant data")
+        "or mark them __table_args__ = {'info': {'global': True}} if they hold no tenant data"
+    )
 
 
 async def test_forget_succeeds_while_a_reader_pins_the_wal(store: MemoryStore) -> None:

@@ -19,11 +19,45 @@ from memstore.validation import MAX_IDENTIFIER_CHARS, MAX_JSON_BYTES, MAX_JSON_D
 from tests.conftest import table_counts
 
 HOSTILE_BITS = [
-    "\x00", "\ud800", "\udfff", "\ud83d", "'", '"', ";", "--", "/*", "*/", "%", "_", "\\",
-    "\\u0000", "\u202e", "\ufeff", "\u200b", "\U0001f600", "\uffff", "\ufffe", "\x7f",
-    "\x1b", "\r\n", "\t", " ", "é", "e\u0301", "ß", "İ", "\U00010348",
-    "'); DROP TABLE episodes; --", "' OR '1'='1", "$1", "::text", "E'\\x00'",
-    "__anonymous__", "__", "NULL", "null",
+    "\x00",
+    "\ud800",
+    "\udfff",
+    "\ud83d",
+    "'",
+    '"',
+    ";",
+    "--",
+    "/*",
+    "*/",
+    "%",
+    "_",
+    "\\",
+    "\\u0000",
+    "\u202e",
+    "\ufeff",
+    "\u200b",
+    "\U0001f600",
+    "\uffff",
+    "\ufffe",
+    "\x7f",
+    "\x1b",
+    "\r\n",
+    "\t",
+    " ",
+    "é",
+    "e\u0301",
+    "ß",
+    "İ",
+    "\U00010348",
+    "'); DROP TABLE episodes; --",
+    "' OR '1'='1",
+    "$1",
+    "::text",
+    "E'\\x00'",
+    "__anonymous__",
+    "__",
+    "NULL",
+    "null",
 ]
 hostile_char = st.one_of(st.characters(), st.sampled_from(HOSTILE_BITS))
 hostile_text = st.lists(hostile_char, max_size=12).map("".join)
@@ -43,12 +77,20 @@ offsets = st.integers(-(24 * 60 - 1), 24 * 60 - 1).map(lambda m: timezone(timede
 datetimes = st.one_of(
     st.datetimes(timezones=offsets),
     st.datetimes(),  # naive: refused
-    st.sampled_from([datetime.max.replace(tzinfo=timezone(timedelta(hours=-5))),
-                     datetime.min.replace(tzinfo=timezone(timedelta(hours=5)))]),
+    st.sampled_from(
+        [
+            datetime.max.replace(tzinfo=timezone(timedelta(hours=-5))),
+            datetime.min.replace(tzinfo=timezone(timedelta(hours=5))),
+        ]
+    ),
 )
 json_leaves = st.one_of(
-    st.none(), st.booleans(), st.integers(), st.integers(-(2**80), 2**80),
-    st.floats(), st.sampled_from([1e308, 5e-324, 1e16, -0.0, 1.5e-5, 2.0**53 + 2]),
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.integers(-(2**80), 2**80),
+    st.floats(),
+    st.sampled_from([1e308, 5e-324, 1e16, -0.0, 1.5e-5, 2.0**53 + 2]),
     hostile_text,
 )
 json_docs = st.recursive(
@@ -77,14 +119,34 @@ async def attempt(store: MemoryStore, call: Any) -> Any:
 
 
 @HYPOTHESIS
-@given(user=user_ids, session=identifiers, text_in=any_text, text_out=any_text,
-       meta=json_docs, tools=json_docs, occurred=datetimes)
+@given(
+    user=user_ids,
+    session=identifiers,
+    text_in=any_text,
+    text_out=any_text,
+    meta=json_docs,
+    tools=json_docs,
+    occurred=datetimes,
+)
 async def test_remember_round_trips_or_refuses(
-    store: MemoryStore, user: str | None, session: str, text_in: str, text_out: str,
-    meta: Any, tools: Any, occurred: datetime,
+    store: MemoryStore,
+    user: str | None,
+    session: str,
+    text_in: str,
+    text_out: str,
+    meta: Any,
+    tools: Any,
+    occurred: datetime,
 ) -> None:
-    episode = Episode(user_id=user, session_id=session, input=text_in, output=text_out,
-                      metadata={"m": meta}, tool_calls=[tools], occurred_at=occurred)
+    episode = Episode(
+        user_id=user,
+        session_id=session,
+        input=text_in,
+        output=text_out,
+        metadata={"m": meta},
+        tool_calls=[tools],
+        occurred_at=occurred,
+    )
     before = await table_counts(store)
     episode_id = await attempt(store, lambda: store.remember(episode))
     if episode_id is None:
@@ -94,20 +156,35 @@ async def test_remember_round_trips_or_refuses(
     back = await store.get_episode(episode_id, user_id=user)
     assert back == episode  # every field, datetimes compared as instants
     assert back.occurred_at.utcoffset() == timedelta(0)
-    assert json.dumps(back.metadata, sort_keys=True) == json.dumps(episode.metadata,
-                                                                   sort_keys=True)
+    assert json.dumps(back.metadata, sort_keys=True) == json.dumps(episode.metadata, sort_keys=True)
 
 
 @HYPOTHESIS
-@given(user=user_ids, subject=st.one_of(hostile_text, around(MAX_FACT_FIELD_CHARS)),
-       predicate=st.one_of(hostile_text, around(MAX_IDENTIFIER_CHARS)),
-       obj=hostile_text, valid_from=datetimes, confidence=st.floats())
+@given(
+    user=user_ids,
+    subject=st.one_of(hostile_text, around(MAX_FACT_FIELD_CHARS)),
+    predicate=st.one_of(hostile_text, around(MAX_IDENTIFIER_CHARS)),
+    obj=hostile_text,
+    valid_from=datetimes,
+    confidence=st.floats(),
+)
 async def test_add_fact_round_trips_or_refuses(
-    store: MemoryStore, user: str | None, subject: str, predicate: str, obj: str,
-    valid_from: datetime, confidence: float,
+    store: MemoryStore,
+    user: str | None,
+    subject: str,
+    predicate: str,
+    obj: str,
+    valid_from: datetime,
+    confidence: float,
 ) -> None:
-    fact = Fact(user_id=user, subject=subject, predicate=predicate, object=obj,
-                valid_from=valid_from, confidence=confidence)
+    fact = Fact(
+        user_id=user,
+        subject=subject,
+        predicate=predicate,
+        object=obj,
+        valid_from=valid_from,
+        confidence=confidence,
+    )
     # Examples share the store: an earlier example's fact with the same subject and
     # predicate would make this one a (documented) reinforcement or correction.
     with contextlib.suppress(InvalidInput):
@@ -121,7 +198,11 @@ async def test_add_fact_round_trips_or_refuses(
     (row,) = current
     # Documented normalisation: subject/object stripped, predicate snake_cased.
     assert (row.user_id, row.subject, row.predicate, row.object) == (
-        user, subject.strip(), normalize_predicate(predicate), obj.strip())
+        user,
+        subject.strip(),
+        normalize_predicate(predicate),
+        obj.strip(),
+    )
     assert row.valid_from == valid_from
     assert row.confidence == confidence
 
@@ -162,12 +243,24 @@ async def test_queries_never_fail_with_anything_but_invalid_input(
 
 
 @HYPOTHESIS
-@given(bad=st.sampled_from([
-    {"input": "\x00"}, {"input": "\ud800"}, {"session_id": ""}, {"session_id": "a\nb"},
-    {"metadata": {"k": float("nan")}}, {"metadata": {1: "int key"}}, {"tool_calls": [(1, 2)]},
-    {"id": "x" * 37}, {"occurred_at": datetime(2026, 1, 1)}, {"user_id": "__reserved"},
-    {"metadata": {"deep": "x" * MAX_JSON_BYTES}},
-]), position=st.integers(0, 4))
+@given(
+    bad=st.sampled_from(
+        [
+            {"input": "\x00"},
+            {"input": "\ud800"},
+            {"session_id": ""},
+            {"session_id": "a\nb"},
+            {"metadata": {"k": float("nan")}},
+            {"metadata": {1: "int key"}},
+            {"tool_calls": [(1, 2)]},
+            {"id": "x" * 37},
+            {"occurred_at": datetime(2026, 1, 1)},
+            {"user_id": "__reserved"},
+            {"metadata": {"deep": "x" * MAX_JSON_BYTES}},
+        ]
+    ),
+    position=st.integers(0, 4),
+)
 async def test_one_bad_episode_spoils_the_whole_batch(
     store: MemoryStore, bad: dict[str, Any], position: int
 ) -> None:
@@ -201,8 +294,9 @@ def nested(depth: int) -> Any:
         ({"x": "y" * MAX_JSON_BYTES}, False),
     ],
 )
-async def test_json_edge_cases(store: MemoryStore, metadata: dict[str, Any],
-                               accepted: bool) -> None:
+async def test_json_edge_cases(
+    store: MemoryStore, metadata: dict[str, Any], accepted: bool
+) -> None:
     episode = Episode(user_id="alice", session_id="s", input="x", metadata=metadata)
     if not accepted:
         before = await table_counts(store)
@@ -217,8 +311,19 @@ async def test_json_edge_cases(store: MemoryStore, metadata: dict[str, Any],
 
 
 async def test_look_alike_tenants_stay_apart(store: MemoryStore) -> None:
-    tenants = ["alice", "Alice", "alice ", " alice", "é", "e\u0301", "ali%", "ali_e",
-               "alice'; --", "ALICE", "a\u200blice"]
+    tenants = [
+        "alice",
+        "Alice",
+        "alice ",
+        " alice",
+        "é",
+        "e\u0301",
+        "ali%",
+        "ali_e",
+        "alice'; --",
+        "ALICE",
+        "a\u200blice",
+    ]
     for tenant in tenants:
         await store.remember(Episode(user_id=tenant, session_id="s", input=f"I am {tenant!r}"))
     await store.remember(Episode(user_id=None, session_id="s", input="anonymous"))
@@ -229,9 +334,11 @@ async def test_look_alike_tenants_stay_apart(store: MemoryStore) -> None:
 
 
 async def test_far_datetimes_round_trip(store: MemoryStore) -> None:
-    for when in (datetime(1, 1, 1, tzinfo=UTC), datetime(9999, 12, 31, 23, 59, 59, 999999,
-                                                          tzinfo=UTC),
-                 datetime(2026, 3, 1, 12, 0, 0, 1, tzinfo=timezone(timedelta(hours=13)))):
+    for when in (
+        datetime(1, 1, 1, tzinfo=UTC),
+        datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC),
+        datetime(2026, 3, 1, 12, 0, 0, 1, tzinfo=timezone(timedelta(hours=13))),
+    ):
         episode = Episode(user_id="alice", session_id="s", input="x", occurred_at=when)
         back = await store.get_episode(await store.remember(episode), user_id="alice")
         assert back.occurred_at == when

@@ -39,6 +39,7 @@ def same_json(a: Any, b: Any) -> bool:
 
     -0.0 and 0.0 count as the same: Postgres reads -0.0 back as 0.0 (documented).
     """
+
     def text(doc: Any) -> str:
         return json.dumps(doc, sort_keys=True).replace("-0.0", "0.0")
 
@@ -47,27 +48,61 @@ def same_json(a: Any, b: Any) -> bool:
 
 # ---- threads -------------------------------------------------------------------------------
 
+
 @HYPOTHESIS
-@given(user=user_ids, thread=identifiers, from_id=identifiers, to_id=identifiers,
-       own_name=st.one_of(st.none(), identifiers), payload=json_docs,
-       self_call=mostly(st.booleans(), st.sampled_from([0, 1, "true", None])),
-       usage=any_text, nudge=mostly(any_text, st.integers()))
+@given(
+    user=user_ids,
+    thread=identifiers,
+    from_id=identifiers,
+    to_id=identifiers,
+    own_name=st.one_of(st.none(), identifiers),
+    payload=json_docs,
+    self_call=mostly(st.booleans(), st.sampled_from([0, 1, "true", None])),
+    usage=any_text,
+    nudge=mostly(any_text, st.integers()),
+)
 async def test_append_round_trips_or_refuses(
-    store: MemoryStore, user: str | None, thread: str, from_id: str, to_id: str,
-    own_name: str | None, payload: Any, self_call: Any, usage: str, nudge: Any,
+    store: MemoryStore,
+    user: str | None,
+    thread: str,
+    from_id: str,
+    to_id: str,
+    own_name: str | None,
+    payload: Any,
+    self_call: Any,
+    usage: str,
+    nudge: Any,
 ) -> None:
     before = await table_counts(store)
-    ok, slot = await attempt(store, lambda: store.threads.append(
-        thread, payload, from_id=from_id, to_id=to_id, user_id=user, own_name=own_name,
-        is_self_call=self_call, usage_instructions=usage, todo_nudge=nudge,
-    ))
+    ok, slot = await attempt(
+        store,
+        lambda: store.threads.append(
+            thread,
+            payload,
+            from_id=from_id,
+            to_id=to_id,
+            user_id=user,
+            own_name=own_name,
+            is_self_call=self_call,
+            usage_instructions=usage,
+            todo_nudge=nudge,
+        ),
+    )
     if not ok:
         return
     assert (await table_counts(store))["slots"] == before["slots"] + 1
     meta = slot.metadata
-    assert (meta.thread_id, meta.from_id, meta.to_id, meta.own_name, meta.is_self_call,
-            meta.usage_instructions, meta.todo_nudge, meta.user_id, meta.payload_type) == (
-        thread, from_id, to_id, own_name, self_call, usage, nudge, user, type(payload).__name__)
+    assert (
+        meta.thread_id,
+        meta.from_id,
+        meta.to_id,
+        meta.own_name,
+        meta.is_self_call,
+        meta.usage_instructions,
+        meta.todo_nudge,
+        meta.user_id,
+        meta.payload_type,
+    ) == (thread, from_id, to_id, own_name, self_call, usage, nudge, user, type(payload).__name__)
     assert same_json(slot.payload, payload)
     stored = await store.threads.get_thread(thread, user_id=user)
     assert stored[-1] == slot and same_json(stored[-1].payload, payload)
@@ -78,22 +113,42 @@ async def test_append_round_trips_or_refuses(
 
 
 @HYPOTHESIS
-@given(user=user_ids, thread=identifiers, payload_type=identifiers, from_id=identifiers,
-       start=mostly(st.one_of(st.none(), st.integers(-5, 5), st.integers(-(2**70), 2**70)),
-                    st.sampled_from([True, 1.0, "0"])),
-       end=mostly(st.one_of(st.none(), st.integers(-5, 5), st.integers(-(2**70), 2**70)),
-                  st.sampled_from([False, 2.0, "2"])))
+@given(
+    user=user_ids,
+    thread=identifiers,
+    payload_type=identifiers,
+    from_id=identifiers,
+    start=mostly(
+        st.one_of(st.none(), st.integers(-5, 5), st.integers(-(2**70), 2**70)),
+        st.sampled_from([True, 1.0, "0"]),
+    ),
+    end=mostly(
+        st.one_of(st.none(), st.integers(-5, 5), st.integers(-(2**70), 2**70)),
+        st.sampled_from([False, 2.0, "2"]),
+    ),
+)
 async def test_thread_reads_and_delete_stay_in_their_thread(
-    store: MemoryStore, user: str | None, thread: str, payload_type: str, from_id: str,
-    start: Any, end: Any,
+    store: MemoryStore,
+    user: str | None,
+    thread: str,
+    payload_type: str,
+    from_id: str,
+    start: Any,
+    end: Any,
 ) -> None:
     # The neighbours: same tenant other thread, other tenant same thread id (if valid).
     await store.threads.append("other", {"n": 1}, from_id="a", to_id="b", user_id="victim")
-    await attempt(store, lambda: store.threads.append(
-        thread, {"n": 2}, from_id="a", to_id="b", user_id="victim"))
+    await attempt(
+        store,
+        lambda: store.threads.append(thread, {"n": 2}, from_id="a", to_id="b", user_id="victim"),
+    )
     for i in range(3):
-        await attempt(store, lambda i=i: store.threads.append(
-            thread, {"i": i}, from_id="a", to_id="b", user_id=user))
+        await attempt(
+            store,
+            lambda i=i: store.threads.append(
+                thread, {"i": i}, from_id="a", to_id="b", user_id=user
+            ),
+        )
     tenant = None if user is None else user
     reads = [
         lambda: store.threads.get_thread(thread, user_id=user),
@@ -136,16 +191,33 @@ async def test_dataclass_payloads_round_trip_or_refuse(store: MemoryStore) -> No
     assert same_json(slot.payload, dataclasses.asdict(good))
     (back,) = await store.threads.get_by_type("t", "Note", user_id="u")
     assert back == slot
-    for bad in (Note(text="a\x00b", tags=[]), Note(text="a", tags=(1, 2)),
-                Note(text="a", tags={1: "int key"}), Note(text="\ud800", tags=None), Note):
+    for bad in (
+        Note(text="a\x00b", tags=[]),
+        Note(text="a", tags=(1, 2)),
+        Note(text="a", tags={1: "int key"}),
+        Note(text="\ud800", tags=None),
+        Note,
+    ):
         before = await table_counts(store)
         with pytest.raises(InvalidInput):
             await store.threads.append("t", bad, from_id="a", to_id="b", user_id="u")
         assert await table_counts(store) == before
 
 
-@pytest.mark.parametrize("ttl", [1e12, 1e300, float("inf"), float("nan"), 0, -1,
-                                 True, "3600", pytest.param(10**400, id="huge")])
+@pytest.mark.parametrize(
+    "ttl",
+    [
+        1e12,
+        1e300,
+        float("inf"),
+        float("nan"),
+        0,
+        -1,
+        True,
+        "3600",
+        pytest.param(10**400, id="huge"),
+    ],
+)
 async def test_gc_refuses_absurd_idle_ttls(store: MemoryStore, ttl: Any) -> None:
     await store.threads.append("t", 1, from_id="a", to_id="b", user_id="u")
     before = await table_counts(store)
@@ -156,15 +228,15 @@ async def test_gc_refuses_absurd_idle_ttls(store: MemoryStore, ttl: Any) -> None
     assert await table_counts(store) == before
 
 
-@pytest.mark.parametrize("ttl", [1e12, 1e300, float("inf"), 0, -1,
-                                 pytest.param(10**400, id="huge")])
+@pytest.mark.parametrize(
+    "ttl", [1e12, 1e300, float("inf"), 0, -1, pytest.param(10**400, id="huge")]
+)
 async def test_working_memory_refuses_absurd_ttls(store: MemoryStore, ttl: Any) -> None:
     before = await table_counts(store)
     with pytest.raises(InvalidInput):
         await store.working_memory(user_id="u", session_id="s").set("k", 1, ttl_seconds=ttl)
     with pytest.raises(InvalidInput):
-        await store.working_memory(user_id="u", session_id="s", default_ttl_seconds=ttl).set(
-            "k", 1)
+        await store.working_memory(user_id="u", session_id="s", default_ttl_seconds=ttl).set("k", 1)
     assert await table_counts(store) == before
     # The longest accepted TTL still works and keeps the value.
     wm = store.working_memory(user_id="u", session_id="s")
@@ -175,24 +247,46 @@ async def test_working_memory_refuses_absurd_ttls(store: MemoryStore, ttl: Any) 
 # ---- working memory: keys ---------------------------------------------------------------
 
 scope_ids = st.one_of(st.none(), identifiers)
-ttls = mostly(st.sampled_from([None, 3600, 86_400.5, 1e9, MAX_DURATION_SECONDS]),
-              st.sampled_from([1e12, 1e300, 10**400, float("inf"), float("nan"), 0, -5, True,
-                               "60"]))
+ttls = mostly(
+    st.sampled_from([None, 3600, 86_400.5, 1e9, MAX_DURATION_SECONDS]),
+    st.sampled_from([1e12, 1e300, 10**400, float("inf"), float("nan"), 0, -5, True, "60"]),
+)
 
 
-def open_wm(store: MemoryStore, user: str | None, project: str | None, agent: str | None,
-            session: str | None, **kw: Any) -> Any:
-    return store.working_memory(user_id=user, project_id=project, agent_id=agent,
-                                session_id=session, **kw)
+def open_wm(
+    store: MemoryStore,
+    user: str | None,
+    project: str | None,
+    agent: str | None,
+    session: str | None,
+    **kw: Any,
+) -> Any:
+    return store.working_memory(
+        user_id=user, project_id=project, agent_id=agent, session_id=session, **kw
+    )
 
 
 @HYPOTHESIS
-@given(user=user_ids, project=scope_ids, agent=scope_ids, session=scope_ids,
-       key=mostly(identifiers, hostile_text.map(lambda s: "_" + s)), value=json_docs,
-       ttl=ttls, default_ttl=ttls)
+@given(
+    user=user_ids,
+    project=scope_ids,
+    agent=scope_ids,
+    session=scope_ids,
+    key=mostly(identifiers, hostile_text.map(lambda s: "_" + s)),
+    value=json_docs,
+    ttl=ttls,
+    default_ttl=ttls,
+)
 async def test_set_round_trips_or_refuses(
-    store: MemoryStore, user: str | None, project: str | None, agent: str | None,
-    session: str | None, key: str, value: Any, ttl: Any, default_ttl: Any,
+    store: MemoryStore,
+    user: str | None,
+    project: str | None,
+    agent: str | None,
+    session: str | None,
+    key: str,
+    value: Any,
+    ttl: Any,
+    default_ttl: Any,
 ) -> None:
     async def set_it() -> Any:
         wm = open_wm(store, user, project, agent, session, default_ttl_seconds=default_ttl)
@@ -209,12 +303,14 @@ async def test_set_round_trips_or_refuses(
     # The same scope opened again sees it; a scope differing in one level does not.
     again = open_wm(store, user, project, agent, session)
     assert same_json(await again.get(key), value)
-    for other in ({"project": (project or "") + "x"}, {"agent": (agent or "") + "x"},
-                  {"session": (session or "") + "x"}):
+    for other in (
+        {"project": (project or "") + "x"},
+        {"agent": (agent or "") + "x"},
+        {"session": (session or "") + "x"},
+    ):
         levels = {"project": project, "agent": agent, "session": session, **other}
         try:
-            neighbour = open_wm(store, user, levels["project"], levels["agent"],
-                                levels["session"])
+            neighbour = open_wm(store, user, levels["project"], levels["agent"], levels["session"])
         except InvalidInput:  # the extended id became too long
             continue
         assert await neighbour.get(key, "absent") == "absent"
@@ -240,8 +336,7 @@ async def check_list_keys(store: MemoryStore, keys: list[str], patterns: list[st
         # Keys of another tenant and of another scope that the pattern matches must
         # never be listed.
         decoy = "a" + pattern
-        await store.working_memory(user_id="mallory", session_id=wm.scope.scope_id).set(
-            decoy, 1)
+        await store.working_memory(user_id="mallory", session_id=wm.scope.scope_id).set(decoy, 1)
         await store.working_memory(user_id="alice", session_id="elsewhere").set(decoy, 1)
         try:
             listed = await wm.list_keys(pattern)
@@ -260,11 +355,52 @@ async def test_list_keys_follows_fnmatch(
 
 
 async def test_list_keys_with_sql_and_glob_metacharacters(store: MemoryStore) -> None:
-    keys = ["a", "ab", "a%", "a_", "a[", "a]", "a*", "a?", "a\\", "a\\%", "a'", "[a]", "%",
-            "x' OR '1'='1", "é", "e\u0301", "\u200ba"]
-    await check_list_keys(store, keys, [
-        "*", "%", "_", "a%", "a_", "a_%", "a[", "a[]", "[!a]*", "[[]*", "a[*]", "a\\*",
-        "a\\%", "*'", "' OR '1'='1", "x' OR '1'='1", "*\u0301", "?", "a?", "[a-z]", "*]"])
+    keys = [
+        "a",
+        "ab",
+        "a%",
+        "a_",
+        "a[",
+        "a]",
+        "a*",
+        "a?",
+        "a\\",
+        "a\\%",
+        "a'",
+        "[a]",
+        "%",
+        "x' OR '1'='1",
+        "é",
+        "e\u0301",
+        "\u200ba",
+    ]
+    await check_list_keys(
+        store,
+        keys,
+        [
+            "*",
+            "%",
+            "_",
+            "a%",
+            "a_",
+            "a_%",
+            "a[",
+            "a[]",
+            "[!a]*",
+            "[[]*",
+            "a[*]",
+            "a\\*",
+            "a\\%",
+            "*'",
+            "' OR '1'='1",
+            "x' OR '1'='1",
+            "*\u0301",
+            "?",
+            "a?",
+            "[a-z]",
+            "*]",
+        ],
+    )
 
 
 @pytest.mark.parametrize("pattern", ["", "   ", "a\x00", "\ud800", "*" * 1001, 7, None, ["*"]])
@@ -277,9 +413,11 @@ async def test_list_keys_refuses_unusable_patterns(store: MemoryStore, pattern: 
 
 # ---- working memory: scratchpad, task state, checkpoints ----------------------------------
 
+
 @HYPOTHESIS
-@given(user=user_ids, notes=st.lists(mostly(any_text, st.sampled_from([1, None, b"x"])),
-                                     max_size=4))
+@given(
+    user=user_ids, notes=st.lists(mostly(any_text, st.sampled_from([1, None, b"x"])), max_size=4)
+)
 async def test_scratchpad_round_trips_or_refuses(
     store: MemoryStore, user: str | None, notes: list[Any]
 ) -> None:
@@ -299,49 +437,91 @@ async def _wm(store: MemoryStore, user: str | None) -> Any:
     return store.working_memory(user_id=user, session_id="scratch")
 
 
-bad_numbers = st.one_of(st.integers(max_value=-1), st.floats(), st.sampled_from(
-    [True, "5", None, 10**400, -(10**400), float("nan")]))
+bad_numbers = st.one_of(
+    st.integers(max_value=-1),
+    st.floats(),
+    st.sampled_from([True, "5", None, 10**400, -(10**400), float("nan")]),
+)
 counts = mostly(st.one_of(st.integers(0, 100), st.integers(0, 2**70)), bad_numbers)
 percents = mostly(st.one_of(st.integers(0, 100), st.floats(0, 100)), bad_numbers)
 
 
 @HYPOTHESIS
-@given(user=user_ids, task_id=identifiers, task_type=hostile_text, description=any_text,
-       status=mostly(odd_text, st.one_of(hostile_text, st.integers())), step=counts,
-       total=counts, progress=percents,
-       context=mostly(st.dictionaries(odd_text, valid_json, max_size=3), json_docs),
-       started=datetimes, updated=datetimes)
+@given(
+    user=user_ids,
+    task_id=identifiers,
+    task_type=hostile_text,
+    description=any_text,
+    status=mostly(odd_text, st.one_of(hostile_text, st.integers())),
+    step=counts,
+    total=counts,
+    progress=percents,
+    context=mostly(st.dictionaries(odd_text, valid_json, max_size=3), json_docs),
+    started=datetimes,
+    updated=datetimes,
+)
 async def test_task_state_round_trips_or_refuses(
-    store: MemoryStore, user: str | None, task_id: str, task_type: str, description: str,
-    status: Any, step: Any, total: Any, progress: Any, context: Any, started: datetime,
+    store: MemoryStore,
+    user: str | None,
+    task_id: str,
+    task_type: str,
+    description: str,
+    status: Any,
+    step: Any,
+    total: Any,
+    progress: Any,
+    context: Any,
+    started: datetime,
     updated: datetime,
 ) -> None:
     wm = store.working_memory(user_id="alice" if user is None else "bob", session_id="task")
-    state = TaskState(task_id=task_id, task_type=task_type, description=description,
-                      status=status, current_step=step, total_steps=total,
-                      progress_percent=progress, context=context, started_at=started,
-                      updated_at=updated)
+    state = TaskState(
+        task_id=task_id,
+        task_type=task_type,
+        description=description,
+        status=status,
+        current_step=step,
+        total_steps=total,
+        progress_percent=progress,
+        context=context,
+        started_at=started,
+        updated_at=updated,
+    )
     ok, stored = await attempt(store, lambda: wm.set_task_state(state))
     if not ok:
         return
     back = await wm.get_task_state()
     assert back == stored
-    assert (back.task_id, back.task_type, back.description, back.status, back.current_step,
-            back.total_steps, back.progress_percent, back.started_at) == (
-        task_id, task_type, description, status, step, total, progress, started)
+    assert (
+        back.task_id,
+        back.task_type,
+        back.description,
+        back.status,
+        back.current_step,
+        back.total_steps,
+        back.progress_percent,
+        back.started_at,
+    ) == (task_id, task_type, description, status, step, total, progress, started)
     assert same_json(back.context, context)
 
 
 @HYPOTHESIS
-@given(step=st.one_of(st.none(), counts), progress=st.one_of(st.none(), percents),
-       status=st.one_of(st.none(), mostly(odd_text, st.one_of(hostile_text, st.integers()))))
+@given(
+    step=st.one_of(st.none(), counts),
+    progress=st.one_of(st.none(), percents),
+    status=st.one_of(st.none(), mostly(odd_text, st.one_of(hostile_text, st.integers()))),
+)
 async def test_task_progress_updates_or_refuses(
     store: MemoryStore, step: Any, progress: Any, status: Any
 ) -> None:
     wm = store.working_memory(user_id="alice", session_id="progress")
     await wm.set_task_state(TaskState(task_id="t", current_step=1, progress_percent=10.0))
-    ok, state = await attempt(store, lambda: wm.update_task_progress(
-        current_step=step, progress_percent=progress, status=status))
+    ok, state = await attempt(
+        store,
+        lambda: wm.update_task_progress(
+            current_step=step, progress_percent=progress, status=status
+        ),
+    )
     if not ok:
         return
     assert await wm.get_task_state() == state
@@ -354,8 +534,11 @@ async def test_task_progress_updates_or_refuses(
 
 
 @HYPOTHESIS
-@given(values=st.dictionaries(identifiers, json_docs, max_size=4), description=any_text,
-       checkpoint_id=st.one_of(identifiers, st.uuids().map(str)))
+@given(
+    values=st.dictionaries(identifiers, json_docs, max_size=4),
+    description=any_text,
+    checkpoint_id=st.one_of(identifiers, st.uuids().map(str)),
+)
 async def test_checkpoints_restore_exactly_or_refuse(
     store: MemoryStore, values: dict[str, Any], description: str, checkpoint_id: str
 ) -> None:
@@ -369,8 +552,10 @@ async def test_checkpoints_restore_exactly_or_refuse(
         return
     await wm.clear()
     await wm.set("later", "x")
-    for call in (lambda: wm.restore_checkpoint(checkpoint_id),
-                 lambda: wm.delete_checkpoint(checkpoint_id)):
+    for call in (
+        lambda: wm.restore_checkpoint(checkpoint_id),
+        lambda: wm.delete_checkpoint(checkpoint_id),
+    ):
         ok, result = await attempt(store, call, also=(NotFound,))
         assert not ok or result is False  # an unknown id is never some other checkpoint
     await wm.restore_checkpoint(made)
@@ -382,11 +567,14 @@ async def test_checkpoints_restore_exactly_or_refuse(
     assert (listed["id"], listed["description"]) == (made, description)
 
 
-@pytest.mark.parametrize("progress, expected", [(10**400, 100.0), (-(10**400), 0.0),
-                                                (float("inf"), 100.0), (50, 50.0)],
-                         ids=["huge", "-huge", "inf", "50"])
-async def test_task_progress_clamps_any_number(store: MemoryStore, progress: Any,
-                                               expected: float) -> None:
+@pytest.mark.parametrize(
+    "progress, expected",
+    [(10**400, 100.0), (-(10**400), 0.0), (float("inf"), 100.0), (50, 50.0)],
+    ids=["huge", "-huge", "inf", "50"],
+)
+async def test_task_progress_clamps_any_number(
+    store: MemoryStore, progress: Any, expected: float
+) -> None:
     wm = store.working_memory(user_id="alice", session_id="clamp")
     await wm.set_task_state(TaskState(task_id="t"))
     state = await wm.update_task_progress(progress_percent=progress)
@@ -402,8 +590,7 @@ async def test_negative_zero_is_stored(store: MemoryStore, value: Any) -> None:
     back = await store.working_memory(user_id="u", session_id="s").get("k")
     assert same_json(back, value)
     slot = await store.threads.append("t", value, from_id="a", to_id="b", user_id="u")
-    assert same_json((await store.threads.get_thread("t", user_id="u"))[-1].payload,
-                     slot.payload)
+    assert same_json((await store.threads.get_thread("t", user_id="u"))[-1].payload, slot.payload)
 
 
 SCALARS = [0.0, 1.0, 1e16, 2.5, 2**80, -(2**70), 10**20, 0, 7, 2.0**53 + 2, 1e308, 5e-324]

@@ -36,11 +36,18 @@ async def apply(store: MemoryStore, op: tuple[str, str | None, str, int]) -> Non
     kind, tenant, word, n = op
     mark = marker(tenant)
     if kind == "remember":
-        await store.remember(Episode(user_id=tenant, session_id=f"s{n}",
-                                     input=f"{word} shared {mark}", output=f"ok {mark}"))
+        await store.remember(
+            Episode(
+                user_id=tenant,
+                session_id=f"s{n}",
+                input=f"{word} shared {mark}",
+                output=f"ok {mark}",
+            )
+        )
     elif kind == "fact":
-        await store.add_fact(Fact(user_id=tenant, subject=mark, predicate="likes",
-                                  object=f"{word} shared"))
+        await store.add_fact(
+            Fact(user_id=tenant, subject=mark, predicate="likes", object=f"{word} shared")
+        )
     elif kind == "block":
         await store.update_block(f"b{n}", f"{word} {mark}", user_id=tenant)
     else:
@@ -70,8 +77,9 @@ async def assert_only_own(store: MemoryStore, tenant: str | None) -> None:
     assert markers_in(repr(dump["tables"])) <= own
 
 
-@settings(max_examples=15, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(ops=st.lists(operation, min_size=1, max_size=25), victim=st.sampled_from(TENANTS))
 def test_no_read_crosses_tenants_and_forget_is_complete(
     db_url: str, ops: list[tuple[str, str | None, str, int]], victim: str | None
@@ -103,8 +111,15 @@ def test_no_read_crosses_tenants_and_forget_is_complete(
 async def test_export_is_json_serialisable_and_complete(store: MemoryStore) -> None:
     import json
 
-    await store.remember(Episode(user_id="alice", session_id="s", input="hi", output="yo",
-                                 metadata={"k": [1, 2.5, None, "é"]}))
+    await store.remember(
+        Episode(
+            user_id="alice",
+            session_id="s",
+            input="hi",
+            output="yo",
+            metadata={"k": [1, 2.5, None, "é"]},
+        )
+    )
     await store.add_fact(Fact(user_id="alice", subject="alice", predicate="likes", object="tea"))
     await store.update_block("persona", "p", user_id="alice")
     dump: dict[str, Any] = json.loads(json.dumps(await store.export(user_id="alice")))

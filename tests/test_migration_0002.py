@@ -30,8 +30,7 @@ def _snapshot(connection: Connection, columns: dict[str, list[str]] | None) -> d
         table = Table(name, metadata, autoload_with=connection)
         wanted = columns[name] if columns else [c.name for c in table.columns]
         stmt = select(*(table.c[c] for c in wanted)).order_by(*table.primary_key.columns)
-        out[name] = {"columns": wanted,
-                     "rows": [tuple(r) for r in connection.execute(stmt).all()]}
+        out[name] = {"columns": wanted, "rows": [tuple(r) for r in connection.execute(stmt).all()]}
     return out
 
 
@@ -52,34 +51,98 @@ def _core_rows(naive: bool) -> dict[str, list[dict[str, Any]]]:
         return value.replace(tzinfo=None) if naive else value
 
     episodes = [
-        {"user_id": "alice", "id": f"00000000-0000-0000-0000-00000000000{n}",
-         "session_id": f"s{n % 2}", "input": f"turn {n}", "output": "ok",
-         "tool_calls": [{"tool": "x"}], "metadata": {"n": n},
-         "occurred_at": ts(1, n + 1), "created_at": ts(1, n + 1)}
+        {
+            "user_id": "alice",
+            "id": f"00000000-0000-0000-0000-00000000000{n}",
+            "session_id": f"s{n % 2}",
+            "input": f"turn {n}",
+            "output": "ok",
+            "tool_calls": [{"tool": "x"}],
+            "metadata": {"n": n},
+            "occurred_at": ts(1, n + 1),
+            "created_at": ts(1, n + 1),
+        }
         for n in range(5)
-    ] + [{"user_id": "__anonymous__", "id": "00000000-0000-0000-0000-000000000009",
-          "session_id": "s", "input": "anonymous turn", "output": "", "tool_calls": [],
-          "metadata": {}, "occurred_at": ts(2), "created_at": ts(2)}]
-    fact = {"user_id": "alice", "subject": "alice", "predicate": "lives_in",
-            "single_valued": True, "confidence": 1.0, "sources": []}
+    ] + [
+        {
+            "user_id": "__anonymous__",
+            "id": "00000000-0000-0000-0000-000000000009",
+            "session_id": "s",
+            "input": "anonymous turn",
+            "output": "",
+            "tool_calls": [],
+            "metadata": {},
+            "occurred_at": ts(2),
+            "created_at": ts(2),
+        }
+    ]
+    fact = {
+        "user_id": "alice",
+        "subject": "alice",
+        "predicate": "lives_in",
+        "single_valued": True,
+        "confidence": 1.0,
+        "sources": [],
+    }
     facts = [
-        {**fact, "id": "f1", "fact_id": "f1", "object": "Paris", "valid_from": ts(3),
-         "valid_to": None, "recorded_at": ts(3), "superseded_at": ts(6)},
-        {**fact, "id": "f2", "fact_id": "f1", "object": "Paris", "valid_from": ts(3),
-         "valid_to": ts(6), "recorded_at": ts(6), "superseded_at": None},
-        {**fact, "id": "f3", "fact_id": "f3", "object": "London", "valid_from": ts(6),
-         "valid_to": None, "recorded_at": ts(6), "superseded_at": None},
+        {
+            **fact,
+            "id": "f1",
+            "fact_id": "f1",
+            "object": "Paris",
+            "valid_from": ts(3),
+            "valid_to": None,
+            "recorded_at": ts(3),
+            "superseded_at": ts(6),
+        },
+        {
+            **fact,
+            "id": "f2",
+            "fact_id": "f1",
+            "object": "Paris",
+            "valid_from": ts(3),
+            "valid_to": ts(6),
+            "recorded_at": ts(6),
+            "superseded_at": None,
+        },
+        {
+            **fact,
+            "id": "f3",
+            "fact_id": "f3",
+            "object": "London",
+            "valid_from": ts(6),
+            "valid_to": None,
+            "recorded_at": ts(6),
+            "superseded_at": None,
+        },
     ]
-    blocks = [{"user_id": "alice", "name": "persona", "content": "Be brief. Metric.",
-               "pinned_order": 0, "version": 2, "updated_at": ts(7)}]
+    blocks = [
+        {
+            "user_id": "alice",
+            "name": "persona",
+            "content": "Be brief. Metric.",
+            "pinned_order": 0,
+            "version": 2,
+            "updated_at": ts(7),
+        }
+    ]
     versions = [
-        {"user_id": "alice", "name": "persona", "version": 1, "content": "Be brief.",
-         "created_at": ts(7)},
-        {"user_id": "alice", "name": "persona", "version": 2, "content": "Be brief. Metric.",
-         "created_at": ts(7)},
+        {
+            "user_id": "alice",
+            "name": "persona",
+            "version": 1,
+            "content": "Be brief.",
+            "created_at": ts(7),
+        },
+        {
+            "user_id": "alice",
+            "name": "persona",
+            "version": 2,
+            "content": "Be brief. Metric.",
+            "created_at": ts(7),
+        },
     ]
-    return {"episodes": episodes, "facts": facts, "blocks": blocks,
-            "block_versions": versions}
+    return {"episodes": episodes, "facts": facts, "blocks": blocks, "block_versions": versions}
 
 
 def _insert_core_rows(connection: Connection) -> None:
@@ -123,8 +186,9 @@ async def test_upgrade_from_core_keeps_every_row_and_downgrade_reverses(
             assert await conn.run_sync(_drift) == []  # models and migrations agree
 
         async with MemoryStore.open(url) as store:
-            slot = await store.threads.append("t", {"x": 1}, from_id="a", to_id="b",
-                                              user_id="alice")
+            slot = await store.threads.append(
+                "t", {"x": 1}, from_id="a", to_id="b", user_id="alice"
+            )
             assert slot.index == 0
             await store.working_memory(session_id="s1", user_id="alice").set("k", 1)
             assert len(await store.recall("turn", user_id="alice", limit=10)) == 5

@@ -20,8 +20,12 @@ def alembic(url: str, *args: str) -> subprocess.CompletedProcess[str]:
     """Run the alembic CLI from the repository root, as an operator would on deploy."""
     env = {**os.environ, "MEMSTORE_URL": url}
     return subprocess.run(
-        [sys.executable, "-m", "alembic", *args], cwd=ROOT, env=env,
-        capture_output=True, text=True, timeout=120,
+        [sys.executable, "-m", "alembic", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 
@@ -79,7 +83,10 @@ async def test_auto_migrate_and_downgrade_from_code(empty_db_url: str) -> None:
 def test_memstore_migrate_cli(empty_db_url: str) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "memstore", "migrate", "--url", empty_db_url],
-        capture_output=True, text=True, timeout=120, cwd="/",
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd="/",
     )
     assert result.returncode == 0, result.stderr
     assert f"schema at revision {head_revision()}" in result.stdout
@@ -89,7 +96,9 @@ def test_cli_error_exits_non_zero_with_cause(tmp_path: Path) -> None:
     url = f"sqlite+aiosqlite:///{tmp_path / 'missing-dir' / 'x.db'}"
     result = subprocess.run(
         [sys.executable, "-m", "memstore", "migrate", "--url", url],
-        capture_output=True, text=True, timeout=120,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert result.returncode != 0
     assert "unable to open database file" in result.stderr

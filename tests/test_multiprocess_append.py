@@ -51,7 +51,9 @@ def _run_workers(db_url: str, signals: Path) -> list[list[int]]:
     procs = [
         subprocess.Popen(
             [sys.executable, "-c", WORKER, db_url, "busy", str(k), str(APPENDS), str(signals)],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         for k in range(PROCESSES)
     ]
@@ -94,7 +96,8 @@ async def test_four_processes_append_without_gaps_or_duplicates(
         # The slot each worker was told it got holds that worker's payload.
         for worker, got in enumerate(per_worker):
             assert [slots[i].payload for i in got] == [
-                {"worker": worker, "n": n} for n in range(APPENDS)]
+                {"worker": worker, "n": n} for n in range(APPENDS)
+            ]
         interleaved = sum(
             slots[i].payload["worker"] != slots[i - 1].payload["worker"] for i in range(1, total)
         )

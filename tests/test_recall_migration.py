@@ -25,11 +25,14 @@ async def test_upgrade_populated_database_then_downgrade(empty_db_url: str) -> N
     engine = create_engine(empty_db_url)
     try:
         async with engine.begin() as conn:
-            await conn.execute(text(
-                "INSERT INTO episodes (user_id, id, session_id, input, output, tool_calls, "
-                "metadata, occurred_at, created_at) VALUES ('alice', 'old-1', 's', "
-                "'we planted tomatoes', '', '[]', '{}', :t, :t)"),
-                {"t": datetime(2026, 1, 1, tzinfo=UTC).replace(tzinfo=None)})
+            await conn.execute(
+                text(
+                    "INSERT INTO episodes (user_id, id, session_id, input, output, tool_calls, "
+                    "metadata, occurred_at, created_at) VALUES ('alice', 'old-1', 's', "
+                    "'we planted tomatoes', '', '[]', '{}', :t, :t)"
+                ),
+                {"t": datetime(2026, 1, 1, tzinfo=UTC).replace(tzinfo=None)},
+            )
     finally:
         await engine.dispose()
 
@@ -62,8 +65,9 @@ async def test_reembed_switches_dimension_and_backfills(db_url: str) -> None:
 
     async with MemoryStore.open(db_url) as store:
         await store.remember(Episode(session_id="s", user_id="alice", input="red bicycle"))
-        await store.add_fact(Fact(user_id="alice", subject="alice", predicate="owns",
-                                  object="a red bicycle"))
+        await store.add_fact(
+            Fact(user_id="alice", subject="alice", predicate="owns", object="a red bicycle")
+        )
         result = await reembed(store.engine, HashingEmbedder(48))
     assert (result.previous_dimension, result.dimension) == (384, 48)
     assert (result.episodes, result.facts) == (1, 1)
@@ -76,7 +80,8 @@ async def test_reembed_switches_dimension_and_backfills(db_url: str) -> None:
             hits = await store.recall_scored("bicycle", user_id="alice")
             assert hits[0].parts["dense"] > 0.3
             assert [f.object for f in await store.recall_facts("bicycle", user_id="alice")] == [
-                "a red bicycle"]
+                "a red bicycle"
+            ]
     finally:
         # The session-shared database must go back to the default width.
         async with MemoryStore.open(db_url) as store:

@@ -28,8 +28,13 @@ APP_ROLE = f"memstore_app_{os.getpid()}"
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "memstore", *args], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "memstore", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 async def _admin(url: str, *statements: str) -> None:
@@ -67,8 +72,9 @@ async def _visible(url: str, tenant: str | None) -> dict[str, set[str]]:
     try:
         async with engine.begin() as conn:
             if tenant is not None:
-                await conn.execute(text("SELECT set_config('memstore.user_id', :u, true)"),
-                                   {"u": tenant})
+                await conn.execute(
+                    text("SELECT set_config('memstore.user_id', :u, true)"), {"u": tenant}
+                )
             for table in tenant_tables():
                 rows = await conn.execute(text(f'SELECT user_id FROM "{table.name}"'))
                 seen[table.name] = {r[0] for r in rows}
@@ -89,10 +95,8 @@ async def test_policies_isolate_tenants_for_a_non_owner_role(urls: dict[str, str
 
     done = await asyncio.to_thread(_cli, "rls", "enable", "--url", urls["owner"])
     assert done.returncode == 0, done.stderr
-    assert all(s.enabled and s.has_policy and not s.forced
-               for s in await rls_status(urls["owner"]))
-    assert (await asyncio.to_thread(_cli, "rls", "status", "--url", urls["owner"])
-            ).returncode == 0
+    assert all(s.enabled and s.has_policy and not s.forced for s in await rls_status(urls["owner"]))
+    assert (await asyncio.to_thread(_cli, "rls", "status", "--url", urls["owner"])).returncode == 0
 
     # Without the setting: nothing. With bob's: exactly bob's rows.
     assert all(v == set() for v in (await _visible(urls["app"], None)).values())
@@ -105,9 +109,12 @@ async def test_policies_isolate_tenants_for_a_non_owner_role(urls: dict[str, str
         with pytest.raises(Exception, match="row-level security"):
             async with engine.begin() as conn:
                 await conn.execute(text("SELECT set_config('memstore.user_id', 'bob', true)"))
-                await conn.execute(text(
-                    "INSERT INTO blocks (user_id, name, content, pinned_order, version,"
-                    " updated_at) VALUES ('alice', 'evil', '', 9, 1, now())"))
+                await conn.execute(
+                    text(
+                        "INSERT INTO blocks (user_id, name, content, pinned_order, version,"
+                        " updated_at) VALUES ('alice', 'evil', '', 9, 1, now())"
+                    )
+                )
     finally:
         await engine.dispose()
 
@@ -115,11 +122,14 @@ async def test_policies_isolate_tenants_for_a_non_owner_role(urls: dict[str, str
     async with MemoryStore.open(urls["app"], rls=True) as app:
         assert comparable(await app.export(user_id="alice")) == comparable(alice_dump)
         await app.remember(Episode(user_id="alice", session_id="s", input="as app"))
-        await app.add_fact(Fact(user_id="alice", subject="me", predicate="lives_in",
-                                object="Rome"))
+        await app.add_fact(Fact(user_id="alice", subject="me", predicate="lives_in", object="Rome"))
         await app.update_block("persona", "new", user_id="alice")
-        await app.remember_many([Episode(user_id="alice", session_id="m", input="a"),
-                                 Episode(user_id="bob", session_id="m", input="b")])
+        await app.remember_many(
+            [
+                Episode(user_id="alice", session_id="m", input="a"),
+                Episode(user_id="bob", session_id="m", input="b"),
+            ]
+        )
         hits = await app.recall("as app", user_id="alice", limit=10)
         assert hits[0].input == "as app" and {e.user_id for e in hits} == {"alice"}
         assert {e.user_id for e in await app.recall("as app", user_id="bob")} == {"bob"}
@@ -142,14 +152,14 @@ async def test_policies_isolate_tenants_for_a_non_owner_role(urls: dict[str, str
         # counter; nothing else of bob's changed.
         changed = {"episodes", "access_stats", "session_turns"}
         assert {k: v for k, v in bob_now.items() if k not in changed} == {
-            k: v for k, v in bob_counts.items() if k not in changed}
+            k: v for k, v in bob_counts.items() if k not in changed
+        }
         assert comparable(await owner.export(user_id="alice")) == comparable(alice_dump)
 
     done = await asyncio.to_thread(_cli, "rls", "disable", "--url", urls["owner"])
     assert done.returncode == 0, done.stderr
     assert all(v == {"alice", "bob"} for v in (await _visible(urls["app"], None)).values())
-    assert (await asyncio.to_thread(_cli, "rls", "status", "--url", urls["owner"])
-            ).returncode == 2
+    assert (await asyncio.to_thread(_cli, "rls", "status", "--url", urls["owner"])).returncode == 2
 
 
 async def test_rls_needs_postgres(tmp_path: Path) -> None:
@@ -165,8 +175,7 @@ async def test_rls_needs_postgres(tmp_path: Path) -> None:
 async def _leak_session_setting(engine: Any, tenant: str) -> int:
     """Application SQL on a pooled connection: a *session-level* tenant setting, committed."""
     async with engine.connect() as conn:
-        await conn.execute(text("SELECT set_config('memstore.user_id', :u, false)"),
-                           {"u": tenant})
+        await conn.execute(text("SELECT set_config('memstore.user_id', :u, false)"), {"u": tenant})
         await conn.commit()
         return int(await conn.scalar(text("SELECT pg_backend_pid()")))
 
@@ -195,5 +204,9 @@ async def test_a_session_level_setting_does_not_survive_the_pool(urls: dict[str,
         assert (await blind.profile(user_id="bob")).episode_count == 0
         async with blind.engine.connect() as conn:
             assert await conn.scalar(text("SELECT pg_backend_pid()")) == pid
-            assert await conn.scalar(
-                text("SELECT coalesce(current_setting('memstore.user_id', true), '')")) == ""
+            assert (
+                await conn.scalar(
+                    text("SELECT coalesce(current_setting('memstore.user_id', true), '')")
+                )
+                == ""
+            )

@@ -50,8 +50,9 @@ async def test_eight_processes_write_one_file(tmp_path: Path) -> None:
         assert block.version == 1 + WRITERS * ROUNDS
         for n in range(WRITERS):
             name = f"w{n}"
-            inputs = [m.content for m in await store.session_messages(name, user_id="alice",
-                                                                       limit=100)]
+            inputs = [
+                m.content for m in await store.session_messages(name, user_id="alice", limit=100)
+            ]
             assert sorted(inputs) == sorted(f"{name}-{i}" for i in range(ROUNDS))
             # Appends from one process land in its order, each exactly once.
             positions = [block.content.index(f"<{name}:{i}>") for i in range(ROUNDS)]
@@ -59,8 +60,7 @@ async def test_eight_processes_write_one_file(tmp_path: Path) -> None:
             assert all(block.content.count(f"<{name}:{i}>") == 1 for i in range(ROUNDS))
 
 
-async def test_lock_held_past_the_timeout_is_unavailable_not_a_driver_error(
-        tmp_path: Path) -> None:
+async def test_lock_held_past_the_timeout_is_unavailable_not_a_driver_error(tmp_path: Path) -> None:
     path = tmp_path / "held.db"
     url = f"sqlite+aiosqlite:///{path}"
     await upgrade(url)

@@ -21,7 +21,6 @@ from memstore.models import SlotRow
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
-
 @dataclass
 class Greeting:
     text: str
@@ -41,16 +40,24 @@ async def clocked(db_url: str, clock: Clock) -> AsyncIterator[MemoryStore]:
 
 async def fill(store: MemoryStore, thread_id: str, n: int, user_id: str | None = "alice") -> None:
     for i in range(n):
-        await store.threads.append(thread_id, {"i": i}, from_id=f"a{i % 2}", to_id="b",
-                                   user_id=user_id)
+        await store.threads.append(
+            thread_id, {"i": i}, from_id=f"a{i % 2}", to_id="b", user_id=user_id
+        )
 
 
 async def test_append_returns_immutable_slot_with_metadata(
     clocked: MemoryStore, clock: Clock
 ) -> None:
     slot = await clocked.threads.append(
-        "t1", {"q": "hi"}, from_id="user", to_id="agent", user_id="alice",
-        own_name="agent", is_self_call=True, usage_instructions="be nice", todo_nudge="todo",
+        "t1",
+        {"q": "hi"},
+        from_id="user",
+        to_id="agent",
+        user_id="alice",
+        own_name="agent",
+        is_self_call=True,
+        usage_instructions="be nice",
+        todo_nudge="todo",
     )
     assert (slot.thread_id, slot.from_id, slot.to_id, slot.index) == ("t1", "user", "agent", 0)
     assert slot.metadata.timestamp == T0
@@ -62,8 +69,9 @@ async def test_append_returns_immutable_slot_with_metadata(
         slot.payload = {}  # type: ignore[misc]
 
     clock.advance(seconds=1)
-    second = await clocked.threads.append("t1", "text", from_id="agent", to_id="user",
-                                          user_id="alice")
+    second = await clocked.threads.append(
+        "t1", "text", from_id="agent", to_id="user", user_id="alice"
+    )
     assert second.index == 1 and second.payload_type == "str"
     (stored, again) = await clocked.threads.get_thread("t1", user_id="alice")
     assert stored == slot  # everything round-trips through the database
@@ -127,13 +135,22 @@ async def test_reads_slice_type_sender_and_iteration(store: MemoryStore) -> None
     threads = store.threads
     for i in range(7):
         payload = Greeting(f"g{i}") if i % 3 == 0 else {"i": i}
-        await threads.append("t", payload, from_id="even" if i % 2 == 0 else "odd", to_id="b",
-                             user_id="alice")
+        await threads.append(
+            "t", payload, from_id="even" if i % 2 == 0 else "odd", to_id="b", user_id="alice"
+        )
     everything = await threads.get_thread("t", user_id="alice")
     assert [s.index for s in everything] == list(range(7))
 
-    for start, end in [(0, None), (2, 5), (-3, None), (-3, -1), (5, 100), (6, 2), (0, 0),
-                       (-100, 2)]:
+    for start, end in [
+        (0, None),
+        (2, 5),
+        (-3, None),
+        (-3, -1),
+        (5, 100),
+        (6, 2),
+        (0, 0),
+        (-100, 2),
+    ]:
         got = await threads.get_slice("t", start, end, user_id="alice")
         assert got == everything[start:end], (start, end)
     assert await threads.get_slice("missing", user_id="alice") == []
@@ -143,9 +160,16 @@ async def test_reads_slice_type_sender_and_iteration(store: MemoryStore) -> None
         await threads.get_slot("t", 7, user_id="alice")
 
     assert [s.index for s in await threads.get_by_type("t", "Greeting", user_id="alice")] == [
-        0, 3, 6]
+        0,
+        3,
+        6,
+    ]
     assert [s.index for s in await threads.get_by_type("t", "dict", user_id="alice")] == [
-        1, 2, 4, 5]
+        1,
+        2,
+        4,
+        5,
+    ]
     assert [s.index for s in await threads.get_from("t", "odd", user_id="alice")] == [1, 3, 5]
 
     streamed = [s async for s in threads.iterate("t", user_id="alice", batch_size=2)]
@@ -185,7 +209,8 @@ async def test_tenants_are_isolated(store: MemoryStore) -> None:
     anon = await store.threads.append("shared", {}, from_id="a", to_id="b", user_id=None)
     assert bob.index == 0 and anon.index == 0  # each tenant has its own counter
     assert [s.payload for s in await store.threads.get_thread("shared", user_id="bob")] == [
-        {"bob": 1}]
+        {"bob": 1}
+    ]
     assert len(await store.threads.get_thread("shared", user_id="alice")) == 3
     assert await store.threads.get_from("shared", "a0", user_id="bob") == []
     assert (await store.threads.stats(user_id=None))["total_slots"] == 1
@@ -215,10 +240,12 @@ async def test_slot_limit_refuses_append_and_writes_nothing(db_url: str) -> None
     async with MemoryStore.open(db_url, max_slots_per_thread=3) as store:
         await fill(store, "t", 3)
         with pytest.raises(LimitExceeded, match="max_slots_per_thread"):
-            await store.threads.append("t", {"late": True}, from_id="a", to_id="b",
-                                       user_id="alice")
+            await store.threads.append("t", {"late": True}, from_id="a", to_id="b", user_id="alice")
         assert [s.payload for s in await store.threads.get_thread("t", user_id="alice")] == [
-            {"i": 0}, {"i": 1}, {"i": 2}]
+            {"i": 0},
+            {"i": 1},
+            {"i": 2},
+        ]
         assert (await table_counts(store, "alice"))["slots"] == 3
         # Other threads and tenants have their own budget.
         await fill(store, "other", 3)
@@ -228,8 +255,13 @@ async def test_slot_limit_refuses_append_and_writes_nothing(db_url: str) -> None
 
 @pytest.mark.parametrize(
     "kwargs",
-    [{"max_slots_per_thread": 0}, {"max_threads": -1}, {"thread_idle_ttl_seconds": 0},
-     {"max_threads": True}, {"scratchpad_limit": 0}],
+    [
+        {"max_slots_per_thread": 0},
+        {"max_threads": -1},
+        {"thread_idle_ttl_seconds": 0},
+        {"max_threads": True},
+        {"scratchpad_limit": 0},
+    ],
 )
 async def test_bad_limits_are_refused(db_url: str, kwargs: dict[str, object]) -> None:
     with pytest.raises(InvalidInput):
@@ -246,10 +278,15 @@ async def test_gc_keeps_the_newest_threads(clocked: MemoryStore, clock: Clock) -
 
     removed = await clocked.threads.gc(user_id="alice", max_threads=2)
     assert [(r.thread_id, r.slot_count, r.reason) for r in removed] == [
-        ("t0", 3, "max_threads"), ("t1", 2, "max_threads"), ("t2", 2, "max_threads")]
+        ("t0", 3, "max_threads"),
+        ("t1", 2, "max_threads"),
+        ("t2", 2, "max_threads"),
+    ]
     assert all(r.user_id == "alice" for r in removed)
     assert [t.thread_id for t in await clocked.threads.list_threads(user_id="alice")] == [
-        "t3", "t4"]
+        "t3",
+        "t4",
+    ]
     counts = await table_counts(clocked, "alice")
     assert counts["threads"] == 2 and counts["slots"] == 4
     assert await clocked.threads.thread_exists("b0", user_id="bob")
@@ -290,7 +327,10 @@ async def test_store_gc_covers_every_tenant_and_sweeps_working_memory(
 
     report = await clocked.gc(all_tenants=True, max_threads=2)
     assert sorted((r.user_id or "", r.thread_id) for r in report.threads) == [
-        ("", "a"), ("alice", "a"), ("bob", "a")]
+        ("", "a"),
+        ("alice", "a"),
+        ("bob", "a"),
+    ]
     assert report.slots == 3 and report.expired_keys == 3
     assert (await table_counts(clocked))["working_memory"] == 3  # the _metadata rows stay
     assert await clocked.threads.thread_exists("solo", user_id="carol")
@@ -306,17 +346,23 @@ async def test_store_gc_covers_every_tenant_and_sweeps_working_memory(
     await fill(clocked, "c", 1, user_id="bob")
     idle = await clocked.gc(all_tenants=True, thread_idle_ttl_seconds=1800)
     assert sorted((r.user_id or "", r.thread_id, r.reason) for r in idle.threads) == [
-        ("", "b", "idle"), ("", "c", "idle"), ("alice", "c", "idle"), ("bob", "b", "idle"),
-        ("carol", "solo", "idle")]
+        ("", "b", "idle"),
+        ("", "c", "idle"),
+        ("alice", "c", "idle"),
+        ("bob", "b", "idle"),
+        ("carol", "solo", "idle"),
+    ]
     assert (await table_counts(clocked))["threads"] == 1
     assert await clocked.threads.length("c", user_id="bob") == 2
 
 
 async def test_concurrent_appends_in_one_process(store: MemoryStore) -> None:
-    slots = await asyncio.gather(*(
-        store.threads.append("t", {"n": n}, from_id="a", to_id="b", user_id="alice")
-        for n in range(25)
-    ))
+    slots = await asyncio.gather(
+        *(
+            store.threads.append("t", {"n": n}, from_id="a", to_id="b", user_id="alice")
+            for n in range(25)
+        )
+    )
     assert sorted(s.index for s in slots) == list(range(25))
     stored = await store.threads.get_thread("t", user_id="alice")
     assert {s.index: s.payload["n"] for s in stored} == {s.index: s.payload["n"] for s in slots}
@@ -343,7 +389,8 @@ async def test_forget_removes_threads_slots_and_working_memory(store: MemoryStor
     assert await table_counts(store, "bob") == before  # same shape of data, untouched
     assert await store.threads.get_thread("t", user_id="alice") == []
     assert await store.working_memory(project_id="p", session_id="s", user_id="bob").get("k") == {
-        "v": 1}
+        "v": 1
+    }
 
 
 def test_cli_gc(db_url: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -359,8 +406,22 @@ def test_cli_gc(db_url: str, capsys: pytest.CaptureFixture[str]) -> None:
             await fill(store, "fresh", 1)
 
     asyncio.run(setup())
-    assert cli_main(["gc", "--url", db_url, "--max-threads", "3", "--idle-ttl-seconds",
-                     "86400", "--user-id", "alice"]) == 0
+    assert (
+        cli_main(
+            [
+                "gc",
+                "--url",
+                db_url,
+                "--max-threads",
+                "3",
+                "--idle-ttl-seconds",
+                "86400",
+                "--user-id",
+                "alice",
+            ]
+        )
+        == 0
+    )
 
     async def remaining() -> list[str]:
         async with MemoryStore.open(db_url) as store:
@@ -376,7 +437,8 @@ def test_cli_gc(db_url: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli_main(["gc", "--url", db_url, "--idle-ttl-seconds", "3600", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["threads"] == [
-        {"user_id": None, "thread_id": "anon", "slot_count": 2, "reason": "idle"}]
+        {"user_id": None, "thread_id": "anon", "slot_count": 2, "reason": "idle"}
+    ]
     assert asyncio.run(remaining()) == ["fresh"]
 
 

@@ -16,7 +16,6 @@ from memstore import InvalidInput, MemoryStore, NotFound, ScopeLevel, TaskState
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
-
 @pytest.fixture
 def clock() -> Clock:
     return Clock()
@@ -81,8 +80,12 @@ async def test_list_keys_pattern_get_all_and_clear(store: MemoryStore) -> None:
     assert await wm.list_keys("user:*") == ["user:1", "user:2"]
     assert await wm.list_keys("user?x") == ["user_x"]
     assert await wm.list_keys("nothing*") == []
-    assert await wm.get_all() == {"cfg": "CFG", "user:1": "USER:1", "user:2": "USER:2",
-                                  "user_x": "USER_X"}
+    assert await wm.get_all() == {
+        "cfg": "CFG",
+        "user:1": "USER:1",
+        "user:2": "USER:2",
+        "user_x": "USER_X",
+    }
     assert await wm.clear() == 4
     assert await wm.get_all() == {}
     # clear keeps the internal state.
@@ -141,14 +144,21 @@ async def test_task_state_and_progress_clamping(clocked: MemoryStore, clock: Clo
     wm = clocked.working_memory(agent_id="agent-7", session_id="s1", user_id="alice")
     assert await wm.get_task_state() is None
     assert await wm.update_task_progress(progress_percent=50) is None
-    stored = await wm.set_task_state(TaskState(
-        task_id="task-1", task_type="research", description="find things", total_steps=4,
-        context={"query": "cats"}, started_at=T0,
-    ))
+    stored = await wm.set_task_state(
+        TaskState(
+            task_id="task-1",
+            task_type="research",
+            description="find things",
+            total_steps=4,
+            context={"query": "cats"},
+            started_at=T0,
+        )
+    )
     assert stored.updated_at == T0
     clock.advance(minutes=1)
-    updated = await wm.update_task_progress(current_step=2, progress_percent=150.0,
-                                            status="running")
+    updated = await wm.update_task_progress(
+        current_step=2, progress_percent=150.0, status="running"
+    )
     assert updated is not None
     assert (updated.current_step, updated.progress_percent, updated.status) == (2, 100.0, "running")
     assert updated.updated_at == T0 + timedelta(minutes=1)
@@ -235,8 +245,9 @@ async def test_checkpoint_round_trip(clocked: MemoryStore, clock: Clock) -> None
     assert await wm.get_all() == {"a": "changed", "c": 3}  # a failed restore changes nothing
     # Checkpoints belong to their scope and tenant.
     with pytest.raises(NotFound):
-        await clocked.working_memory(project_id="p", session_id="s1", user_id="bob") \
-            .restore_checkpoint(second)
+        await clocked.working_memory(
+            project_id="p", session_id="s1", user_id="bob"
+        ).restore_checkpoint(second)
     with pytest.raises(NotFound):
         await clocked.working_memory(session_id="s1", user_id="alice").restore_checkpoint(second)
 
@@ -245,13 +256,14 @@ async def test_scopes_and_tenants_are_isolated(store: MemoryStore) -> None:
     scopes = {
         "project": store.working_memory(project_id="p", user_id="alice"),
         "agent": store.working_memory(project_id="p", agent_id="a", user_id="alice"),
-        "session": store.working_memory(project_id="p", agent_id="a", session_id="s",
-                                        user_id="alice"),
+        "session": store.working_memory(
+            project_id="p", agent_id="a", session_id="s", user_id="alice"
+        ),
         "bare session": store.working_memory(session_id="s", user_id="alice"),
-        "other project": store.working_memory(project_id="q", agent_id="a", session_id="s",
-                                              user_id="alice"),
-        "bob": store.working_memory(project_id="p", agent_id="a", session_id="s",
-                                    user_id="bob"),
+        "other project": store.working_memory(
+            project_id="q", agent_id="a", session_id="s", user_id="alice"
+        ),
+        "bob": store.working_memory(project_id="p", agent_id="a", session_id="s", user_id="bob"),
         "anonymous": store.working_memory(project_id="p", agent_id="a", session_id="s"),
     }
     for name, wm in scopes.items():

@@ -70,8 +70,9 @@ class AccessTracker:
         self._events = 0
         self._task: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
-        self._muted: ContextVar[bool] = ContextVar(f"memstore_access_muted_{id(self)}",
-                                                   default=False)
+        self._muted: ContextVar[bool] = ContextVar(
+            f"memstore_access_muted_{id(self)}", default=False
+        )
 
     @contextmanager
     def muted(self) -> Iterator[None]:

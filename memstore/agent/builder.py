@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from memstore.agent.access import access_prior
 from memstore.agent.context import (
@@ -27,9 +27,10 @@ MAX_CONTEXT_TOKENS = 2_000_000
 _OVERFETCH = 2
 
 
-def block_item(block: MemoryBlock, **kw: object) -> ContextItem:
-    return ContextItem(id=f"block:{block.name}", kind=ItemKind.BLOCK,
-                       text=f"{block.name}: {block.content}", **kw)  # type: ignore[arg-type]
+def block_item(block: MemoryBlock, **kw: Any) -> ContextItem:
+    return ContextItem(
+        id=f"block:{block.name}", kind=ItemKind.BLOCK, text=f"{block.name}: {block.content}", **kw
+    )
 
 
 def fact_text(fact: Fact) -> str:
@@ -44,22 +45,23 @@ def fact_text(fact: Fact) -> str:
     return f"{text} ({'; '.join(notes)})" if notes else text
 
 
-def fact_item(fact: Fact, **kw: object) -> ContextItem:
-    return ContextItem(id=f"fact:{fact.fact_id}", kind=ItemKind.FACT, text=fact_text(fact),
-                       **kw)  # type: ignore[arg-type]
+def fact_item(fact: Fact, **kw: Any) -> ContextItem:
+    return ContextItem(id=f"fact:{fact.fact_id}", kind=ItemKind.FACT, text=fact_text(fact), **kw)
 
 
 def episode_text(episode: Episode) -> str:
     turn = " | ".join(
-        f"{who}: {said}" for who, said in (("user", episode.input), ("assistant", episode.output))
+        f"{who}: {said}"
+        for who, said in (("user", episode.input), ("assistant", episode.output))
         if said
     )
     return f"{episode.occurred_at:%Y-%m-%d %H:%M} (session {episode.session_id}) {turn}"
 
 
-def episode_item(episode: Episode, **kw: object) -> ContextItem:
-    return ContextItem(id=f"episode:{episode.id}", kind=ItemKind.EPISODE,
-                       text=episode_text(episode), **kw)  # type: ignore[arg-type]
+def episode_item(episode: Episode, **kw: Any) -> ContextItem:
+    return ContextItem(
+        id=f"episode:{episode.id}", kind=ItemKind.EPISODE, text=episode_text(episode), **kw
+    )
 
 
 async def build_context(
@@ -95,7 +97,8 @@ async def build_context(
         )
         messages = (
             await store.session_messages(session_id, user_id=user_id, limit=message_limit)
-            if session_id is not None else []
+            if session_id is not None
+            else []
         )
 
     episodes = [m for m in matches if m.episode.session_id != session_id]
@@ -108,8 +111,10 @@ async def build_context(
     # recall_facts returns a ranking without scores; a reciprocal-rank score
     # keeps its order unless access frequency separates near neighbours.
     scored_facts = sorted(
-        ((1.0 / (1 + rank) + access_prior(fact_counts.get(f.fact_id or "", 0)), rank, f)
-         for rank, f in enumerate(facts)),
+        (
+            (1.0 / (1 + rank) + access_prior(fact_counts.get(f.fact_id or "", 0)), rank, f)
+            for rank, f in enumerate(facts)
+        ),
         key=lambda t: (-t[0], t[1]),
     )[:fact_limit]
     # Scores are min-max normalised over the candidates first, so the prior stays
@@ -122,26 +127,32 @@ async def build_context(
         return (score - low) / (high - low) if high > low else 1.0
 
     scored_episodes = sorted(
-        ((relevance(rank, m.score) + access_prior(episode_counts.get(m.episode.id, 0)),
-          rank, m.episode)
-         for rank, m in enumerate(episodes)),
+        (
+            (
+                relevance(rank, m.score) + access_prior(episode_counts.get(m.episode.id, 0)),
+                rank,
+                m.episode,
+            )
+            for rank, m in enumerate(episodes)
+        ),
         key=lambda t: (-t[0], t[1]),
     )[:episode_limit]
 
-    candidates: list[ContextItem] = [
-        block_item(b, order=n) for n, b in enumerate(blocks)
-    ]
+    candidates: list[ContextItem] = [block_item(b, order=n) for n, b in enumerate(blocks)]
     message_items = [
-        ContextItem(id=f"episode:{m.episode_id}", kind=ItemKind.MESSAGE, text=m.content,
-                    role=str(m.role), order=n)
+        ContextItem(
+            id=f"episode:{m.episode_id}",
+            kind=ItemKind.MESSAGE,
+            text=m.content,
+            role=str(m.role),
+            order=n,
+        )
         for n, m in enumerate(messages)
     ]
     newest_first = list(reversed(message_items))
     candidates += newest_first[:keep_recent]
     candidates += [fact_item(f, order=n, score=s) for n, (s, _, f) in enumerate(scored_facts)]
-    candidates += [
-        episode_item(e, order=n, score=s) for n, (s, _, e) in enumerate(scored_episodes)
-    ]
+    candidates += [episode_item(e, order=n, score=s) for n, (s, _, e) in enumerate(scored_episodes)]
     candidates += newest_first[keep_recent:]
 
     context = pack(candidates, max_tokens, counter=counter, message_overhead=message_overhead)

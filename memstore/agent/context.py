@@ -240,8 +240,10 @@ def pack(
         dropped.append(chosen.pop().id)
     if chosen:
         kinds = {i.kind for i in chosen}
-        accounted = fixed + sum(i.tokens for i in chosen) + sum(
-            counter.count(_SECTION_TITLES[k]) + 1 for k in kinds
+        accounted = (
+            fixed
+            + sum(i.tokens for i in chosen)
+            + sum(counter.count(_SECTION_TITLES[k]) + 1 for k in kinds)
         )
         used_tokens = max(
             accounted,

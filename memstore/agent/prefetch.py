@@ -50,19 +50,28 @@ async def prefetch_items(
         for stat in await store.access_stats(user_id=user_id, kind="fact", limit=limit * 2):
             versions = await store.fact_history(user_id=user_id, fact_id=stat.item_id)
             current = [
-                v for v in versions if v.superseded_at is None
+                v
+                for v in versions
+                if v.superseded_at is None
                 and (v.valid_from is None or v.valid_from <= now)
                 and (v.valid_to is None or now < v.valid_to)
             ]
             if current and sum(i.kind == "fact" for i in items) < limit:
-                add(fact_item(current[-1], meta={"reason": "most_accessed",
-                                                 "access_count": stat.access_count}))
+                add(
+                    fact_item(
+                        current[-1],
+                        meta={"reason": "most_accessed", "access_count": stat.access_count},
+                    )
+                )
 
         for stat in await store.access_stats(user_id=user_id, kind="episode", limit=limit):
             try:
                 episode = await store.get_episode(stat.item_id, user_id=user_id)
             except NotFound:  # forgotten since it was counted
                 continue
-            add(episode_item(episode, meta={"reason": "most_accessed",
-                                            "access_count": stat.access_count}))
+            add(
+                episode_item(
+                    episode, meta={"reason": "most_accessed", "access_count": stat.access_count}
+                )
+            )
     return items

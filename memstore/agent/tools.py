@@ -52,15 +52,21 @@ TOOL_SCHEMAS: dict[str, dict[str, Any]] = {
             "type": "object",
             "properties": {
                 "query": {
-                    "type": "string", "minLength": 1, "maxLength": 2000, "pattern": _NOT_BLANK,
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": 2000,
+                    "pattern": _NOT_BLANK,
                     "description": "What to look for, in natural language or keywords.",
                 },
                 "kind": {
-                    "type": "string", "enum": ["all", "episodes", "facts"],
+                    "type": "string",
+                    "enum": ["all", "episodes", "facts"],
                     "description": "Which memory to search (default: all).",
                 },
                 "limit": {
-                    "type": "integer", "minimum": 1, "maximum": MAX_SEARCH_LIMIT,
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": MAX_SEARCH_LIMIT,
                     "description": "Maximum results per kind (default: 5).",
                 },
             },
@@ -78,7 +84,9 @@ TOOL_SCHEMAS: dict[str, dict[str, Any]] = {
             "type": "object",
             "properties": {
                 "id": {
-                    "type": "string", "pattern": ID_PATTERN, "maxLength": 300,
+                    "type": "string",
+                    "pattern": ID_PATTERN,
+                    "maxLength": 300,
                     "description": "The item's id.",
                 },
             },
@@ -96,23 +104,35 @@ TOOL_SCHEMAS: dict[str, dict[str, Any]] = {
             "type": "object",
             "properties": {
                 "subject": {
-                    "type": "string", "minLength": 1, "maxLength": 2000, "pattern": _NOT_BLANK,
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": 2000,
+                    "pattern": _NOT_BLANK,
                 },
                 "predicate": {
-                    "type": "string", "minLength": 1, "maxLength": 255, "pattern": _NOT_BLANK,
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": 255,
+                    "pattern": _NOT_BLANK,
                     "description": "A short relation name such as lives_in or likes.",
                 },
                 "object": {
-                    "type": "string", "minLength": 1, "maxLength": 2000, "pattern": _NOT_BLANK,
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": 2000,
+                    "pattern": _NOT_BLANK,
                 },
                 "confidence": {
-                    "type": "number", "minimum": 0, "maximum": 1,
+                    "type": "number",
+                    "minimum": 0,
+                    "maximum": 1,
                     "description": "How sure you are (default 1).",
                 },
                 "valid_from": {
-                    "type": "string", "format": "date-time",
+                    "type": "string",
+                    "format": "date-time",
                     "description": "ISO 8601 time with offset from which it is true "
-                                   "(default: now).",
+                    "(default: now).",
                 },
             },
             "required": ["subject", "predicate", "object"],
@@ -128,12 +148,18 @@ def tool_definitions(style: ToolStyle = "openai") -> list[dict[str, Any]]:
     for name, spec in TOOL_SCHEMAS.items():
         schema = json.loads(json.dumps(spec["parameters"]))
         if style == "openai":
-            out.append({"type": "function", "function": {
-                "name": name, "description": spec["description"], "parameters": schema,
-            }})
+            out.append(
+                {
+                    "type": "function",
+                    "function": {
+                        "name": name,
+                        "description": spec["description"],
+                        "parameters": schema,
+                    },
+                }
+            )
         elif style == "anthropic":
-            out.append({"name": name, "description": spec["description"],
-                        "input_schema": schema})
+            out.append({"name": name, "description": spec["description"], "input_schema": schema})
         else:
             raise InvalidInput(f"unknown tool style {style!r}; use 'openai' or 'anthropic'")
     return out
@@ -142,8 +168,12 @@ def tool_definitions(style: ToolStyle = "openai") -> list[dict[str, Any]]:
 # ---- argument validation ------------------------------------------------------------
 
 _TYPES: dict[str, tuple[type, ...]] = {
-    "string": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,),
-    "object": (dict,), "array": (list,),
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "object": (dict,),
+    "array": (list,),
 }
 
 
@@ -184,9 +214,7 @@ def validate_arguments(name: str, arguments: Any) -> dict[str, Any]:
     """Check ``arguments`` (a dict or the JSON text a model sent) against tool ``name``."""
     # The name comes from the model too: it may be a list or dict (unhashable).
     if not isinstance(name, str) or name not in TOOL_SCHEMAS:
-        raise InvalidInput(
-            f"unknown tool {_preview(name)}; available: {', '.join(TOOL_SCHEMAS)}"
-        )
+        raise InvalidInput(f"unknown tool {_preview(name)}; available: {', '.join(TOOL_SCHEMAS)}")
     return check_arguments(name, TOOL_SCHEMAS[name]["parameters"], arguments)
 
 
@@ -266,12 +294,17 @@ def parse_memory_id(memory_id: str) -> tuple[str, str]:
 
 # ---- execution ----------------------------------------------------------------------
 
+
 def _episode_json(episode: Any) -> dict[str, Any]:
     return {
-        "id": f"episode:{episode.id}", "kind": "episode",
-        "session_id": episode.session_id, "occurred_at": episode.occurred_at.isoformat(),
-        "input": episode.input, "output": episode.output,
-        "tool_calls": episode.tool_calls, "metadata": episode.metadata,
+        "id": f"episode:{episode.id}",
+        "kind": "episode",
+        "session_id": episode.session_id,
+        "occurred_at": episode.occurred_at.isoformat(),
+        "input": episode.input,
+        "output": episode.output,
+        "tool_calls": episode.tool_calls,
+        "metadata": episode.metadata,
     }
 
 
@@ -280,10 +313,15 @@ def _fact_json(fact: Fact) -> dict[str, Any]:
         return value.isoformat() if value is not None else None
 
     return {
-        "id": f"fact:{fact.fact_id}", "kind": "fact",
-        "subject": fact.subject, "predicate": fact.predicate, "object": fact.object,
-        "confidence": fact.confidence, "valid_from": iso(fact.valid_from),
-        "valid_to": iso(fact.valid_to), "recorded_at": iso(fact.recorded_at),
+        "id": f"fact:{fact.fact_id}",
+        "kind": "fact",
+        "subject": fact.subject,
+        "predicate": fact.predicate,
+        "object": fact.object,
+        "confidence": fact.confidence,
+        "valid_from": iso(fact.valid_from),
+        "valid_to": iso(fact.valid_to),
+        "recorded_at": iso(fact.recorded_at),
         "current": fact.superseded_at is None,
         "sources": [f"episode:{s}" for s in fact.sources],
         "text": fact_text(fact),
@@ -296,13 +334,17 @@ async def _search(store: MemoryStore, user_id: str | None, args: dict[str, Any])
     results: list[dict[str, Any]] = []
     if kind in ("all", "facts"):
         for fact in await store.recall_facts(args["query"], user_id=user_id, limit=limit):
-            results.append({"id": f"fact:{fact.fact_id}", "kind": "fact",
-                            "text": fact_text(fact)})
+            results.append({"id": f"fact:{fact.fact_id}", "kind": "fact", "text": fact_text(fact)})
     if kind in ("all", "episodes"):
         for match in await store.recall_scored(args["query"], user_id=user_id, limit=limit):
-            results.append({"id": f"episode:{match.episode.id}", "kind": "episode",
-                            "score": round(match.score, 4),
-                            "text": episode_text(match.episode)})
+            results.append(
+                {
+                    "id": f"episode:{match.episode.id}",
+                    "kind": "episode",
+                    "score": round(match.score, 4),
+                    "text": episode_text(match.episode),
+                }
+            )
     return {"results": results}
 
 
@@ -317,7 +359,9 @@ async def _load(store: MemoryStore, user_id: str | None, args: dict[str, Any]) -
             raise NotFound(f"no fact {key!r} for this user")
         now = store.now()
         current = [
-            v for v in versions if v.superseded_at is None
+            v
+            for v in versions
+            if v.superseded_at is None
             and (v.valid_from is None or v.valid_from <= now)
             and (v.valid_to is None or now < v.valid_to)
         ]
@@ -327,9 +371,14 @@ async def _load(store: MemoryStore, user_id: str | None, args: dict[str, Any]) -
     for block in await store.working(user_id=user_id):
         if block.name == key:
             store.record_access("block", [key], user_id=user_id)
-            return {"id": f"block:{block.name}", "kind": "block", "name": block.name,
-                    "content": block.content, "version": block.version,
-                    "updated_at": block.updated_at.isoformat()}
+            return {
+                "id": f"block:{block.name}",
+                "kind": "block",
+                "name": block.name,
+                "content": block.content,
+                "version": block.version,
+                "updated_at": block.updated_at.isoformat(),
+            }
     raise NotFound(f"no block {key!r} for this user")
 
 
@@ -339,11 +388,16 @@ async def _remember(store: MemoryStore, user_id: str | None, args: dict[str, Any
         valid_from = check_aware(
             "valid_from", _parse_datetime("remember_fact", "valid_from", args["valid_from"])
         )
-    outcome = await store.assert_fact(Fact(
-        user_id=user_id, subject=args["subject"], predicate=args["predicate"],
-        object=args["object"], confidence=float(args.get("confidence", 1.0)),
-        valid_from=valid_from,
-    ))
+    outcome = await store.assert_fact(
+        Fact(
+            user_id=user_id,
+            subject=args["subject"],
+            predicate=args["predicate"],
+            object=args["object"],
+            confidence=float(args.get("confidence", 1.0)),
+            valid_from=valid_from,
+        )
+    )
     return {"id": f"fact:{outcome.fact_id}", "change": str(outcome.change)}
 
 

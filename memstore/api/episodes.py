@@ -93,11 +93,19 @@ class EpisodeAPI(StoreBase):
                 if self.rls:
                     await self._as_tenant(session, batch[0][0])
                 turns = await repo.turn_counter([(u, e.session_id) for u, e, _ in batch])
-                await repo.insert_rows([
-                    repo.row(u, e, now, embedding=vector, search_text=episode_search_text(e),
-                             turn=turns(u, e.session_id))
-                    for u, e, vector in batch
-                ])
+                await repo.insert_rows(
+                    [
+                        repo.row(
+                            u,
+                            e,
+                            now,
+                            embedding=vector,
+                            search_text=episode_search_text(e),
+                            turn=turns(u, e.session_id),
+                        )
+                        for u, e, vector in batch
+                    ]
+                )
         return [e.id for _, e in checked]
 
     async def get_episode(self, episode_id: str, *, user_id: str | None = None) -> Episode:

@@ -135,7 +135,8 @@ class TransferAPI(StoreBase):
                         self.embedder, current.name, batch, recompute=recompute
                     )
                     counts[current.name] = done + await repo.insert_rows(
-                        user, current, rows_in, start=done, dim=dim)
+                        user, current, rows_in, start=done, dim=dim
+                    )
                 except Conflict as exc:
                     # The tenant was empty and is locked: the dump contradicts itself.
                     raise InvalidInput(
@@ -173,10 +174,16 @@ class _SlotCounters:
         elif table == "slots" and row.get("thread_id") in self._threads:
             thread_index, next_slot = self._threads[row.get("thread_id")]
             slot = row.get("slot_index")
-            if (isinstance(slot, int) and isinstance(next_slot, int)
-                    and not isinstance(next_slot, bool) and slot >= next_slot):
+            if (
+                isinstance(slot, int)
+                and isinstance(next_slot, int)
+                and not isinstance(next_slot, bool)
+                and slot >= next_slot
+            ):
                 raise InvalidImportRow(
-                    "threads", thread_index, "next_slot_index",
+                    "threads",
+                    thread_index,
+                    "next_slot_index",
                     f"is {next_slot} but slots[{index}] has slot_index {slot}; it must be "
                     "greater than every slot_index of the thread",
                 )

@@ -35,39 +35,66 @@ def _positive(kind: type) -> Any:
         if value <= 0:
             raise argparse.ArgumentTypeError(f"must be positive, got {text}")
         return value
+
     return parse
 
 
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
-        "consolidate", help="turn unconsolidated episodes into facts (for cron or a service)",
+        "consolidate",
+        help="turn unconsolidated episodes into facts (for cron or a service)",
         description="Consolidate episodes into bi-temporal facts. Exit 0 on success, "
-                    "1 with the cause on failure. Safe to run several at once.")
+        "1 with the cause on failure. Safe to run several at once.",
+    )
     p.add_argument("--url", help="database URL (default: $MEMSTORE_URL or ./memstore.db)")
     mode = p.add_mutually_exclusive_group()
-    mode.add_argument("--once", action="store_true", help="drain the queue once and exit "
-                      "(default)")
-    mode.add_argument("--loop", action="store_true", help="keep consolidating every --interval "
-                      "seconds until SIGTERM/SIGINT or --max-seconds")
-    p.add_argument("--interval", type=_positive(float), default=60.0,
-                   help="seconds between passes with --loop (default 60)")
-    p.add_argument("--batch-size", type=_positive(int), default=DEFAULT_BATCH_SIZE,
-                   help=f"episodes per transaction (default {DEFAULT_BATCH_SIZE})")
-    p.add_argument("--max-seconds", type=_positive(float),
-                   help="stop starting new batches after this many seconds")
+    mode.add_argument("--once", action="store_true", help="drain the queue once and exit (default)")
+    mode.add_argument(
+        "--loop",
+        action="store_true",
+        help="keep consolidating every --interval seconds until SIGTERM/SIGINT or --max-seconds",
+    )
+    p.add_argument(
+        "--interval",
+        type=_positive(float),
+        default=60.0,
+        help="seconds between passes with --loop (default 60)",
+    )
+    p.add_argument(
+        "--batch-size",
+        type=_positive(int),
+        default=DEFAULT_BATCH_SIZE,
+        help=f"episodes per transaction (default {DEFAULT_BATCH_SIZE})",
+    )
+    p.add_argument(
+        "--max-seconds",
+        type=_positive(float),
+        help="stop starting new batches after this many seconds",
+    )
     p.add_argument("--limit", type=_positive(int), help="consolidate at most this many episodes")
     p.add_argument("--user", help="only this tenant (default: every tenant)")
     # Consolidated facts are embedded: with the database's embedder, or refused.
     add_embedder_arguments(p)
-    p.add_argument("--extractor", choices=["rules", "llm"], default="rules",
-                   help="rules: offline patterns (default); llm: OpenAI-compatible endpoint")
+    p.add_argument(
+        "--extractor",
+        choices=["rules", "llm"],
+        default="rules",
+        help="rules: offline patterns (default); llm: OpenAI-compatible endpoint",
+    )
     p.add_argument("--llm-url", help="chat-completions base URL (default $MEMSTORE_LLM_BASE_URL)")
     p.add_argument("--llm-model", help="model name (default $MEMSTORE_LLM_MODEL)")
-    p.add_argument("--llm-timeout", type=_positive(float),
-                   help="seconds per request (default $MEMSTORE_LLM_TIMEOUT or 30)")
-    p.add_argument("--lease-seconds", type=_positive(float), default=DEFAULT_LEASE_SECONDS,
-                   help="SQLite claim lease; a crashed worker's episodes are retried after it "
-                        f"(default {DEFAULT_LEASE_SECONDS:.0f})")
+    p.add_argument(
+        "--llm-timeout",
+        type=_positive(float),
+        help="seconds per request (default $MEMSTORE_LLM_TIMEOUT or 30)",
+    )
+    p.add_argument(
+        "--lease-seconds",
+        type=_positive(float),
+        default=DEFAULT_LEASE_SECONDS,
+        help="SQLite claim lease; a crashed worker's episodes are retried after it "
+        f"(default {DEFAULT_LEASE_SECONDS:.0f})",
+    )
     # Test hook: pause after every fact write inside the batch transaction, so a
     # test can SIGKILL the process mid-batch deterministically.
     p.add_argument("--debug-write-delay", type=float, default=0.0, help=argparse.SUPPRESS)
@@ -99,8 +126,11 @@ def _extractor(args: argparse.Namespace) -> Extractor:
     else:
         from memstore.consolidation.llm import LLMConfig, LLMExtractor
 
-        extractor = LLMExtractor(LLMConfig.from_env(base_url=args.llm_url, model=args.llm_model,
-                                                    timeout=args.llm_timeout))
+        extractor = LLMExtractor(
+            LLMConfig.from_env(
+                base_url=args.llm_url, model=args.llm_model, timeout=args.llm_timeout
+            )
+        )
     if args.debug_extract_delay > 0:
         extractor = _Slowed(extractor, args.debug_extract_delay)
     return extractor
@@ -122,14 +152,17 @@ class _Progress:
             width = 30
             filled = min(width, width * self.done // self.total)
             rate = self.done / max(time.monotonic() - self.started, 1e-9)
-            self.stream.write(f"\r[{'#' * filled}{'.' * (width - filled)}] "
-                              f"{self.done}/{self.total} episodes  {rate:.1f}/s ")
+            self.stream.write(
+                f"\r[{'#' * filled}{'.' * (width - filled)}] "
+                f"{self.done}/{self.total} episodes  {rate:.1f}/s "
+            )
         else:
             stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
             self.stream.write(
                 f"{stamp} batch user={batch.user_id} processed={batch.processed} "
                 f"added={batch.added} reinforced={batch.reinforced} "
-                f"superseded={batch.superseded} unchanged={batch.unchanged}\n")
+                f"superseded={batch.superseded} unchanged={batch.unchanged}\n"
+            )
         self.stream.flush()
 
     def finish(self) -> None:
@@ -151,19 +184,29 @@ async def _run(args: argparse.Namespace) -> int:
     total = ConsolidationResult()
     started = time.monotonic()
     # Operations tools never change a schema: `memstore migrate` does.
-    async with MemoryStore.open(args.url, embedder=embedder_from_args(args),
-                                auto_migrate=False) as store:
+    async with MemoryStore.open(
+        args.url, embedder=embedder_from_args(args), auto_migrate=False
+    ) as store:
         mode = f"loop every {args.interval:g}s" if args.loop else "once"
-        print(f"memstore consolidate: {mode}, extractor={extractor.name}, "
-              f"batch-size={args.batch_size}, user={args.user or 'all'}",
-              file=sys.stderr, flush=True)
+        print(
+            f"memstore consolidate: {mode}, extractor={extractor.name}, "
+            f"batch-size={args.batch_size}, user={args.user or 'all'}",
+            file=sys.stderr,
+            flush=True,
+        )
         after_fact = None
         if args.debug_write_delay > 0:
+
             async def after_fact() -> None:
                 await asyncio.sleep(args.debug_write_delay)
 
-        consolidator = Consolidator(store, extractor=extractor, batch_size=args.batch_size,
-                                    lease_seconds=args.lease_seconds, after_fact=after_fact)
+        consolidator = Consolidator(
+            store,
+            extractor=extractor,
+            batch_size=args.batch_size,
+            lease_seconds=args.lease_seconds,
+            after_fact=after_fact,
+        )
         while True:
             remaining = None
             if args.max_seconds is not None:
@@ -173,9 +216,13 @@ async def _run(args: argparse.Namespace) -> int:
             limit = None if args.limit is None else args.limit - total.processed
             progress = _Progress(await consolidator.pending(args.user), sys.stderr)
             try:
-                result = await consolidator.run(limit=limit, user_id=args.user,
-                                                max_seconds=remaining, on_batch=progress,
-                                                should_stop=stop.is_set)
+                result = await consolidator.run(
+                    limit=limit,
+                    user_id=args.user,
+                    max_seconds=remaining,
+                    on_batch=progress,
+                    should_stop=stop.is_set,
+                )
             except MemstoreError:
                 progress.finish()
                 print(f"partial: {_merge(total, None).summary()}", flush=True)
@@ -184,8 +231,11 @@ async def _run(args: argparse.Namespace) -> int:
             _merge(total, result)
             if args.loop and result.processed:
                 print(f"pass: {result.summary()}", flush=True)
-            if not args.loop or stop.is_set() or (limit is not None
-                                                   and total.processed >= args.limit):
+            if (
+                not args.loop
+                or stop.is_set()
+                or (limit is not None and total.processed >= args.limit)
+            ):
                 break
             wait = args.interval if remaining is None else min(args.interval, remaining)
             try:

@@ -24,15 +24,17 @@ async def _export(args: argparse.Namespace, out: Any) -> dict[str, int]:
     from memstore.store import MemoryStore
 
     # Writes no vectors, so any database's embedder will do; changes no schema.
-    async with MemoryStore.open(args.url, allow_embedder_change=True,
-                                auto_migrate=False) as store:
+    async with MemoryStore.open(args.url, allow_embedder_change=True, auto_migrate=False) as store:
         return await write_jsonl(store, out, user_id=None if args.anonymous else args.user)
 
 
 def run(args: argparse.Namespace) -> int:
     with ExitStack() as stack:
-        out = sys.stdout if args.output == "-" else stack.enter_context(
-            open(args.output, "w", encoding="ascii", newline="\n"))
+        out = (
+            sys.stdout
+            if args.output == "-"
+            else stack.enter_context(open(args.output, "w", encoding="ascii", newline="\n"))
+        )
         counts = asyncio.run(_export(args, out))
     print(f"exported {sum(counts.values())} rows: {counts}", file=sys.stderr)
     return 0

@@ -19,12 +19,21 @@ def register(subparsers: Any) -> None:
     gc.add_argument("--url", help="database URL (default: $MEMSTORE_URL or ./memstore.db)")
     who = gc.add_mutually_exclusive_group()
     who.add_argument("--user-id", help="collect only this tenant")
-    who.add_argument("--anonymous", action="store_true",
-                     help="collect only the anonymous tenant (user_id=None)")
-    gc.add_argument("--max-threads", type=int, default=None,
-                    help="threads kept per tenant, newest first (default: 1000)")
-    gc.add_argument("--idle-ttl-seconds", type=float, default=None,
-                    help="delete threads with no append for this long (default: never)")
+    who.add_argument(
+        "--anonymous", action="store_true", help="collect only the anonymous tenant (user_id=None)"
+    )
+    gc.add_argument(
+        "--max-threads",
+        type=int,
+        default=None,
+        help="threads kept per tenant, newest first (default: 1000)",
+    )
+    gc.add_argument(
+        "--idle-ttl-seconds",
+        type=float,
+        default=None,
+        help="delete threads with no append for this long (default: never)",
+    )
     gc.add_argument("--json", action="store_true", help="print the report as JSON")
     gc.set_defaults(handler=run)
 
@@ -33,11 +42,12 @@ async def _gc(args: argparse.Namespace) -> GcReport:
     from memstore.store import MemoryStore
 
     # Writes no vectors, so any database's embedder will do; changes no schema.
-    async with MemoryStore.open(args.url, allow_embedder_change=True,
-                                auto_migrate=False) as store:
+    async with MemoryStore.open(args.url, allow_embedder_change=True, auto_migrate=False) as store:
         single = args.user_id is not None or args.anonymous
         return await store.gc(
-            user_id=args.user_id, all_tenants=not single, max_threads=args.max_threads,
+            user_id=args.user_id,
+            all_tenants=not single,
+            max_threads=args.max_threads,
             thread_idle_ttl_seconds=args.idle_ttl_seconds,
         )
 
@@ -45,19 +55,31 @@ async def _gc(args: argparse.Namespace) -> GcReport:
 def run(args: argparse.Namespace) -> int:
     report = asyncio.run(_gc(args))
     if args.json:
-        print(json.dumps({
-            "threads": [
-                {"user_id": t.user_id, "thread_id": t.thread_id,
-                 "slot_count": t.slot_count, "reason": t.reason}
-                for t in report.threads
-            ],
-            "slots": report.slots,
-            "expired_keys": report.expired_keys,
-        }))
+        print(
+            json.dumps(
+                {
+                    "threads": [
+                        {
+                            "user_id": t.user_id,
+                            "thread_id": t.thread_id,
+                            "slot_count": t.slot_count,
+                            "reason": t.reason,
+                        }
+                        for t in report.threads
+                    ],
+                    "slots": report.slots,
+                    "expired_keys": report.expired_keys,
+                }
+            )
+        )
         return 0
     for t in report.threads:
-        print(f"removed thread {t.thread_id!r} of user {t.user_id!r}: "
-              f"{t.slot_count} slots ({t.reason})")
-    print(f"gc: removed {len(report.threads)} threads ({report.slots} slots) "
-          f"and {report.expired_keys} expired working-memory keys")
+        print(
+            f"removed thread {t.thread_id!r} of user {t.user_id!r}: "
+            f"{t.slot_count} slots ({t.reason})"
+        )
+    print(
+        f"gc: removed {len(report.threads)} threads ({report.slots} slots) "
+        f"and {report.expired_keys} expired working-memory keys"
+    )
     return 0

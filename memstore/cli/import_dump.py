@@ -32,15 +32,19 @@ async def _import(args: argparse.Namespace, lines: Any) -> dict[str, int]:
         user = None
     elif args.user is not None:
         user = args.user
-    async with MemoryStore.open(args.url, embedder=embedder_from_args(args),
-                                auto_migrate=False) as store:
+    async with MemoryStore.open(
+        args.url, embedder=embedder_from_args(args), auto_migrate=False
+    ) as store:
         return await read_jsonl(store, lines, user_id=user)
 
 
 def run(args: argparse.Namespace) -> int:
     with ExitStack() as stack:
-        lines = sys.stdin if args.input == "-" else stack.enter_context(
-            open(args.input, encoding="utf-8", newline="\n"))
+        lines = (
+            sys.stdin
+            if args.input == "-"
+            else stack.enter_context(open(args.input, encoding="utf-8", newline="\n"))
+        )
         counts = asyncio.run(_import(args, lines))
     print(f"imported {sum(counts.values())} rows: {counts}", file=sys.stderr)
     return 0

@@ -14,8 +14,9 @@ def register(subparsers: Any) -> None:
     )
     migrate.add_argument("--url", help="database URL (default: $MEMSTORE_URL or ./memstore.db)")
     migrate.add_argument("--revision", default="head", help="target revision (default: head)")
-    migrate.add_argument("--downgrade", action="store_true",
-                         help="downgrade to --revision instead of upgrading")
+    migrate.add_argument(
+        "--downgrade", action="store_true", help="downgrade to --revision instead of upgrading"
+    )
     migrate.set_defaults(handler=run)
 
 

@@ -32,9 +32,11 @@ async def _run(args: argparse.Namespace) -> ReembedResult:
 
 def run(args: argparse.Namespace) -> int:
     result = asyncio.run(_run(args))
-    change = (f"dimension {result.previous_dimension} -> {result.dimension}"
-              if result.previous_dimension != result.dimension
-              else f"dimension {result.dimension}")
+    change = (
+        f"dimension {result.previous_dimension} -> {result.dimension}"
+        if result.previous_dimension != result.dimension
+        else f"dimension {result.dimension}"
+    )
     if result.previous_embedder not in (None, result.embedder):
         change += f", embedder {result.previous_embedder} -> {result.embedder}"
     else:

@@ -11,8 +11,9 @@ def register(subparsers: Any) -> None:
     )
     rls.add_argument("action", choices=["enable", "disable", "status"])
     rls.add_argument("--url", help="database URL (default: $MEMSTORE_URL)")
-    rls.add_argument("--force", action="store_true",
-                     help="with enable: apply the policy to the table owner too")
+    rls.add_argument(
+        "--force", action="store_true", help="with enable: apply the policy to the table owner too"
+    )
     rls.set_defaults(handler=run)
 
 

@@ -142,8 +142,9 @@ class Consolidator:
         (the anonymous bucket included). A batch is never cut short:
         ``max_seconds`` and ``should_stop`` are checked between batches.
         """
-        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)
-                                  or limit < 0):
+        if limit is not None and (
+            isinstance(limit, bool) or not isinstance(limit, int) or limit < 0
+        ):
             raise InvalidInput("limit must be a non-negative integer or None")
         user = None if user_id is None else storage_user_id(user_id)
         result = ConsolidationResult()
@@ -154,8 +155,11 @@ class Consolidator:
                     break
                 if should_stop is not None and should_stop():
                     break
-                size = self.batch_size if limit is None else min(
-                    self.batch_size, limit - result.processed)
+                size = (
+                    self.batch_size
+                    if limit is None
+                    else min(self.batch_size, limit - result.processed)
+                )
                 batch = await self.run_batch(size, user)
                 if batch is None:
                     break
@@ -179,17 +183,26 @@ class Consolidator:
             logger.warning(
                 "consolidation batch failed after %.3f s (worker %s, extractor %s): %s: %s; "
                 "it was rolled back and its episodes stay queued",
-                time.monotonic() - started, self.worker_id, self.extractor.name,
-                type(error).__name__, error,
+                time.monotonic() - started,
+                self.worker_id,
+                self.extractor.name,
+                type(error).__name__,
+                error,
             )
             raise
         if batch is not None:
             logger.info(
                 "consolidation batch committed: tenant=%r processed=%d added=%d reinforced=%d "
                 "superseded=%d unchanged=%d in %.3f s (worker %s, extractor %s)",
-                batch.user_id, batch.processed, batch.added, batch.reinforced,
-                batch.superseded, batch.unchanged, time.monotonic() - started,
-                self.worker_id, self.extractor.name,
+                batch.user_id,
+                batch.processed,
+                batch.added,
+                batch.reinforced,
+                batch.superseded,
+                batch.unchanged,
+                time.monotonic() - started,
+                self.worker_id,
+                self.extractor.name,
             )
         return batch
 
@@ -234,15 +247,16 @@ class Consolidator:
                 kept = [e for e in episodes if e.id in ours]
                 kept_ids = {e.id for e in kept}
                 result = await self._write(
-                    session, user, kept, [p for p in prepared if p.fact.sources[0] in kept_ids])
-                await repo.complete_leases(user, list(kept_ids), self.worker_id,
-                                           self.store.now())
+                    session, user, kept, [p for p in prepared if p.fact.sources[0] in kept_ids]
+                )
+                await repo.complete_leases(user, list(kept_ids), self.worker_id, self.store.now())
         except BaseException:
             # The batch transaction rolled back; let the next run retry at once
             # instead of waiting for the lease to expire.
             async with self._sessions.begin() as session:
                 await ConsolidationRepository(session=session).release_leases(
-                    user, [e.id for e in episodes], self.worker_id)
+                    user, [e.id for e in episodes], self.worker_id
+                )
             raise
         return result
 
@@ -253,8 +267,9 @@ class Consolidator:
             for user in await repo.pending_users(only):
                 if await repo.has_live_foreign_lease(user, self.worker_id, now):
                     continue
-                episodes = await repo.lease_pending(user, size, self.worker_id, now,
-                                                    now + self.lease)
+                episodes = await repo.lease_pending(
+                    user, size, self.worker_id, now, now + self.lease
+                )
                 if episodes:
                     return user, episodes
         return None
@@ -275,9 +290,16 @@ class Consolidator:
         """Validate the candidates as facts of ``user`` and embed them, in one embed batch."""
         checked = []
         for c in candidates:
-            fact = Fact(user_id=public_user_id(user), subject=c.subject, predicate=c.predicate,
-                        object=c.object, confidence=c.confidence, sources=(c.episode_id,),
-                        valid_from=c.valid_from, valid_to=c.valid_to)
+            fact = Fact(
+                user_id=public_user_id(user),
+                subject=c.subject,
+                predicate=c.predicate,
+                object=c.object,
+                confidence=c.confidence,
+                sources=(c.episode_id,),
+                valid_from=c.valid_from,
+                valid_to=c.valid_to,
+            )
             try:
                 checked.append(self.store._valid_fact(fact))
             except InvalidInput as error:
@@ -286,8 +308,10 @@ class Consolidator:
                 ) from error
         # Consolidated facts must be found by dense recall like any other fact.
         vectors = await embed_checked(self.store.embedder, [fact_text(f) for _, f, _, _ in checked])
-        return [_Prepared(fact, single, valid_from, vector)
-                for (_user, fact, single, valid_from), vector in zip(checked, vectors, strict=True)]
+        return [
+            _Prepared(fact, single, valid_from, vector)
+            for (_user, fact, single, valid_from), vector in zip(checked, vectors, strict=True)
+        ]
 
     async def _write(
         self,
@@ -300,15 +324,27 @@ class Consolidator:
         order = {e.id: i for i, e in enumerate(episodes)}
         # Per statement in time order (supersession depends on it); statements in
         # one global order so concurrent writers take their locks in the same order.
-        ordered = sorted(prepared, key=lambda p: (p.fact.subject, p.fact.predicate,
-                                                  p.valid_from, order[p.fact.sources[0]]))
+        ordered = sorted(
+            prepared,
+            key=lambda p: (
+                p.fact.subject,
+                p.fact.predicate,
+                p.valid_from,
+                order[p.fact.sources[0]],
+            ),
+        )
         await self.store._claim_embedder(session)
         counts = dict.fromkeys(FactChange, 0)
         facts = FactRepository(session=session, embedder=self.store.embedder)
         for item in ordered:
-            outcome = await facts.assert_fact(user, item.fact, single_valued=item.single,
-                                              valid_from=item.valid_from, now=self.store.now(),
-                                              embedding=item.embedding)
+            outcome = await facts.assert_fact(
+                user,
+                item.fact,
+                single_valued=item.single,
+                valid_from=item.valid_from,
+                now=self.store.now(),
+                embedding=item.embedding,
+            )
             counts[outcome.change] += 1
             if self._after_fact is not None:
                 await self._after_fact()
@@ -320,4 +356,3 @@ class Consolidator:
             superseded=counts[FactChange.SUPERSEDED],
             unchanged=counts[FactChange.UNCHANGED],
         )
-

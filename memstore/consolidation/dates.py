@@ -7,9 +7,26 @@ from datetime import date, datetime, timedelta
 
 __all__ = ["DATE_PHRASE", "resolve_date"]
 
-_MONTHS = {m: i for i, m in enumerate(
-    ["january", "february", "march", "april", "may", "june", "july", "august",
-     "september", "october", "november", "december"], start=1)}
+_MONTHS = {
+    m: i
+    for i, m in enumerate(
+        [
+            "january",
+            "february",
+            "march",
+            "april",
+            "may",
+            "june",
+            "july",
+            "august",
+            "september",
+            "october",
+            "november",
+            "december",
+        ],
+        start=1,
+    )
+}
 _MONTHS.update({name[:3]: i for name, i in list(_MONTHS.items())})
 _MONTHS["sept"] = 9
 _WEEKDAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
@@ -71,8 +88,7 @@ def resolve_date(phrase: str, spoken: datetime) -> date | None:
     if m := re.fullmatch(r"in (\S+)(?: (\d{4}))?", text):
         month = _month(m[1])
         if month is not None:
-            return _future(month, 1, int(m[2]) if m[2] else None,
-                           today.replace(day=1))
+            return _future(month, 1, int(m[2]) if m[2] else None, today.replace(day=1))
     text = re.sub(rf"^(?:{'|'.join(_WEEKDAYS)}),? ", "", text)
     text = re.sub(r"^the ", "", text)
     if m := re.fullmatch(r"(\d{1,2})(?:st|nd|rd|th)?(?: of)? (\S+?),?(?: (\d{4}))?", text):

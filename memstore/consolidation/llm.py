@@ -113,8 +113,9 @@ class LLMExtractor:
 
     name = "llm"
 
-    def __init__(self, config: LLMConfig | None = None, *,
-                 anonymous_subject: str = ANONYMOUS_SUBJECT) -> None:
+    def __init__(
+        self, config: LLMConfig | None = None, *, anonymous_subject: str = ANONYMOUS_SUBJECT
+    ) -> None:
         self.config = config or LLMConfig.from_env()
         self.anonymous_subject = anonymous_subject
 
@@ -122,8 +123,12 @@ class LLMExtractor:
 
     def _request(self, episodes: Sequence[Episode]) -> urllib.request.Request:
         turns = [
-            {"episode_id": e.id, "occurred_at": e.occurred_at.isoformat(),
-             "user": e.input, "assistant": e.output}
+            {
+                "episode_id": e.id,
+                "occurred_at": e.occurred_at.isoformat(),
+                "user": e.input,
+                "assistant": e.output,
+            }
             for e in episodes
         ]
         body = {
@@ -139,8 +144,9 @@ class LLMExtractor:
         if self.config.api_key:
             headers["Authorization"] = f"Bearer {self.config.api_key}"
         url = self.config.base_url.rstrip("/") + "/chat/completions"
-        return urllib.request.Request(url, data=json.dumps(body).encode(), headers=headers,
-                                      method="POST")
+        return urllib.request.Request(
+            url, data=json.dumps(body).encode(), headers=headers, method="POST"
+        )
 
     def _call_once(self, request: urllib.request.Request) -> str:
         try:
@@ -153,19 +159,22 @@ class LLMExtractor:
                 raise _Retryable(failure) from error
             raise failure from error
         except TimeoutError as error:
-            raise _Retryable(LLMEndpointError(
-                f"LLM endpoint timed out after {self.config.timeout}s")) from error
+            raise _Retryable(
+                LLMEndpointError(f"LLM endpoint timed out after {self.config.timeout}s")
+            ) from error
         except (urllib.error.URLError, ConnectionError, OSError) as error:
             reason = getattr(error, "reason", error)
             if isinstance(reason, TimeoutError | socket.timeout):
-                raise _Retryable(LLMEndpointError(
-                    f"LLM endpoint timed out after {self.config.timeout}s")) from error
+                raise _Retryable(
+                    LLMEndpointError(f"LLM endpoint timed out after {self.config.timeout}s")
+                ) from error
             raise _Retryable(LLMEndpointError(f"LLM endpoint unreachable: {reason}")) from error
         try:
             content = json.loads(raw)["choices"][0]["message"]["content"]
         except (ValueError, KeyError, IndexError, TypeError) as error:
-            raise _Retryable(LLMResponseError(
-                "LLM endpoint did not answer in the chat-completions format")) from error
+            raise _Retryable(
+                LLMResponseError("LLM endpoint did not answer in the chat-completions format")
+            ) from error
         if not isinstance(content, str):
             raise _Retryable(LLMResponseError("LLM answer has no text content"))
         return content
@@ -183,7 +192,11 @@ class LLMExtractor:
                 delay = self.config.backoff * 2**attempt
                 logger.warning(
                     "LLM extractor attempt %d of %d failed (%s: %s); retrying in %.2f s",
-                    attempt + 1, attempts, type(retry.error).__name__, retry.error, delay,
+                    attempt + 1,
+                    attempts,
+                    type(retry.error).__name__,
+                    retry.error,
+                    delay,
                 )
                 time.sleep(delay)
         raise AssertionError("unreachable")
@@ -209,8 +222,7 @@ class LLMExtractor:
         by_id = {e.id: e for e in episodes}
         return [self._candidate(i, item, by_id) for i, item in enumerate(items)]
 
-    def _candidate(self, index: int, item: object,
-                   by_id: Mapping[str, Episode]) -> CandidateFact:
+    def _candidate(self, index: int, item: object, by_id: Mapping[str, Episode]) -> CandidateFact:
         def bad(why: str) -> LLMResponseError:
             return LLMResponseError(f"LLM fact #{index} {why}: {json.dumps(item)[:200]}")
 
@@ -232,12 +244,20 @@ class LLMExtractor:
         except InvalidInput as error:
             raise bad("has an unusable predicate") from error
         confidence = item.get("confidence", 0.5)
-        if isinstance(confidence, bool) or not isinstance(confidence, int | float) or not (
-                0.0 <= confidence <= 1.0):
+        if (
+            isinstance(confidence, bool)
+            or not isinstance(confidence, int | float)
+            or not (0.0 <= confidence <= 1.0)
+        ):
             raise bad("has a confidence outside 0..1")
         subject = fields["subject"]
         if subject.casefold() in _SPEAKER_WORDS:
             subject = episode.user_id or self.anonymous_subject
-        return CandidateFact(subject=subject, predicate=predicate, object=fields["object"],
-                             confidence=float(confidence), valid_from=episode.occurred_at,
-                             episode_id=episode.id)
+        return CandidateFact(
+            subject=subject,
+            predicate=predicate,
+            object=fields["object"],
+            confidence=float(confidence),
+            valid_from=episode.occurred_at,
+            episode_id=episode.id,
+        )

@@ -23,15 +23,21 @@ __all__ = ["ANONYMOUS_SUBJECT", "RuleExtractor"]
 ANONYMOUS_SUBJECT = "user"
 
 # A proper-noun phrase: "Paris", "New York City", "Acme Corp.", "the Bay Area".
-_PN = (r"(?:the\s+)?(?!I\b)[A-Z][\w'&.-]*(?:\s+(?:(?:of|de|del|la|le|du|von|van|and|&)\s+)?"
-       r"(?!I\b)[A-Z][\w'&-]*)*")
+_PN = (
+    r"(?:the\s+)?(?!I\b)[A-Z][\w'&.-]*(?:\s+(?:(?:of|de|del|la|le|du|von|van|and|&)\s+)?"
+    r"(?!I\b)[A-Z][\w'&-]*)*"
+)
 # Where a free-text object stops: punctuation or a new clause.
-_END = (r"(?=\s*(?:[,.;:!?)]|$|\s(?:but|because|since|although|though|and\s+I|so|when|while|"
-        r"if|which|who|as\s+well|yesterday|today|tonight|tomorrow|now|lately|anymore|too|"
-        r"(?:last|this|next)\s+\w+|a\s+lot|so\s+much|very\s+much)\b))")
+_END = (
+    r"(?=\s*(?:[,.;:!?)]|$|\s(?:but|because|since|although|though|and\s+I|so|when|while|"
+    r"if|which|who|as\s+well|yesterday|today|tonight|tomorrow|now|lately|anymore|too|"
+    r"(?:last|this|next)\s+\w+|a\s+lot|so\s+much|very\s+much)\b))"
+)
 _OBJ = r"[^,.;:!?()]+?"
-_I = r"\bI\s+(?:(?:just|recently|finally|also|now|actually|really|still|already|currently|"  \
-     r"totally|absolutely|truly|honestly|kind\s+of|sort\s+of)\s+)*"
+_I = (
+    r"\bI\s+(?:(?:just|recently|finally|also|now|actually|really|still|already|currently|"
+    r"totally|absolutely|truly|honestly|kind\s+of|sort\s+of)\s+)*"
+)
 _OCCUPATIONS = (
     "engineer|developer|programmer|designer|architect|teacher|professor|lecturer|nurse|"
     "doctor|physician|surgeon|dentist|pharmacist|manager|director|lawyer|attorney|accountant|"
@@ -44,16 +50,40 @@ _OCCUPATIONS = (
 )
 _TITLE = rf"(?:[a-z][\w-]*\s+){{0,3}}(?:{_OCCUPATIONS})s?"
 _RELATIONS = {
-    "wife": "married_to", "husband": "married_to", "spouse": "married_to",
-    "partner": "partner", "girlfriend": "partner", "boyfriend": "partner",
-    "fiancee": "partner", "fiancée": "partner", "fiance": "partner", "fiancé": "partner",
-    "mother": "mother", "mom": "mother", "mum": "mother", "father": "father", "dad": "father",
-    "sister": "sister", "brother": "brother", "son": "son", "daughter": "daughter",
-    "best friend": "best_friend", "friend": "friend", "boss": "boss", "manager": "boss",
-    "colleague": "colleague", "coworker": "colleague", "roommate": "roommate",
-    "flatmate": "roommate", "cousin": "cousin", "grandmother": "grandmother",
-    "grandfather": "grandfather", "grandma": "grandmother", "grandpa": "grandfather",
-    "cat": "pet", "dog": "pet",
+    "wife": "married_to",
+    "husband": "married_to",
+    "spouse": "married_to",
+    "partner": "partner",
+    "girlfriend": "partner",
+    "boyfriend": "partner",
+    "fiancee": "partner",
+    "fiancée": "partner",
+    "fiance": "partner",
+    "fiancé": "partner",
+    "mother": "mother",
+    "mom": "mother",
+    "mum": "mother",
+    "father": "father",
+    "dad": "father",
+    "sister": "sister",
+    "brother": "brother",
+    "son": "son",
+    "daughter": "daughter",
+    "best friend": "best_friend",
+    "friend": "friend",
+    "boss": "boss",
+    "manager": "boss",
+    "colleague": "colleague",
+    "coworker": "colleague",
+    "roommate": "roommate",
+    "flatmate": "roommate",
+    "cousin": "cousin",
+    "grandmother": "grandmother",
+    "grandfather": "grandfather",
+    "grandma": "grandmother",
+    "grandpa": "grandfather",
+    "cat": "pet",
+    "dog": "pet",
 }
 _REL = "|".join(sorted((re.escape(r) for r in _RELATIONS), key=len, reverse=True))
 # Things one "has" that are not possessions.
@@ -68,13 +98,22 @@ _PRONOUNS = frozenset("it that this them you him her these those one everything 
 _NOT_NAMES = frozenset("Sorry Fine Good Great Okay OK Back Here Ready Done Not So Just".split())
 _SKIP_SENTENCE = re.compile(
     r"^\s*(?:if|when|whether|should|would|could|maybe|perhaps|do|does|did|can|are|is|will\s+you|"
-    r"what|where|who|why|how|suppose|imagine)\b", re.IGNORECASE)
+    r"what|where|who|why|how|suppose|imagine)\b",
+    re.IGNORECASE,
+)
 _NEGATED = re.compile(r"\b(?:not|never|no\s+longer|n't|neither|nor)\b", re.IGNORECASE)
 _CONTRACTIONS = [
-    (r"\bI'm\b", "I am"), (r"\bI've\b", "I have"), (r"\bI'll\b", "I will"),
-    (r"\bI'd\b", "I would"), (r"\bdon't\b", "do not"), (r"\bdoesn't\b", "does not"),
-    (r"\bcan't\b", "cannot"), (r"\bwon't\b", "will not"), (r"\bdidn't\b", "did not"),
-    (r"\bname's\b", "name is"), (r"\bgonna\b", "going to"),
+    (r"\bI'm\b", "I am"),
+    (r"\bI've\b", "I have"),
+    (r"\bI'll\b", "I will"),
+    (r"\bI'd\b", "I would"),
+    (r"\bdon't\b", "do not"),
+    (r"\bdoesn't\b", "does not"),
+    (r"\bcan't\b", "cannot"),
+    (r"\bwon't\b", "will not"),
+    (r"\bdidn't\b", "did not"),
+    (r"\bname's\b", "name is"),
+    (r"\bgonna\b", "going to"),
 ]
 
 
@@ -103,6 +142,7 @@ def _simple(predicate: str, confidence: float, *, drop_article: bool = False) ->
         obj = _clean(m["obj"], drop_article=drop_article)
         if obj and obj.lower() not in _PRONOUNS:
             yield _Hit(predicate, obj, confidence)
+
     return build
 
 
@@ -139,54 +179,126 @@ def _plan(m: re.Match[str], spoken: datetime) -> Iterator[_Hit]:
     if when is None or not what:
         return
     ends = datetime.combine(when + timedelta(days=1), time(), tzinfo=UTC)
-    yield _Hit("plans", f"{lead}{what} on {when.isoformat()}", 0.8,
-               valid_to=ends if ends > spoken else None)
+    yield _Hit(
+        "plans",
+        f"{lead}{what} on {when.isoformat()}",
+        0.8,
+        valid_to=ends if ends > spoken else None,
+    )
 
 
 _RULES: list[tuple[re.Pattern[str], Builder]] = [
     (re.compile(rf"(?i:\bmy\s+name\s+is|\bcall\s+me|{_I}am\s+called)\s+(?P<obj>{_PN})"), _name),
-    (re.compile(r"^(?i:(?:hi|hello|hey)(?:\s+there)?[,!]?\s+(?:I\s+am|this\s+is|it\s+is))\s+"
-                r"(?P<obj>(?!I\b)[A-Z][\w'-]*)(?=\s*(?:[,.!]|$))"), _name),
+    (
+        re.compile(
+            r"^(?i:(?:hi|hello|hey)(?:\s+there)?[,!]?\s+(?:I\s+am|this\s+is|it\s+is))\s+"
+            r"(?P<obj>(?!I\b)[A-Z][\w'-]*)(?=\s*(?:[,.!]|$))"
+        ),
+        _name,
+    ),
     (re.compile(r"^(?P<obj>(?!I\b)[A-Z][\w'-]*)\s+(?i:here)\s*[,.!]"), _name),
-    (re.compile(rf"{_I}(?i:live|am\s+living|have\s+been\s+living|am\s+based|reside|am\s+settled)"
-                rf"\s+in\s+(?P<obj>{_PN})"), _simple("lives_in", 0.9)),
-    (re.compile(rf"{_I}(?i:(?:have\s+)?moved|(?:have\s+)?relocated|settled)\s+(?:back\s+)?to\s+"
-                rf"(?P<obj>{_PN})"), _simple("lives_in", 0.9)),
-    (re.compile(rf"{_I}(?i:am\s+from|come\s+from|grew\s+up\s+in)\s+(?P<obj>{_PN})"),
-     _simple("hometown", 0.85)),
+    (
+        re.compile(
+            rf"{_I}(?i:live|am\s+living|have\s+been\s+living|am\s+based|reside|am\s+settled)"
+            rf"\s+in\s+(?P<obj>{_PN})"
+        ),
+        _simple("lives_in", 0.9),
+    ),
+    (
+        re.compile(
+            rf"{_I}(?i:(?:have\s+)?moved|(?:have\s+)?relocated|settled)\s+(?:back\s+)?to\s+"
+            rf"(?P<obj>{_PN})"
+        ),
+        _simple("lives_in", 0.9),
+    ),
+    (
+        re.compile(rf"{_I}(?i:am\s+from|come\s+from|grew\s+up\s+in)\s+(?P<obj>{_PN})"),
+        _simple("hometown", 0.85),
+    ),
     (re.compile(rf"{_I}(?i:was\s+born\s+in)\s+(?P<obj>{_PN})"), _simple("born_in", 0.9)),
-    (re.compile(rf"{_I}(?i:work|am\s+working|have\s+been\s+working)\s+(?i:at|for)\s+"
-                rf"(?P<obj>{_PN})"), _simple("works_at", 0.85)),
-    (re.compile(rf"{_I}(?i:joined|started\s+at|(?:got|took|accepted|started)\s+(?:a\s+|the\s+)?"
-                rf"(?:new\s+)?(?:job|position|role)\s+(?:at|with))\s+(?P<obj>{_PN})"),
-     _simple("works_at", 0.85)),
-    (re.compile(rf"(?i:\b(?:a|my|the)\s+(?:new\s+)?(?:job|position|role)\s+at)\s+(?P<obj>{_PN})"),
-     _simple("works_at", 0.8)),
-    (re.compile(rf"{_I}(?i:work|am\s+working)\s+as\s+(?i:an?)\s+(?P<obj>(?i:{_TITLE}))\b"
-                rf"(?:\s+(?i:at|for)\s+(?P<org>{_PN}))?"), _job),
-    (re.compile(rf"{_I}(?i:am)\s+(?i:an?)\s+(?P<obj>(?i:{_TITLE}))\b"
-                rf"(?:\s+(?i:at|for)\s+(?P<org>{_PN}))?"), _job),
-    (re.compile(rf"{_I}(?i:hate|dislike|detest|loathe|do\s+not\s+like|do\s+not\s+enjoy|"
-                rf"cannot\s+stand|am\s+not\s+(?:a\s+)?(?:big\s+)?fan\s+of)\s+(?P<obj>{_OBJ}){_END}"),
-     _simple("dislikes", 0.8, drop_article=True)),
-    (re.compile(rf"{_I}(?i:love|like|enjoy|adore|am\s+into|am\s+(?:a\s+)?(?:big\s+|huge\s+)?"
-                rf"fan\s+of|am\s+passionate\s+about)\s+(?P<obj>{_OBJ}){_END}"),
-     _simple("likes", 0.8, drop_article=True)),
-    (re.compile(rf"{_I}(?i:am\s+allergic\s+to)\s+(?P<obj>{_OBJ}){_END}"),
-     _simple("allergic_to", 0.9, drop_article=True)),
-    (re.compile(rf"{_I}(?i:married|am\s+married\s+to)\s+(?P<obj>{_PN})"),
-     _simple("married_to", 0.9)),
-    (re.compile(rf"{_I}(?i:am\s+engaged\s+to|am\s+dating)\s+(?P<obj>{_PN})"),
-     _simple("partner", 0.85)),
-    (re.compile(rf"(?i:\bmy\s+(?P<rel>{_REL}))(?:(?i:'s\s+name\s+is|\s+is\s+called|\s+is\s+named|"
-                rf"\s+named|\s+called|\s+is),?)?\s+(?P<obj>{_PN})"), _relation),
-    (re.compile(rf"{_I}(?i:have\s+got|have|own|bought|got|adopted)\s+"
-                rf"(?P<count>(?i:an?|two|three|four|five|\d+|my\s+own))\s+(?P<obj>{_OBJ}){_END}"),
-     _owns),
-    (re.compile(rf"{_I}(?P<verb>(?i:am\s+going\s+to|am\s+planning\s+to|plan\s+to|am\s+about\s+to|"
-                rf"will|am\s+hoping\s+to|am\s+(?:flying|travelling|traveling|heading|driving|"
-                rf"moving|going|visiting|starting|leaving)))\s+(?P<obj>{_OBJ})\s+"
-                rf"(?P<when>(?i:{DATE_PHRASE})){_END}"), _plan),
+    (
+        re.compile(
+            rf"{_I}(?i:work|am\s+working|have\s+been\s+working)\s+(?i:at|for)\s+"
+            rf"(?P<obj>{_PN})"
+        ),
+        _simple("works_at", 0.85),
+    ),
+    (
+        re.compile(
+            rf"{_I}(?i:joined|started\s+at|(?:got|took|accepted|started)\s+(?:a\s+|the\s+)?"
+            rf"(?:new\s+)?(?:job|position|role)\s+(?:at|with))\s+(?P<obj>{_PN})"
+        ),
+        _simple("works_at", 0.85),
+    ),
+    (
+        re.compile(
+            rf"(?i:\b(?:a|my|the)\s+(?:new\s+)?(?:job|position|role)\s+at)\s+(?P<obj>{_PN})"
+        ),
+        _simple("works_at", 0.8),
+    ),
+    (
+        re.compile(
+            rf"{_I}(?i:work|am\s+working)\s+as\s+(?i:an?)\s+(?P<obj>(?i:{_TITLE}))\b"
+            rf"(?:\s+(?i:at|for)\s+(?P<org>{_PN}))?"
+        ),
+        _job,
+    ),
+    (
+        re.compile(
+            rf"{_I}(?i:am)\s+(?i:an?)\s+(?P<obj>(?i:{_TITLE}))\b"
+            rf"(?:\s+(?i:at|for)\s+(?P<org>{_PN}))?"
+        ),
+        _job,
+    ),
+    (
+        re.compile(
+            rf"{_I}(?i:hate|dislike|detest|loathe|do\s+not\s+like|do\s+not\s+enjoy|"
+            rf"cannot\s+stand|am\s+not\s+(?:a\s+)?(?:big\s+)?fan\s+of)\s+(?P<obj>{_OBJ}){_END}"
+        ),
+        _simple("dislikes", 0.8, drop_article=True),
+    ),
+    (
+        re.compile(
+            rf"{_I}(?i:love|like|enjoy|adore|am\s+into|am\s+(?:a\s+)?(?:big\s+|huge\s+)?"
+            rf"fan\s+of|am\s+passionate\s+about)\s+(?P<obj>{_OBJ}){_END}"
+        ),
+        _simple("likes", 0.8, drop_article=True),
+    ),
+    (
+        re.compile(rf"{_I}(?i:am\s+allergic\s+to)\s+(?P<obj>{_OBJ}){_END}"),
+        _simple("allergic_to", 0.9, drop_article=True),
+    ),
+    (
+        re.compile(rf"{_I}(?i:married|am\s+married\s+to)\s+(?P<obj>{_PN})"),
+        _simple("married_to", 0.9),
+    ),
+    (
+        re.compile(rf"{_I}(?i:am\s+engaged\s+to|am\s+dating)\s+(?P<obj>{_PN})"),
+        _simple("partner", 0.85),
+    ),
+    (
+        re.compile(
+            rf"(?i:\bmy\s+(?P<rel>{_REL}))(?:(?i:'s\s+name\s+is|\s+is\s+called|\s+is\s+named|"
+            rf"\s+named|\s+called|\s+is),?)?\s+(?P<obj>{_PN})"
+        ),
+        _relation,
+    ),
+    (
+        re.compile(
+            rf"{_I}(?i:have\s+got|have|own|bought|got|adopted)\s+"
+            rf"(?P<count>(?i:an?|two|three|four|five|\d+|my\s+own))\s+(?P<obj>{_OBJ}){_END}"
+        ),
+        _owns,
+    ),
+    (
+        re.compile(
+            rf"{_I}(?P<verb>(?i:am\s+going\s+to|am\s+planning\s+to|plan\s+to|am\s+about\s+to|"
+            rf"will|am\s+hoping\s+to|am\s+(?:flying|travelling|traveling|heading|driving|"
+            rf"moving|going|visiting|starting|leaving)))\s+(?P<obj>{_OBJ})\s+"
+            rf"(?P<when>(?i:{DATE_PHRASE})){_END}"
+        ),
+        _plan,
+    ),
 ]
 
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
@@ -207,7 +319,7 @@ def _negated_before(sentence: str, start: int) -> bool:
     # "I do not like" is its own rule; a negation between the clause start and
     # the match ("I have never lived in…", "not that I moved to…") vetoes it.
     clause_start = max(sentence.rfind(sep, 0, start) for sep in (",", ";", " but ", " and "))
-    return bool(_NEGATED.search(sentence[clause_start + 1:start]))
+    return bool(_NEGATED.search(sentence[clause_start + 1 : start]))
 
 
 class RuleExtractor:
@@ -218,11 +330,13 @@ class RuleExtractor:
     def __init__(self, *, anonymous_subject: str = ANONYMOUS_SUBJECT) -> None:
         self.anonymous_subject = anonymous_subject
 
-    def extract_text(self, text: str, *, spoken: datetime) -> list[tuple[str | None, str, str,
-                                                                          float, datetime | None]]:
+    def extract_text(
+        self, text: str, *, spoken: datetime
+    ) -> list[tuple[str | None, str, str, float, datetime | None]]:
         """(subject or None for the speaker, predicate, object, confidence, valid_to) found."""
-        found: dict[tuple[str | None, str, str], tuple[str | None, str, str, float,
-                                                       datetime | None]] = {}
+        found: dict[
+            tuple[str | None, str, str], tuple[str | None, str, str, float, datetime | None]
+        ] = {}
         for sentence in _sentences(text):
             for pattern, build in _RULES:
                 for match in pattern.finditer(sentence):
@@ -230,8 +344,10 @@ class RuleExtractor:
                         continue
                     for hit in build(match, spoken):
                         key = (hit.subject, hit.predicate, hit.object.casefold())
-                        found.setdefault(key, (hit.subject, hit.predicate, hit.object,
-                                               hit.confidence, hit.valid_to))
+                        found.setdefault(
+                            key,
+                            (hit.subject, hit.predicate, hit.object, hit.confidence, hit.valid_to),
+                        )
         return list(found.values())
 
     async def extract(self, episodes: Sequence[Episode]) -> list[CandidateFact]:
@@ -241,9 +357,15 @@ class RuleExtractor:
             for subject, predicate, obj, confidence, valid_to in self.extract_text(
                 episode.input, spoken=episode.occurred_at
             ):
-                out.append(CandidateFact(
-                    subject=subject or speaker, predicate=predicate, object=obj,
-                    confidence=confidence, valid_from=episode.occurred_at,
-                    valid_to=valid_to, episode_id=episode.id,
-                ))
+                out.append(
+                    CandidateFact(
+                        subject=subject or speaker,
+                        predicate=predicate,
+                        object=obj,
+                        confidence=confidence,
+                        valid_from=episode.occurred_at,
+                        valid_to=valid_to,
+                        episode_id=episode.id,
+                    )
+                )
         return out

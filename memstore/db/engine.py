@@ -113,9 +113,13 @@ def create_engine(
         slow_query_ms = check_threshold(slow_query_ms)
     resolved = resolve_url(url)
     try:
-        engine = _create(resolved, sqlite_busy_timeout_ms=sqlite_busy_timeout_ms,
-                         connect_timeout=connect_timeout, command_timeout=command_timeout,
-                         **kwargs)
+        engine = _create(
+            resolved,
+            sqlite_busy_timeout_ms=sqlite_busy_timeout_ms,
+            connect_timeout=connect_timeout,
+            command_timeout=command_timeout,
+            **kwargs,
+        )
     except (ArgumentError, InvalidRequestError, ImportError) as exc:  # e.g. a sync driver
         raise ConfigurationError(
             f"cannot use {redacted(resolved)!r}: {exc}; {_URL_HINT} (the driver is added "
@@ -227,9 +231,7 @@ async def _reset_tenant_setting(connection: Any) -> None:
 async def _register_vector_codec(connection: Any) -> None:
     # The codec can only be registered once the extension exists (after
     # migrations); before that there is nothing to decode.
-    has_vector = await connection.fetchval(
-        "SELECT 1 FROM pg_type WHERE typname = 'vector'"
-    )
+    has_vector = await connection.fetchval("SELECT 1 FROM pg_type WHERE typname = 'vector'")
     if not has_vector:
         return
     from pgvector.asyncpg import register_vector  # lazy: optional at import time

@@ -95,9 +95,7 @@ def translated(what: str) -> Iterator[None]:
             raise
         code = sqlstate(error)
         if code in _CONFIGURATION_STATES:
-            raise ConfigurationError(
-                f"{what}: {orig}; {_CONFIGURATION_STATES[code]}"
-            ) from error
+            raise ConfigurationError(f"{what}: {orig}; {_CONFIGURATION_STATES[code]}") from error
         if (
             isinstance(error, sa_exc.OperationalError | sa_exc.InterfaceError)
             or error.connection_invalidated

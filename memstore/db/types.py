@@ -61,8 +61,11 @@ class _SQLiteJSON(TypeDecorator[Any]):
 
         def process(value: Any) -> Any:
             out = to_text(value) if to_text is not None else value
-            if isinstance(value, int | float) and not isinstance(value, bool) and isinstance(
-                    out, str):
+            if (
+                isinstance(value, int | float)
+                and not isinstance(value, bool)
+                and isinstance(out, str)
+            ):
                 return out.encode()
             return out
 

@@ -53,9 +53,7 @@ async def embed_checked(embedder: Embedder, texts: Sequence[str]) -> npt.NDArray
                 f"the embedder returned something that is not numbers: {exc}"
             ) from exc
         if block.ndim != 2 or block.shape[0] != len(chunk):
-            raise InvalidInput(
-                f"the embedder returned shape {block.shape} for {len(chunk)} texts"
-            )
+            raise InvalidInput(f"the embedder returned shape {block.shape} for {len(chunk)} texts")
         if block.shape[1] != dim:
             raise DimensionMismatch(
                 f"the embedder returned vectors of dimension {block.shape[1]}; "

@@ -53,7 +53,7 @@ class HashingEmbedder:
         features += [(f"b:{a} {b}", 0.7) for a, b in pairwise(words)]
         for word in words:
             padded = f"<{word}>"
-            features += [(f"c:{padded[i:i + 3]}", 0.3) for i in range(len(padded) - 2)]
+            features += [(f"c:{padded[i : i + 3]}", 0.3) for i in range(len(padded) - 2)]
         return features
 
     def embed_sync(self, texts: Sequence[str]) -> np.ndarray:

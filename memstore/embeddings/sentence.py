@@ -77,7 +77,8 @@ class SentenceTransformerEmbedder:
         self._batch_size = batch_size
         # Renamed in sentence-transformers 6; older releases have only the long name.
         size = getattr(self._model, "get_embedding_dimension", None) or (
-            self._model.get_sentence_embedding_dimension)
+            self._model.get_sentence_embedding_dimension
+        )
         dim = size()
         if not dim:
             raise ValueError(f"model {self.model_name!r} does not report its embedding size")
@@ -94,8 +95,11 @@ class SentenceTransformerEmbedder:
 
     def embed_sync(self, texts: Sequence[str]) -> np.ndarray:
         vectors = self._model.encode(
-            list(texts), batch_size=self._batch_size, convert_to_numpy=True,
-            normalize_embeddings=True, show_progress_bar=False,
+            list(texts),
+            batch_size=self._batch_size,
+            convert_to_numpy=True,
+            normalize_embeddings=True,
+            show_progress_bar=False,
         )
         return normalized(np.asarray(vectors, dtype=np.float32))
 

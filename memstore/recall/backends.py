@@ -19,15 +19,25 @@ RecallTable = type[EpisodeRow] | type[FactRow]
 
 class SearchBackend(Protocol):
     async def dense(
-        self, session: AsyncSession, model: RecallTable, user_id: str,
-        query: np.ndarray, depth: int, where: Sequence[ColumnElement[bool]],
+        self,
+        session: AsyncSession,
+        model: RecallTable,
+        user_id: str,
+        query: np.ndarray,
+        depth: int,
+        where: Sequence[ColumnElement[bool]],
     ) -> dict[str, float]:
         """The tenant's ``depth`` rows most similar to ``query``: id -> cosine similarity."""
         ...
 
     async def keyword(
-        self, session: AsyncSession, model: RecallTable, user_id: str,
-        terms: Sequence[str], cap: int, where: Sequence[ColumnElement[bool]],
+        self,
+        session: AsyncSession,
+        model: RecallTable,
+        user_id: str,
+        terms: Sequence[str],
+        cap: int,
+        where: Sequence[ColumnElement[bool]],
     ) -> list[tuple[str, str]]:
         """(id, text) of the tenant's rows containing any term (as a prefix), best ``cap``."""
         ...
@@ -37,13 +47,13 @@ def row_text(model: RecallTable) -> ColumnElement[Any]:
     """The text keyword search scores, as SQL (the same text the FTS index holds)."""
     if model is EpisodeRow:
         return func.coalesce(EpisodeRow.search_text, "")
-    return (
-        FactRow.subject + " " + func.replace(FactRow.predicate, "_", " ") + " " + FactRow.object
-    )
+    return FactRow.subject + " " + func.replace(FactRow.predicate, "_", " ") + " " + FactRow.object
 
 
 async def corpus_stats(
-    session: AsyncSession, model: RecallTable, user_id: str,
+    session: AsyncSession,
+    model: RecallTable,
+    user_id: str,
     where: Sequence[ColumnElement[bool]],
 ) -> tuple[int, float]:
     """Number of the tenant's searchable rows and their mean text length (BM25 statistics)."""

@@ -20,14 +20,14 @@ __all__ = ["RecallTuning", "standardise"]
 
 @dataclass(frozen=True)
 class RecallTuning:
-    depth: int = 200           # candidates taken from each signal
+    depth: int = 200  # candidates taken from each signal
     dense_weight: float = 1.0
     keyword_weight: float = 1.0
     neighbour_weight: float = 0.3
-    neighbour_width: int = 2   # turns either side within the same session
+    neighbour_width: int = 2  # turns either side within the same session
     session_weight: float = 0.4
-    session_top: int = 2       # session score = mean of its best this-many turns
-    expand: int = 50           # best candidates whose neighbours are also scored
+    session_top: int = 2  # session score = mean of its best this-many turns
+    expand: int = 50  # best candidates whose neighbours are also scored
     recency_half_life_days: float = 30.0
 
 

@@ -45,8 +45,14 @@ class HybridRecall:
         return np.asarray(vectors[0], dtype=np.float32)
 
     async def _signals(
-        self, session: AsyncSession, model: RecallTable, user_id: str, query: str,
-        qvec: np.ndarray, where: Sequence[ColumnElement[bool]], limit: int,
+        self,
+        session: AsyncSession,
+        model: RecallTable,
+        user_id: str,
+        query: str,
+        qvec: np.ndarray,
+        where: Sequence[ColumnElement[bool]],
+        limit: int,
     ) -> tuple[dict[str, Scored], float]:
         """Candidates with their fused score, and the fused score of a non-candidate."""
         t = self.tuning
@@ -68,24 +74,36 @@ class HybridRecall:
             zd = dense_z.get(doc_id, dense_floor)
             zk = keyword_z.get(doc_id, keyword_floor)
             fused = t.dense_weight * zd + t.keyword_weight * zk
-            scored[doc_id] = Scored(doc_id, fused, {
-                "dense": dense.get(doc_id, 0.0), "keyword": keyword.get(doc_id, 0.0),
-                "dense_z": zd, "keyword_z": zk, "fused": fused,
-            })
+            scored[doc_id] = Scored(
+                doc_id,
+                fused,
+                {
+                    "dense": dense.get(doc_id, 0.0),
+                    "keyword": keyword.get(doc_id, 0.0),
+                    "dense_z": zd,
+                    "keyword_z": zk,
+                    "fused": fused,
+                },
+            )
         return scored, floor
 
     async def episodes(
-        self, session: AsyncSession, user_id: str, query: str, *,
-        time_range: tuple[datetime, datetime] | None, now: datetime, recency_weight: float,
-        qvec: np.ndarray, limit: int,
+        self,
+        session: AsyncSession,
+        user_id: str,
+        query: str,
+        *,
+        time_range: tuple[datetime, datetime] | None,
+        now: datetime,
+        recency_weight: float,
+        qvec: np.ndarray,
+        limit: int,
     ) -> list[Scored]:
         """Every candidate episode with its final score, best first (ties: caller sorts)."""
         where: list[ColumnElement[bool]] = []
         if time_range is not None:
             where.append(EpisodeRow.occurred_at.between(*time_range))
-        scored, floor = await self._signals(
-            session, EpisodeRow, user_id, query, qvec, where, limit
-        )
+        scored, floor = await self._signals(session, EpisodeRow, user_id, query, qvec, where, limit)
         if scored:
             await self._add_context(session, user_id, scored, floor, where)
         if recency_weight:
@@ -93,27 +111,41 @@ class HybridRecall:
         return sorted(scored.values(), key=lambda s: -s.score)
 
     async def _add_context(
-        self, session: AsyncSession, user_id: str, scored: dict[str, Scored], floor: float,
+        self,
+        session: AsyncSession,
+        user_id: str,
+        scored: dict[str, Scored],
+        floor: float,
         where: Sequence[ColumnElement[bool]],
     ) -> None:
         t = self.tuning
         positions = await _positions(session, user_id, list(scored), where)
         best = sorted(scored.values(), key=lambda s: -s.score)[: t.expand]
-        placed = {doc_id: (sid, turn) for doc_id, (sid, turn) in positions.items()
-                  if turn is not None}
+        placed = {
+            doc_id: (sid, turn) for doc_id, (sid, turn) in positions.items() if turn is not None
+        }
         wanted = {
             (placed[s.id][0], placed[s.id][1] + d)
-            for s in best if s.id in placed
-            for d in range(-t.neighbour_width, t.neighbour_width + 1) if d
+            for s in best
+            if s.id in placed
+            for d in range(-t.neighbour_width, t.neighbour_width + 1)
+            if d
         }
         wanted -= set(placed.values())
         for doc_id, pos in (await _neighbours(session, user_id, wanted, where)).items():
             positions[doc_id] = pos
             placed[doc_id] = pos
-            scored[doc_id] = Scored(doc_id, floor, {
-                "dense": 0.0, "keyword": 0.0, "dense_z": 0.0, "keyword_z": 0.0,
-                "fused": floor,
-            })
+            scored[doc_id] = Scored(
+                doc_id,
+                floor,
+                {
+                    "dense": 0.0,
+                    "keyword": 0.0,
+                    "dense_z": 0.0,
+                    "keyword_z": 0.0,
+                    "fused": floor,
+                },
+            )
         by_place = {pos: doc_id for doc_id, pos in placed.items()}
         base = {doc_id: s.score for doc_id, s in scored.items()}
         for doc_id, s in scored.items():
@@ -138,12 +170,17 @@ class HybridRecall:
         for doc_id, s in scored.items():
             s.parts["session"] = (
                 t.session_weight * session_score[positions[doc_id][0]]
-                if doc_id in positions else 0.0
+                if doc_id in positions
+                else 0.0
             )
             s.score += s.parts["session"]
 
     async def _add_recency(
-        self, session: AsyncSession, user_id: str, scored: dict[str, Scored], now: datetime,
+        self,
+        session: AsyncSession,
+        user_id: str,
+        scored: dict[str, Scored],
+        now: datetime,
         weight: float,
     ) -> None:
         stmt = select(EpisodeRow.id, EpisodeRow.occurred_at).where(
@@ -157,15 +194,24 @@ class HybridRecall:
             scored[doc_id].score += weight * recency
 
     async def facts(
-        self, session: AsyncSession, user_id: str, query: str, *,
-        where: Sequence[ColumnElement[bool]], qvec: np.ndarray, limit: int,
+        self,
+        session: AsyncSession,
+        user_id: str,
+        query: str,
+        *,
+        where: Sequence[ColumnElement[bool]],
+        qvec: np.ndarray,
+        limit: int,
     ) -> list[Scored]:
         scored, _ = await self._signals(session, FactRow, user_id, query, qvec, where, limit)
         return sorted(scored.values(), key=lambda s: -s.score)
 
 
 async def _positions(
-    session: AsyncSession, user_id: str, ids: list[str], where: Sequence[ColumnElement[bool]],
+    session: AsyncSession,
+    user_id: str,
+    ids: list[str],
+    where: Sequence[ColumnElement[bool]],
 ) -> dict[str, tuple[str, int | None]]:
     stmt = select(EpisodeRow.id, EpisodeRow.session_id, EpisodeRow.turn).where(
         EpisodeRow.user_id == user_id, EpisodeRow.id.in_(ids), *where
@@ -174,7 +220,9 @@ async def _positions(
 
 
 async def _neighbours(
-    session: AsyncSession, user_id: str, places: set[tuple[str, int]],
+    session: AsyncSession,
+    user_id: str,
+    places: set[tuple[str, int]],
     where: Sequence[ColumnElement[bool]],
 ) -> dict[str, tuple[str, int]]:
     if not places:

@@ -127,8 +127,9 @@ def bm25_scores(
     return scores
 
 
-_MONTHS = ("January February March April May June July August September October "
-           "November December").split()
+_MONTHS = (
+    "January February March April May June July August September October November December"
+).split()
 
 
 def date_words(moment: datetime) -> str:

@@ -73,16 +73,24 @@ class PostgresSearch:
         return self._pgvector
 
     async def dense(
-        self, session: AsyncSession, model: RecallTable, user_id: str,
-        query: np.ndarray, depth: int, where: Sequence[ColumnElement[bool]],
+        self,
+        session: AsyncSession,
+        model: RecallTable,
+        user_id: str,
+        query: np.ndarray,
+        depth: int,
+        where: Sequence[ColumnElement[bool]],
     ) -> dict[str, float]:
         vector = bindparam("qvec", query.astype(np.float32), type_=PgVector())
         distance = model.embedding.op("<=>", return_type=Float)(cast(vector, PgVector()))
         if model is not EpisodeRow or where:
             return await self._exact(session, model, user_id, distance, depth, where)
-        tenant_rows = int(await session.scalar(
-            select(func.count()).where(model.user_id == user_id, model.embedding.is_not(None))
-        ) or 0)
+        tenant_rows = int(
+            await session.scalar(
+                select(func.count()).where(model.user_id == user_id, model.embedding.is_not(None))
+            )
+            or 0
+        )
         if tenant_rows <= self.exact_threshold:
             return await self._exact(session, model, user_id, distance, depth, where)
         if await self._pgvector_version(session) >= (0, 8):
@@ -90,8 +98,13 @@ class PostgresSearch:
         return await self._overfetch(session, model, user_id, distance, depth, tenant_rows)
 
     async def _exact(
-        self, session: AsyncSession, model: RecallTable, user_id: str, distance: Any,
-        depth: int, where: Sequence[ColumnElement[bool]],
+        self,
+        session: AsyncSession,
+        model: RecallTable,
+        user_id: str,
+        distance: Any,
+        depth: int,
+        where: Sequence[ColumnElement[bool]],
     ) -> dict[str, float]:
         self.last_plan = "exact"
         # `+ 0` makes the sort key an expression the HNSW index cannot serve, so
@@ -107,7 +120,11 @@ class PostgresSearch:
         return {r[0]: 1.0 - float(r[1]) for r in (await session.execute(stmt)).all()}
 
     async def _iterative(
-        self, session: AsyncSession, model: RecallTable, user_id: str, distance: Any,
+        self,
+        session: AsyncSession,
+        model: RecallTable,
+        user_id: str,
+        distance: Any,
         depth: int,
     ) -> dict[str, float]:
         self.last_plan = "hnsw-iterative"
@@ -126,8 +143,13 @@ class PostgresSearch:
         return found
 
     async def _overfetch(
-        self, session: AsyncSession, model: RecallTable, user_id: str, distance: Any,
-        depth: int, tenant_rows: int,
+        self,
+        session: AsyncSession,
+        model: RecallTable,
+        user_id: str,
+        distance: Any,
+        depth: int,
+        tenant_rows: int,
     ) -> dict[str, float]:
         table_name = model.__tablename__
         total = await session.scalar(
@@ -161,8 +183,13 @@ class PostgresSearch:
         return found
 
     async def keyword(
-        self, session: AsyncSession, model: RecallTable, user_id: str,
-        terms: Sequence[str], cap: int, where: Sequence[ColumnElement[bool]],
+        self,
+        session: AsyncSession,
+        model: RecallTable,
+        user_id: str,
+        terms: Sequence[str],
+        cap: int,
+        where: Sequence[ColumnElement[bool]],
     ) -> list[tuple[str, str]]:
         if not terms:
             return []

@@ -49,9 +49,11 @@ async def _change_dimension(conn: AsyncConnection, dim: int) -> None:
     if conn.dialect.name == "postgresql":
         await conn.execute(text("DROP INDEX IF EXISTS ix_episodes_embedding_hnsw"))
         for table in ("episodes", "facts"):
-            await conn.execute(text(
-                f"ALTER TABLE {table} ALTER COLUMN embedding TYPE vector({int(dim)}) USING NULL"
-            ))
+            await conn.execute(
+                text(
+                    f"ALTER TABLE {table} ALTER COLUMN embedding TYPE vector({int(dim)}) USING NULL"
+                )
+            )
     else:
         for table in ("episodes", "facts"):
             await conn.execute(text(f"UPDATE {table} SET embedding = NULL"))
@@ -60,8 +62,9 @@ async def _change_dimension(conn: AsyncConnection, dim: int) -> None:
     )
 
 
-async def _refresh(conn: AsyncConnection, model: Any, embedder: Embedder, to_text: Any,
-                   only_missing: bool) -> int:
+async def _refresh(
+    conn: AsyncConnection, model: Any, embedder: Embedder, to_text: Any, only_missing: bool
+) -> int:
     done = 0
     after: tuple[str, str] | None = None
     while True:
@@ -69,23 +72,26 @@ async def _refresh(conn: AsyncConnection, model: Any, embedder: Embedder, to_tex
         if only_missing:
             stmt = stmt.where(model.embedding.is_(None))
         if after is not None:
-            stmt = stmt.where((model.user_id > after[0])
-                              | ((model.user_id == after[0]) & (model.id > after[1])))
+            stmt = stmt.where(
+                (model.user_id > after[0]) | ((model.user_id == after[0]) & (model.id > after[1]))
+            )
         rows = (await conn.execute(stmt)).all()
         if not rows:
             return done
         vectors = await embed_checked(embedder, [to_text(r) for r in rows])
         for row, vector in zip(rows, vectors, strict=True):
             await conn.execute(
-                update(model).where(model.user_id == row.user_id, model.id == row.id)
+                update(model)
+                .where(model.user_id == row.user_id, model.id == row.id)
                 .values(embedding=vector)
             )
         done += len(rows)
         after = (rows[-1].user_id, rows[-1].id)
 
 
-async def reembed(engine: AsyncEngine, embedder: Embedder, *, all_rows: bool = False
-                  ) -> ReembedResult:
+async def reembed(
+    engine: AsyncEngine, embedder: Embedder, *, all_rows: bool = False
+) -> ReembedResult:
     """Embed rows without an embedding (or every row with ``all_rows``) using ``embedder``.
 
     If its width differs from the recorded one, every row is re-embedded and the
@@ -99,10 +105,11 @@ async def reembed(engine: AsyncEngine, embedder: Embedder, *, all_rows: bool = F
     identity = embedder_identity(embedder)
     async with engine.begin() as conn:
         await conn.run_sync(cross_tenant_connection, "reembed")
-        recorded = int(await conn.scalar(
-            select(ConfigRow.value).where(ConfigRow.key == EMBEDDING_DIM_KEY)) or 0)
-        previous = await conn.scalar(
-            select(ConfigRow.value).where(ConfigRow.key == EMBEDDER_KEY))
+        recorded = int(
+            await conn.scalar(select(ConfigRow.value).where(ConfigRow.key == EMBEDDING_DIM_KEY))
+            or 0
+        )
+        previous = await conn.scalar(select(ConfigRow.value).where(ConfigRow.key == EMBEDDER_KEY))
         if dim != recorded:
             await _change_dimension(conn, dim)
             all_rows = True
@@ -112,10 +119,12 @@ async def reembed(engine: AsyncEngine, embedder: Embedder, *, all_rows: bool = F
         episodes = await _refresh(conn, EpisodeRow, embedder, _episode_text, not all_rows)
         facts = await _refresh(conn, FactRow, embedder, _fact_text, not all_rows)
         if dim != recorded and conn.dialect.name == "postgresql":
-            await conn.execute(text(
-                "CREATE INDEX ix_episodes_embedding_hnsw ON episodes "
-                "USING hnsw (embedding vector_cosine_ops)"
-            ))
+            await conn.execute(
+                text(
+                    "CREATE INDEX ix_episodes_embedding_hnsw ON episodes "
+                    "USING hnsw (embedding vector_cosine_ops)"
+                )
+            )
     # Pooled connections may have cached the old column type's statements.
     await engine.dispose()
     return ReembedResult(dim, recorded, episodes, facts, identity, previous)

@@ -25,8 +25,13 @@ class SqliteSearch:
     """Exact search over one tenant's rows; SQLite is the embedded, single-node backend."""
 
     async def dense(
-        self, session: AsyncSession, model: RecallTable, user_id: str,
-        query: np.ndarray, depth: int, where: Sequence[ColumnElement[bool]],
+        self,
+        session: AsyncSession,
+        model: RecallTable,
+        user_id: str,
+        query: np.ndarray,
+        depth: int,
+        where: Sequence[ColumnElement[bool]],
     ) -> dict[str, float]:
         stmt = select(model.id, model.embedding).where(
             model.user_id == user_id, model.embedding.is_not(None), *where
@@ -41,8 +46,13 @@ class SqliteSearch:
         return {ids[i]: float(sims[i]) for i in order}
 
     async def keyword(
-        self, session: AsyncSession, model: RecallTable, user_id: str,
-        terms: Sequence[str], cap: int, where: Sequence[ColumnElement[bool]],
+        self,
+        session: AsyncSession,
+        model: RecallTable,
+        user_id: str,
+        terms: Sequence[str],
+        cap: int,
+        where: Sequence[ColumnElement[bool]],
     ) -> list[tuple[str, str]]:
         if not terms:
             return []

@@ -74,7 +74,7 @@ class AccessRepository:
         """Add buffered counts in one upsert statement (one row per item)."""
         ordered = sorted(deltas, key=lambda d: (d.user_id, d.kind, d.item_id))
         for start in range(0, len(ordered), _ROWS_PER_STATEMENT):
-            await self._upsert(ordered[start:start + _ROWS_PER_STATEMENT])
+            await self._upsert(ordered[start : start + _ROWS_PER_STATEMENT])
 
     async def _upsert(self, deltas: Sequence[AccessDelta]) -> None:
         dialect = self._session.get_bind().dialect.name
@@ -141,8 +141,12 @@ class AccessRepository:
         with translated("read access counts"):
             rows = (await self._session.scalars(stmt)).all()
         return [
-            AccessStat(kind=r.kind, item_id=r.item_id, access_count=int(r.access_count),
-                       last_accessed_at=r.last_accessed_at)
+            AccessStat(
+                kind=r.kind,
+                item_id=r.item_id,
+                access_count=int(r.access_count),
+                last_accessed_at=r.last_accessed_at,
+            )
             for r in rows
         ]
 

@@ -82,8 +82,11 @@ class BlockRepository:
                 if written is not None:
                     await self._session.execute(
                         insert(BlockVersionRow).values(
-                            user_id=user_id, name=name, version=written.version,
-                            content=content, created_at=now,
+                            user_id=user_id,
+                            name=name,
+                            version=written.version,
+                            content=content,
+                            created_at=now,
                         )
                     )
                     return written
@@ -92,16 +95,22 @@ class BlockRepository:
     async def _try_create(
         self, user_id: str, name: str, content: str, now: datetime
     ) -> MemoryBlock | None:
-        next_order = select(func.coalesce(func.max(BlockRow.pinned_order) + 1, 0)).where(
-            BlockRow.user_id == user_id
-        ).scalar_subquery()
+        next_order = (
+            select(func.coalesce(func.max(BlockRow.pinned_order) + 1, 0))
+            .where(BlockRow.user_id == user_id)
+            .scalar_subquery()
+        )
         try:
             # A savepoint so losing a creation race does not abort the caller's transaction.
             async with self._session.begin_nested():
                 await self._session.execute(
                     insert(BlockRow).values(
-                        user_id=user_id, name=name, content=content,
-                        pinned_order=next_order, version=1, updated_at=now,
+                        user_id=user_id,
+                        name=name,
+                        content=content,
+                        pinned_order=next_order,
+                        version=1,
+                        updated_at=now,
                     )
                 )
         except IntegrityError:

@@ -95,20 +95,18 @@ class ConsolidationRepository:
 
     async def lock_pending(self, user_id: str, limit: int) -> list[Episode]:
         """The tenant's oldest unconsolidated episodes, row-locked; locked ones skipped."""
-        stmt = self._oldest_pending(user_id, limit).with_for_update(
-            skip_locked=True, of=EpisodeRow
-        )
+        stmt = self._oldest_pending(user_id, limit).with_for_update(skip_locked=True, of=EpisodeRow)
         with translated("claim episodes"):
             rows = (await self._session.scalars(stmt)).all()
         return [episode_from_row(r) for r in rows]
 
-    async def mark_consolidated(self, user_id: str, episode_ids: Sequence[str],
-                                now: datetime) -> None:
+    async def mark_consolidated(
+        self, user_id: str, episode_ids: Sequence[str], now: datetime
+    ) -> None:
         """Insert the marks; the primary key refuses a second consolidation (Conflict)."""
         if not episode_ids:
             return
-        rows = [{"user_id": user_id, "episode_id": e, "consolidated_at": now}
-                for e in episode_ids]
+        rows = [{"user_id": user_id, "episode_id": e, "consolidated_at": now} for e in episode_ids]
         with translated("mark episodes consolidated"):
             await self._session.execute(insert(State), rows)
 
@@ -127,26 +125,36 @@ class ConsolidationRepository:
         with translated("check leases"):
             return bool(await self._session.scalar(stmt))
 
-    async def lease_pending(self, user_id: str, limit: int, worker: str, now: datetime,
-                            expires_at: datetime) -> list[Episode]:
+    async def lease_pending(
+        self, user_id: str, limit: int, worker: str, now: datetime, expires_at: datetime
+    ) -> list[Episode]:
         """Lease the tenant's oldest unconsolidated episodes to ``worker`` (expired leases too)."""
         with translated("claim episodes"):
             rows = (await self._session.scalars(self._oldest_pending(user_id, limit))).all()
             if not rows:
                 return []
-            values = [{"user_id": user_id, "episode_id": r.id, "claimed_by": worker,
-                       "claim_expires_at": expires_at, "consolidated_at": None} for r in rows]
+            values = [
+                {
+                    "user_id": user_id,
+                    "episode_id": r.id,
+                    "claimed_by": worker,
+                    "claim_expires_at": expires_at,
+                    "consolidated_at": None,
+                }
+                for r in rows
+            ]
             stmt = sqlite_insert(State).values(values)
             stmt = stmt.on_conflict_do_update(
                 index_elements=[State.user_id, State.episode_id],
-                set_={"claimed_by": stmt.excluded.claimed_by,
-                      "claim_expires_at": stmt.excluded.claim_expires_at},
+                set_={
+                    "claimed_by": stmt.excluded.claimed_by,
+                    "claim_expires_at": stmt.excluded.claim_expires_at,
+                },
             )
             await self._session.execute(stmt)
         return [episode_from_row(r) for r in rows]
 
-    async def still_leased(self, user_id: str, episode_ids: Sequence[str],
-                           worker: str) -> set[str]:
+    async def still_leased(self, user_id: str, episode_ids: Sequence[str], worker: str) -> set[str]:
         """Which of ``episode_ids`` still exist, are leased to ``worker`` and unconsolidated.
 
         An expired lease that nobody took over still counts: the work is done and
@@ -158,18 +166,22 @@ class ConsolidationRepository:
             State.episode_id.in_(list(episode_ids)),
             State.claimed_by == worker,
             State.consolidated_at.is_(None),
-            exists().where(EpisodeRow.user_id == State.user_id,
-                           EpisodeRow.id == State.episode_id),
+            exists().where(EpisodeRow.user_id == State.user_id, EpisodeRow.id == State.episode_id),
         )
         with translated("check leases"):
             return set((await self._session.scalars(stmt)).all())
 
-    async def complete_leases(self, user_id: str, episode_ids: Sequence[str], worker: str,
-                              now: datetime) -> int:
+    async def complete_leases(
+        self, user_id: str, episode_ids: Sequence[str], worker: str, now: datetime
+    ) -> int:
         stmt = (
             update(State)
-            .where(State.user_id == user_id, State.episode_id.in_(list(episode_ids)),
-                   State.claimed_by == worker, State.consolidated_at.is_(None))
+            .where(
+                State.user_id == user_id,
+                State.episode_id.in_(list(episode_ids)),
+                State.claimed_by == worker,
+                State.consolidated_at.is_(None),
+            )
             .values(consolidated_at=now, claimed_by=None, claim_expires_at=None)
         )
         with translated("mark episodes consolidated"):
@@ -179,8 +191,12 @@ class ConsolidationRepository:
     async def release_leases(self, user_id: str, episode_ids: Sequence[str], worker: str) -> None:
         stmt = (
             update(State)
-            .where(State.user_id == user_id, State.episode_id.in_(list(episode_ids)),
-                   State.claimed_by == worker, State.consolidated_at.is_(None))
+            .where(
+                State.user_id == user_id,
+                State.episode_id.in_(list(episode_ids)),
+                State.claimed_by == worker,
+                State.consolidated_at.is_(None),
+            )
             .values(claimed_by=None, claim_expires_at=None)
         )
         with translated("release claims"):

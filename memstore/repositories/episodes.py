@@ -60,9 +60,7 @@ class EpisodeRepository:
         with translated("remember episodes"):
             await self._session.execute(insert(EpisodeRow), list(rows))
 
-    async def turn_counter(
-        self, keys: Sequence[tuple[str, str]]
-    ) -> Callable[[str, str], int]:
+    async def turn_counter(self, keys: Sequence[tuple[str, str]]) -> Callable[[str, str], int]:
         """Reserves the next turn numbers of (tenant, session) pairs, one per key, in one
         statement; returns a function handing them out in order.
 
@@ -79,11 +77,14 @@ class EpisodeRepository:
             return _no_turns
         dialect = self._session.get_bind().dialect.name
         stmt: Any = (postgresql.insert if dialect == "postgresql" else sqlite.insert)(
-            SessionTurnRow)
-        stmt = stmt.values([
-            {"user_id": u, "session_id": sid, "next_turn": n}
-            for (u, sid), n in sorted(wanted.items())
-        ])
+            SessionTurnRow
+        )
+        stmt = stmt.values(
+            [
+                {"user_id": u, "session_id": sid, "next_turn": n}
+                for (u, sid), n in sorted(wanted.items())
+            ]
+        )
         stmt = stmt.on_conflict_do_update(
             index_elements=["user_id", "session_id"],
             set_={"next_turn": SessionTurnRow.next_turn + stmt.excluded.next_turn},
@@ -109,7 +110,8 @@ class EpisodeRepository:
             .group_by(EpisodeRow.user_id, EpisodeRow.session_id)
         )
         stmt: Any = (postgresql.insert if dialect == "postgresql" else sqlite.insert)(
-            SessionTurnRow)
+            SessionTurnRow
+        )
         stmt = stmt.from_select(["user_id", "session_id", "next_turn"], source)
         bigger = func.greatest if dialect == "postgresql" else func.max
         stmt = stmt.on_conflict_do_update(

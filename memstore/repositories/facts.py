@@ -107,9 +107,13 @@ class FactRepository:
 
     async def _insert(self, user_id: str, **values: object) -> str:
         if values.get("embedding") is None and self._embedder is not None:
-            text_ = fact_text(Fact(subject=str(values["subject"]),
-                                   predicate=str(values["predicate"]),
-                                   object=str(values["object"])))
+            text_ = fact_text(
+                Fact(
+                    subject=str(values["subject"]),
+                    predicate=str(values["predicate"]),
+                    object=str(values["object"]),
+                )
+            )
             (values["embedding"],) = await embed_checked(self._embedder, [text_])
         row_id = new_id()
         values.setdefault("fact_id", row_id)
@@ -137,22 +141,35 @@ class FactRepository:
             }
 
             identical = next(
-                (r for r in current
-                 if same_object(r.object, fact.object) and r.valid_to == fact.valid_to),
+                (
+                    r
+                    for r in current
+                    if same_object(r.object, fact.object) and r.valid_to == fact.valid_to
+                ),
                 None,
             )
             if identical is not None:
                 sources = list(dict.fromkeys([*identical.sources, *fact.sources]))
                 confidence = reinforce(identical.confidence, fact.confidence)
                 earliest = min(identical.valid_from, valid_from)
-                if (sources == list(identical.sources) and confidence == identical.confidence
-                        and earliest == identical.valid_from):
+                if (
+                    sources == list(identical.sources)
+                    and confidence == identical.confidence
+                    and earliest == identical.valid_from
+                ):
                     return AssertOutcome(FactChange.UNCHANGED, identical.fact_id)
                 await self._close(identical, now)
                 await self._insert(
-                    user_id, **statement, fact_id=identical.fact_id, object=identical.object,
-                    confidence=confidence, sources=sources, valid_from=earliest,
-                    valid_to=identical.valid_to, recorded_at=now, embedding=identical.embedding,
+                    user_id,
+                    **statement,
+                    fact_id=identical.fact_id,
+                    object=identical.object,
+                    confidence=confidence,
+                    sources=sources,
+                    valid_from=earliest,
+                    valid_to=identical.valid_to,
+                    recorded_at=now,
+                    embedding=identical.embedding,
                 )
                 return AssertOutcome(FactChange.REINFORCED, identical.fact_id)
 
@@ -163,9 +180,15 @@ class FactRepository:
                     user_id, statement, current, valid_from, valid_to, now
                 )
             fact_id = await self._insert(
-                user_id, **statement, object=fact.object, confidence=fact.confidence,
-                sources=list(dict.fromkeys(fact.sources)), valid_from=valid_from,
-                valid_to=valid_to, recorded_at=now, embedding=embedding,
+                user_id,
+                **statement,
+                object=fact.object,
+                confidence=fact.confidence,
+                sources=list(dict.fromkeys(fact.sources)),
+                valid_from=valid_from,
+                valid_to=valid_to,
+                recorded_at=now,
+                embedding=embedding,
             )
             return AssertOutcome(change, fact_id)
 
@@ -195,12 +218,17 @@ class FactRepository:
             await self._close(row, now)
             change = FactChange.SUPERSEDED
             kept = {
-                **statement, "object": row.object, "confidence": row.confidence,
-                "sources": list(row.sources), "recorded_at": now, "embedding": row.embedding,
+                **statement,
+                "object": row.object,
+                "confidence": row.confidence,
+                "sources": list(row.sources),
+                "recorded_at": now,
+                "embedding": row.embedding,
             }
             if row.valid_from < start:
-                await self._insert(user_id, **kept, fact_id=row.fact_id,
-                                   valid_from=row.valid_from, valid_to=start)
+                await self._insert(
+                    user_id, **kept, fact_id=row.fact_id, valid_from=row.valid_from, valid_to=start
+                )
             if end is not None and (row.valid_to is None or row.valid_to > end):
                 # The old value resumes after a bounded new one; a new logical fact
                 # because its first part is already current under the old id.
@@ -284,16 +312,21 @@ class FactRepository:
         return fact_from_row(row) if row is not None else None
 
     async def count_current(self, user_id: str) -> int:
-        stmt = select(func.count()).select_from(FactRow).where(
-            FactRow.user_id == user_id, FactRow.superseded_at.is_(None)
+        stmt = (
+            select(func.count())
+            .select_from(FactRow)
+            .where(FactRow.user_id == user_id, FactRow.superseded_at.is_(None))
         )
         return int((await self._session.scalar(stmt)) or 0)
 
     async def latest_current(self, user_id: str, limit: int) -> list[Fact]:
         stmt = (
             select(FactRow)
-            .where(FactRow.user_id == user_id, FactRow.superseded_at.is_(None),
-                   FactRow.valid_to.is_(None))
+            .where(
+                FactRow.user_id == user_id,
+                FactRow.superseded_at.is_(None),
+                FactRow.valid_to.is_(None),
+            )
             .order_by(FactRow.recorded_at.desc(), FactRow.id)
             .limit(limit)
         )

@@ -68,15 +68,18 @@ def from_jsonable(column: Column[Any], value: Any) -> Any:
     # accepted by every backend (SQLite would store NUL or overlong ids).
     check_storable(where, value)
     length = getattr(column.type, "length", None)
-    if isinstance(value, str) and isinstance(column.type, String) and length and (
-            len(value) > length):
+    if (
+        isinstance(value, str)
+        and isinstance(column.type, String)
+        and length
+        and (len(value) > length)
+    ):
         raise InvalidInput(f"{where}: longer than {length} characters")
     kind = _python_type(column)
     try:
         if kind is datetime and isinstance(value, str):
             return datetime.fromisoformat(value)
-        if kind is bytes and isinstance(value, str) and not isinstance(
-                column.type, TypeDecorator):
+        if kind is bytes and isinstance(value, str) and not isinstance(column.type, TypeDecorator):
             return base64.b64decode(value, validate=True)
         if kind is float and isinstance(value, int) and not isinstance(value, bool):
             return float(value)
@@ -118,11 +121,7 @@ class TenantRepository:
 
     async def rows(self, user_id: str, table: Table) -> AsyncIterator[dict[str, Any]]:
         """The tenant's rows of ``table`` in primary-key order, JSON-ready, streamed."""
-        stmt = (
-            select(table)
-            .where(table.c.user_id == user_id)
-            .order_by(*table.primary_key.columns)
-        )
+        stmt = select(table).where(table.c.user_id == user_id).order_by(*table.primary_key.columns)
         result = await self._session.stream(stmt)
         async for row in result.mappings():
             yield {k: _jsonable(v) for k, v in row.items() if k != "user_id"}
@@ -153,7 +152,12 @@ class TenantRepository:
         return False
 
     async def insert_rows(
-        self, user_id: str, table: Table, rows: Sequence[Any], *, start: int = 0,
+        self,
+        user_id: str,
+        table: Table,
+        rows: Sequence[Any],
+        *,
+        start: int = 0,
         dim: int | None = None,
     ) -> int:
         """Insert exported rows (JSON form, without ``user_id``) for ``user_id``.
@@ -203,11 +207,14 @@ class TenantRepository:
                 quote = self._session.get_bind().dialect.identifier_preparer.quote
                 # Never move a sequence backwards: other tenants' ids came from it.
                 await self._session.execute(
-                    cross_tenant(text(
-                        "SELECT setval(CAST(:seq AS regclass), GREATEST(m, "
-                        "COALESCE(pg_sequence_last_value(CAST(:seq AS regclass)), 0))) FROM "
-                        f"(SELECT max({quote(column.name)}) AS m FROM {quote(table.name)}) s "
-                        "WHERE m IS NOT NULL"
-                    ), "sequence-advance"),
+                    cross_tenant(
+                        text(
+                            "SELECT setval(CAST(:seq AS regclass), GREATEST(m, "
+                            "COALESCE(pg_sequence_last_value(CAST(:seq AS regclass)), 0))) FROM "
+                            f"(SELECT max({quote(column.name)}) AS m FROM {quote(table.name)}) s "
+                            "WHERE m IS NOT NULL"
+                        ),
+                        "sequence-advance",
+                    ),
                     {"seq": seq},
                 )

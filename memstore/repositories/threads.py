@@ -70,8 +70,11 @@ class ThreadRepository:
         Returns None when the thread already holds ``max_slots`` slots.
         """
         stmt = self._upsert().values(
-            user_id=user_id, thread_id=thread_id, next_slot_index=1,
-            created_at=now, last_activity_at=now,
+            user_id=user_id,
+            thread_id=thread_id,
+            next_slot_index=1,
+            created_at=now,
+            last_activity_at=now,
         )
         stmt = stmt.on_conflict_do_update(
             index_elements=[ThreadRow.user_id, ThreadRow.thread_id],
@@ -119,7 +122,8 @@ class ThreadRepository:
         limit: int | None = None,
     ) -> list[Slot]:
         stmt = select(SlotRow).where(
-            SlotRow.user_id == user_id, SlotRow.thread_id == thread_id,
+            SlotRow.user_id == user_id,
+            SlotRow.thread_id == thread_id,
             SlotRow.slot_index >= start,
         )
         if stop is not None:
@@ -148,8 +152,10 @@ class ThreadRepository:
             .returning(ThreadRow.thread_id, ThreadRow.next_slot_index)
         )
         with translated("delete thread"):
-            removed = {r.thread_id: int(r.next_slot_index)
-                       for r in (await self._session.execute(stmt)).all()}
+            removed = {
+                r.thread_id: int(r.next_slot_index)
+                for r in (await self._session.execute(stmt)).all()
+            }
         return removed
 
     async def delete_idle(self, user_id: str, cutoff: datetime) -> dict[str, int]:
@@ -161,8 +167,10 @@ class ThreadRepository:
             .returning(ThreadRow.thread_id, ThreadRow.next_slot_index)
         )
         with translated("collect idle threads"):
-            return {r.thread_id: int(r.next_slot_index)
-                    for r in (await self._session.execute(stmt)).all()}
+            return {
+                r.thread_id: int(r.next_slot_index)
+                for r in (await self._session.execute(stmt)).all()
+            }
 
     async def delete_beyond(self, user_id: str, keep: int) -> dict[str, int]:
         """Delete all but the ``keep`` newest threads (by creation, then id)."""
@@ -191,9 +199,9 @@ class ThreadRepository:
 
     async def totals(self, user_id: str) -> tuple[int, int]:
         """(thread count, slot count) of the tenant."""
-        stmt = select(
-            func.count(), func.coalesce(func.sum(ThreadRow.next_slot_index), 0)
-        ).where(ThreadRow.user_id == user_id)
+        stmt = select(func.count(), func.coalesce(func.sum(ThreadRow.next_slot_index), 0)).where(
+            ThreadRow.user_id == user_id
+        )
         threads, slots = (await self._session.execute(stmt)).one()
         return int(threads), int(slots)
 
@@ -205,8 +213,8 @@ class ThreadRepository:
         deleting is then done per tenant.
         """
         over = func.count() > max_threads
-        condition = over if cutoff is None else or_(
-            over, func.min(ThreadRow.last_activity_at) < cutoff
+        condition = (
+            over if cutoff is None else or_(over, func.min(ThreadRow.last_activity_at) < cutoff)
         )
         stmt = (
             select(ThreadRow.user_id)

@@ -31,8 +31,11 @@ class StoredKey(NamedTuple):
 
 
 _KEY_COLUMNS = [
-    WorkingMemoryRow.user_id, WorkingMemoryRow.project_id, WorkingMemoryRow.agent_id,
-    WorkingMemoryRow.session_id, WorkingMemoryRow.key,
+    WorkingMemoryRow.user_id,
+    WorkingMemoryRow.project_id,
+    WorkingMemoryRow.agent_id,
+    WorkingMemoryRow.session_id,
+    WorkingMemoryRow.key,
 ]
 
 
@@ -112,12 +115,23 @@ class WorkingMemoryRepository:
         return [StoredKey(r.key, r.value, r.expires_at) for r in rows]
 
     async def put(
-        self, user_id: str, scope: ScopeKey, key: str, value: Any,
-        *, expires_at: datetime | None, now: datetime,
+        self,
+        user_id: str,
+        scope: ScopeKey,
+        key: str,
+        value: Any,
+        *,
+        expires_at: datetime | None,
+        now: datetime,
     ) -> None:
         stmt = self._insert().values(
-            user_id=user_id, project_id=scope.project_id, agent_id=scope.agent_id,
-            session_id=scope.session_id, key=key, value=value, expires_at=expires_at,
+            user_id=user_id,
+            project_id=scope.project_id,
+            agent_id=scope.agent_id,
+            session_id=scope.session_id,
+            key=key,
+            value=value,
+            expires_at=expires_at,
             updated_at=now,
         )
         stmt = self._overwrite_on_conflict(stmt)
@@ -128,11 +142,20 @@ class WorkingMemoryRepository:
         self, user_id: str, scope: ScopeKey, key: str, value: Any, *, now: datetime
     ) -> None:
         """Create a never-expiring key unless it exists (used for internal state rows)."""
-        stmt = self._insert().values(
-            user_id=user_id, project_id=scope.project_id, agent_id=scope.agent_id,
-            session_id=scope.session_id, key=key, value=value, expires_at=None,
-            updated_at=now,
-        ).on_conflict_do_nothing()
+        stmt = (
+            self._insert()
+            .values(
+                user_id=user_id,
+                project_id=scope.project_id,
+                agent_id=scope.agent_id,
+                session_id=scope.session_id,
+                key=key,
+                value=value,
+                expires_at=None,
+                updated_at=now,
+            )
+            .on_conflict_do_nothing()
+        )
         with translated("write working memory"):
             await self._session.execute(stmt)
 
@@ -168,9 +191,14 @@ class WorkingMemoryRepository:
             return
         rows = [
             {
-                "user_id": user_id, "project_id": scope.project_id, "agent_id": scope.agent_id,
-                "session_id": scope.session_id, "key": k.key, "value": k.value,
-                "expires_at": k.expires_at, "updated_at": now,
+                "user_id": user_id,
+                "project_id": scope.project_id,
+                "agent_id": scope.agent_id,
+                "session_id": scope.session_id,
+                "key": k.key,
+                "value": k.value,
+                "expires_at": k.expires_at,
+                "updated_at": now,
             }
             for k in keys
         ]
@@ -209,15 +237,25 @@ class WorkingMemoryRepository:
         return _in_scope(WorkingMemoryCheckpointRow, user_id, scope)
 
     async def add_checkpoint(
-        self, user_id: str, scope: ScopeKey, checkpoint_id: str, description: str,
-        data: dict[str, Any], now: datetime,
+        self,
+        user_id: str,
+        scope: ScopeKey,
+        checkpoint_id: str,
+        description: str,
+        data: dict[str, Any],
+        now: datetime,
     ) -> None:
         with translated("create checkpoint"):
             await self._session.execute(
                 insert(WorkingMemoryCheckpointRow).values(
-                    user_id=user_id, project_id=scope.project_id, agent_id=scope.agent_id,
-                    session_id=scope.session_id, id=checkpoint_id, description=description,
-                    data=data, created_at=now,
+                    user_id=user_id,
+                    project_id=scope.project_id,
+                    agent_id=scope.agent_id,
+                    session_id=scope.session_id,
+                    id=checkpoint_id,
+                    description=description,
+                    data=data,
+                    created_at=now,
                 )
             )
 
@@ -258,7 +296,9 @@ class WorkingMemoryRepository:
         return bool(result.rowcount)  # type: ignore[attr-defined]
 
     async def count_checkpoints(self, user_id: str, scope: ScopeKey) -> int:
-        stmt = select(func.count()).select_from(WorkingMemoryCheckpointRow).where(
-            and_(*self._checkpoint_where(user_id, scope))
+        stmt = (
+            select(func.count())
+            .select_from(WorkingMemoryCheckpointRow)
+            .where(and_(*self._checkpoint_where(user_id, scope)))
         )
         return int((await self._session.scalar(stmt)) or 0)

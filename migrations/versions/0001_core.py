@@ -39,9 +39,7 @@ def upgrade() -> None:
         sa.Column("created_at", TS, nullable=False),
         sa.PrimaryKeyConstraint("user_id", "id", name=op.f("pk_episodes")),
     )
-    op.create_index(
-        op.f("ix_episodes_user_id_occurred_at"), "episodes", ["user_id", "occurred_at"]
-    )
+    op.create_index(op.f("ix_episodes_user_id_occurred_at"), "episodes", ["user_id", "occurred_at"])
     op.create_index(
         op.f("ix_episodes_user_id_session_id_occurred_at"),
         "episodes",

@@ -87,7 +87,11 @@ def upgrade() -> None:
         sa.Column("expires_at", TS, nullable=True),
         sa.Column("updated_at", TS, nullable=False),
         sa.PrimaryKeyConstraint(
-            "user_id", "project_id", "agent_id", "session_id", "key",
+            "user_id",
+            "project_id",
+            "agent_id",
+            "session_id",
+            "key",
             name=op.f("pk_working_memory"),
         ),
     )
@@ -103,7 +107,11 @@ def upgrade() -> None:
         sa.Column("data", JSONDoc, nullable=False),
         sa.Column("created_at", TS, nullable=False),
         sa.PrimaryKeyConstraint(
-            "user_id", "project_id", "agent_id", "session_id", "id",
+            "user_id",
+            "project_id",
+            "agent_id",
+            "session_id",
+            "id",
             name=op.f("pk_working_memory_checkpoints"),
         ),
     )

@@ -45,9 +45,7 @@ def embedding_dim() -> int:
 
 # Postgres full-text documents; recall queries use exactly these expressions.
 EPISODE_TSV = "to_tsvector('simple', coalesce(search_text, ''))"
-FACT_TSV = (
-    "to_tsvector('simple', subject || ' ' || replace(predicate, '_', ' ') || ' ' || object)"
-)
+FACT_TSV = "to_tsvector('simple', subject || ' ' || replace(predicate, '_', ' ') || ' ' || object)"
 FACT_TEXT_SQLITE = "{r}.subject || ' ' || replace({r}.predicate, '_', ' ') || ' ' || {r}.object"
 
 
@@ -111,9 +109,7 @@ def _create_sqlite_fts() -> None:
             f"user_id VARCHAR(255) NOT NULL, {key} VARCHAR(36) NOT NULL, "
             f"UNIQUE (user_id, {key}))"
         )
-        op.execute(
-            f"CREATE VIRTUAL TABLE {table}_fts USING fts5(text, tokenize = 'unicode61')"
-        )
+        op.execute(f"CREATE VIRTUAL TABLE {table}_fts USING fts5(text, tokenize = 'unicode61')")
         op.execute(
             f"CREATE TRIGGER {table}_fts_insert AFTER INSERT ON {table} BEGIN "
             f"INSERT INTO {table}_fts_keys (user_id, {key}) VALUES (new.user_id, new.{key}); "

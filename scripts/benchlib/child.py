@@ -54,8 +54,14 @@ async def consolidate(url: str) -> dict[str, Any]:
         start = time.time()
         result = await store.consolidate()
         end = time.time()
-    return {"start": start, "end": end, "processed": result.processed, "added": result.added,
-            "reinforced": result.reinforced, "superseded": result.superseded}
+    return {
+        "start": start,
+        "end": end,
+        "processed": result.processed,
+        "added": result.added,
+        "reinforced": result.reinforced,
+        "superseded": result.superseded,
+    }
 
 
 async def ingest(url: str, n: int, user: str) -> dict[str, Any]:
@@ -98,8 +104,13 @@ async def export(url: str, user: str, mode: str, out: str) -> dict[str, Any]:
             with open(out, "w") as fh:  # noqa: ASYNC230
                 json.dump(dump, fh)
         seconds = time.perf_counter() - start
-    return {"rss_start_mb": base, "peak_mb": peak, "seconds": seconds, "rows": rows,
-            "bytes": os.path.getsize(out)}  # noqa: ASYNC240
+    return {
+        "rss_start_mb": base,
+        "peak_mb": peak,
+        "seconds": seconds,
+        "rows": rows,
+        "bytes": os.path.getsize(out),  # noqa: ASYNC240
+    }
 
 
 def main(argv: list[str]) -> int:

@@ -53,8 +53,14 @@ def run_child(*args: str) -> dict[str, Any]:
     scripts = str(Path(__file__).resolve().parent.parent)
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (scripts, env.get("PYTHONPATH")) if p)
-    proc = subprocess.run([sys.executable, "-m", "benchlib.child", *args], env=env, cwd=scripts,
-                          capture_output=True, text=True, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchlib.child", *args],
+        env=env,
+        cwd=scripts,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if proc.returncode != 0:
         raise RuntimeError(f"child {args[0]} failed: {proc.stderr[-2000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -69,5 +75,11 @@ def start_child(*args: str) -> Any:
     scripts = str(Path(__file__).resolve().parent.parent)
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (scripts, env.get("PYTHONPATH")) if p)
-    return subprocess.Popen([sys.executable, "-m", "benchlib.child", *args], env=env, cwd=scripts,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "benchlib.child", *args],
+        env=env,
+        cwd=scripts,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )

@@ -20,8 +20,32 @@ DIM = 384
 N_TOPICS = 64
 BLOCK = 1_000  # rows are generated in blocks of this size, whatever the chunking
 WORDS_PER_TOPIC = 40
-_SYLLABLES = ["ka", "lo", "mi", "ne", "su", "ta", "ri", "po", "ve", "da", "zu", "fe",
-              "go", "hi", "ju", "be", "sa", "to", "ra", "ni", "mu", "le", "ko", "pi"]
+_SYLLABLES = [
+    "ka",
+    "lo",
+    "mi",
+    "ne",
+    "su",
+    "ta",
+    "ri",
+    "po",
+    "ve",
+    "da",
+    "zu",
+    "fe",
+    "go",
+    "hi",
+    "ju",
+    "be",
+    "sa",
+    "to",
+    "ra",
+    "ni",
+    "mu",
+    "le",
+    "ko",
+    "pi",
+]
 _NOISE = 1.1  # spread around a topic centre; cos(vector, centre) is about 0.67
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -43,9 +67,9 @@ class Chunk:
     """Rows ``start .. start+len`` of a workload, column-wise."""
 
     start: int
-    tenants: np.ndarray       # int32 tenant index per row
-    topics: np.ndarray        # int32 topic per row
-    vectors: np.ndarray       # float32 (n, DIM), unit length
+    tenants: np.ndarray  # int32 tenant index per row
+    topics: np.ndarray  # int32 topic per row
+    vectors: np.ndarray  # float32 (n, DIM), unit length
     inputs: list[str]
     outputs: list[str]
     occurred: list[datetime]
@@ -57,15 +81,19 @@ class Chunk:
 class Workload:
     """``n_rows`` episodes over ``n_tenants``; tenant 0 holds ``big_share`` of the rows."""
 
-    def __init__(self, n_rows: int, n_tenants: int, *, seed: int = 7,
-                 big_share: float = 0.01) -> None:
+    def __init__(
+        self, n_rows: int, n_tenants: int, *, seed: int = 7, big_share: float = 0.01
+    ) -> None:
         self.n_rows, self.n_tenants, self.seed = n_rows, n_tenants, seed
         rng = np.random.default_rng([seed, 0])
         self.centres = _normalise(rng.standard_normal((N_TOPICS, DIM)))
-        words = ["".join(rng.choice(_SYLLABLES, size=3)) + str(i)
-                 for i in range(N_TOPICS * WORDS_PER_TOPIC)]
-        self.topic_words = [words[t * WORDS_PER_TOPIC:(t + 1) * WORDS_PER_TOPIC]
-                            for t in range(N_TOPICS)]
+        words = [
+            "".join(rng.choice(_SYLLABLES, size=3)) + str(i)
+            for i in range(N_TOPICS * WORDS_PER_TOPIC)
+        ]
+        self.topic_words = [
+            words[t * WORDS_PER_TOPIC : (t + 1) * WORDS_PER_TOPIC] for t in range(N_TOPICS)
+        ]
         self.common = ["user", "said", "asked", "about", "today", "plan", "note", "agent"]
         share = min(max(big_share, 1.0 / n_tenants), 1.0)
         rest = (1.0 - share) / max(1, n_tenants - 1)
@@ -76,7 +104,7 @@ class Workload:
     def _sentence(self, rng: np.random.Generator, topic: int, n: int) -> str:
         own = rng.choice(self.topic_words[topic], size=n - 2)
         other = rng.choice(self.common, size=2)
-        return " ".join([*own[: n // 2], *other, *own[n // 2:]])
+        return " ".join([*own[: n // 2], *other, *own[n // 2 :]])
 
     def _block(self, b: int) -> Chunk:
         start = b * BLOCK
@@ -95,11 +123,21 @@ class Workload:
     def chunk(self, index: int, size: int) -> Chunk:
         """Rows ``index*size ..``; the data does not depend on ``size`` (built in blocks)."""
         start, end = index * size, min((index + 1) * size, self.n_rows)
-        blocks = [self._block(b) for b in range(start // BLOCK, (end - 1) // BLOCK + 1)] \
-            if end > start else []
+        blocks = (
+            [self._block(b) for b in range(start // BLOCK, (end - 1) // BLOCK + 1)]
+            if end > start
+            else []
+        )
         if not blocks:
-            return Chunk(start, np.zeros(0, np.int32), np.zeros(0, np.int32),
-                         np.zeros((0, DIM), np.float32), [], [], [])
+            return Chunk(
+                start,
+                np.zeros(0, np.int32),
+                np.zeros(0, np.int32),
+                np.zeros((0, DIM), np.float32),
+                [],
+                [],
+                [],
+            )
         lo = start - blocks[0].start
         hi = lo + (end - start)
 
@@ -107,11 +145,15 @@ class Workload:
             joined = np.concatenate(parts) if arrays else [x for p in parts for x in p]
             return joined[lo:hi]
 
-        return Chunk(start, cat([b.tenants for b in blocks]), cat([b.topics for b in blocks]),
-                     cat([b.vectors for b in blocks]),
-                     cat([b.inputs for b in blocks], False),
-                     cat([b.outputs for b in blocks], False),
-                     cat([b.occurred for b in blocks], False))
+        return Chunk(
+            start,
+            cat([b.tenants for b in blocks]),
+            cat([b.topics for b in blocks]),
+            cat([b.vectors for b in blocks]),
+            cat([b.inputs for b in blocks], False),
+            cat([b.outputs for b in blocks], False),
+            cat([b.occurred for b in blocks], False),
+        )
 
     def chunks(self, size: int = 10_000) -> Iterator[Chunk]:
         for index in range((self.n_rows + size - 1) // size):

@@ -35,10 +35,15 @@ class LoadReport:
         return "; ".join(parts)
 
 
-async def load_episodes(target: Target, work: Workload, *,
-                        keep: Callable[[Chunk, int], bool] | None = None,
-                        collect: Callable[[str, int, np.ndarray, Chunk, int], None] | None = None,
-                        tenant: str | None = None, log: Any = print) -> LoadReport:
+async def load_episodes(
+    target: Target,
+    work: Workload,
+    *,
+    keep: Callable[[Chunk, int], bool] | None = None,
+    collect: Callable[[str, int, np.ndarray, Chunk, int], None] | None = None,
+    tenant: str | None = None,
+    log: Any = print,
+) -> LoadReport:
     from sqlalchemy.dialects import postgresql, sqlite
 
     from memstore.models import EpisodeRow
@@ -53,9 +58,13 @@ async def load_episodes(target: Target, work: Workload, *,
     try:
         indexes: list[tuple[str, str]] = []
         if pg:
-            indexes = [(r["indexname"], r["indexdef"]) for r in await conn.fetch(
-                "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'episodes' "
-                "AND indexname NOT LIKE 'pk_%'")]
+            indexes = [
+                (r["indexname"], r["indexdef"])
+                for r in await conn.fetch(
+                    "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'episodes' "
+                    "AND indexname NOT LIKE 'pk_%'"
+                )
+            ]
             for name, _ in indexes:
                 await conn.execute(f'DROP INDEX "{name}"')
         start = time.perf_counter()

@@ -24,12 +24,16 @@ class Paired:
 
     def cells(self, name: str, baseline: str) -> dict[str, str]:
         s, b = self.samples[name], self.samples[baseline]
-        return {"p50 ms": ms(s.p50), "p95 ms": ms(s.pct(95)), "p99 ms": ms(s.pct(99)),
-                "p50 vs raw": ratio(s.p50, b.p50), "p99 vs raw": ratio(s.pct(99), b.pct(99))}
+        return {
+            "p50 ms": ms(s.p50),
+            "p95 ms": ms(s.pct(95)),
+            "p99 ms": ms(s.pct(99)),
+            "p50 vs raw": ratio(s.p50, b.p50),
+            "p99 vs raw": ratio(s.pct(99), b.pct(99)),
+        }
 
 
-async def run_paired(queries: Sequence[Any], paths: dict[str, Fn], *,
-                     warmup: int = 3) -> Paired:
+async def run_paired(queries: Sequence[Any], paths: dict[str, Fn], *, warmup: int = 3) -> Paired:
     out = Paired(list(paths))
     names = list(paths)
     for q in queries[:warmup]:

@@ -6,8 +6,15 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["SqliteQueries", "pg_connect", "pg_copy", "pg_insert_many", "sqlite_connect",
-           "sqlite_insert", "sqlite_path"]
+__all__ = [
+    "SqliteQueries",
+    "pg_connect",
+    "pg_copy",
+    "pg_insert_many",
+    "sqlite_connect",
+    "sqlite_insert",
+    "sqlite_path",
+]
 
 
 async def pg_connect(dsn: str) -> Any:
@@ -21,14 +28,16 @@ async def pg_connect(dsn: str) -> Any:
     return conn
 
 
-async def pg_copy(conn: Any, table: str, columns: Sequence[str],
-                  records: Sequence[tuple[Any, ...]]) -> None:
+async def pg_copy(
+    conn: Any, table: str, columns: Sequence[str], records: Sequence[tuple[Any, ...]]
+) -> None:
     async with conn.transaction():
         await conn.copy_records_to_table(table, records=records, columns=list(columns))
 
 
-async def pg_insert_many(conn: Any, table: str, columns: Sequence[str],
-                         records: Sequence[tuple[Any, ...]]) -> None:
+async def pg_insert_many(
+    conn: Any, table: str, columns: Sequence[str], records: Sequence[tuple[Any, ...]]
+) -> None:
     """A prepared INSERT run for every row (asyncpg executemany), one transaction."""
     cols = ", ".join(f'"{c}"' for c in columns)
     marks = ", ".join(f"${i + 1}" for i in range(len(columns)))
@@ -49,8 +58,9 @@ def sqlite_connect(url: str) -> sqlite3.Connection:
     return conn
 
 
-def sqlite_insert(conn: sqlite3.Connection, table: str, columns: Sequence[str],
-                  records: Sequence[tuple[Any, ...]]) -> None:
+def sqlite_insert(
+    conn: sqlite3.Connection, table: str, columns: Sequence[str], records: Sequence[tuple[Any, ...]]
+) -> None:
     cols = ", ".join(f'"{c}"' for c in columns)
     marks = ", ".join("?" for _ in columns)
     conn.execute("BEGIN IMMEDIATE")

@@ -53,8 +53,9 @@ class PgRecall:
     def __init__(self, conn: Any) -> None:
         self.conn = conn
 
-    async def vector(self, user: str, vec: np.ndarray, k: int = 10, *,
-                     exact: bool = True) -> list[str]:
+    async def vector(
+        self, user: str, vec: np.ndarray, k: int = 10, *, exact: bool = True
+    ) -> list[str]:
         rows = await self.conn.fetch(VEC_EXACT if exact else VEC_PLANNER, user, vec, k)
         return [r["id"] for r in rows]
 
@@ -80,11 +81,13 @@ class SqliteRecall:
     async def _dense(self, user: str, vec: np.ndarray, depth: int) -> list[str]:
         rows = await self.db.fetch(
             "SELECT id, embedding FROM episodes WHERE user_id = ? AND embedding IS NOT NULL",
-            (user,))
+            (user,),
+        )
         if not rows:
             return []
         matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(
-            len(rows), -1)
+            len(rows), -1
+        )
         sims = matrix @ vec
         top = np.argsort(-sims)[:depth]
         return [rows[i][0] for i in top]
@@ -92,7 +95,8 @@ class SqliteRecall:
     async def _rows(self, user: str, ids: list[str]) -> list[str]:
         marks = ",".join("?" for _ in ids)
         rows = await self.db.fetch(
-            f"SELECT * FROM episodes WHERE user_id = ? AND id IN ({marks})", (user, *ids))
+            f"SELECT * FROM episodes WHERE user_id = ? AND id IN ({marks})", (user, *ids)
+        )
         found = {r[1]: r for r in rows}
         return [i for i in ids if i in found]
 
@@ -101,9 +105,13 @@ class SqliteRecall:
 
     async def hybrid(self, user: str, text: str, vec: np.ndarray, k: int = 10) -> list[str]:
         match = " OR ".join(f"{w}*" for w in words(text))
-        keyword = [r[0] for r in await self.db.fetch(
-            "SELECT k.id FROM episodes_fts f JOIN episodes_fts_keys k ON k.rowid = f.rowid "
-            "WHERE episodes_fts MATCH ? AND k.user_id = ? ORDER BY f.rank LIMIT ?",
-            (match, user, DEPTH))]
+        keyword = [
+            r[0]
+            for r in await self.db.fetch(
+                "SELECT k.id FROM episodes_fts f JOIN episodes_fts_keys k ON k.rowid = f.rowid "
+                "WHERE episodes_fts MATCH ? AND k.user_id = ? ORDER BY f.rank LIMIT ?",
+                (match, user, DEPTH),
+            )
+        ]
         dense = await self._dense(user, vec, DEPTH)
         return await self._rows(user, rrf(dense, keyword, limit=k))

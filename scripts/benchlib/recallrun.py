@@ -66,9 +66,16 @@ def dense_only_tuning() -> Any:
     return RecallTuning(keyword_weight=0.0, neighbour_weight=0.0, session_weight=0.0)
 
 
-async def measure_recall(target: Any, classes: dict[str, list[tuple[str, str, np.ndarray]]],
-                         truth: Truth, section: Section, *, label: str,
-                         embeddings: bool, hnsw_ef: int | None = None) -> dict[str, Paired]:
+async def measure_recall(
+    target: Any,
+    classes: dict[str, list[tuple[str, str, np.ndarray]]],
+    truth: Truth,
+    section: Section,
+    *,
+    label: str,
+    embeddings: bool,
+    hnsw_ef: int | None = None,
+) -> dict[str, Paired]:
     """``classes``: name -> [(tenant, text, vector)]. Adds rows and returns raw results."""
     pg = target.backend == "postgres"
     embedder = LookupEmbedder()
@@ -80,9 +87,12 @@ async def measure_recall(target: Any, classes: dict[str, list[tuple[str, str, np
     out: dict[str, Paired] = {}
     tuning = dense_only_tuning()
     try:
-        async with open_store(target.url, embedder) as hybrid_store, \
-                open_store(target.url, embedder,
-                           **({"recall_tuning": tuning} if tuning else {})) as dense_store:
+        async with (
+            open_store(target.url, embedder) as hybrid_store,
+            open_store(
+                target.url, embedder, **({"recall_tuning": tuning} if tuning else {})
+            ) as dense_store,
+        ):
 
             async def vector_only(q: tuple[str, str, np.ndarray]) -> list[str]:
                 embedder.known[VECTOR_ONLY] = q[2]
@@ -90,7 +100,8 @@ async def measure_recall(target: Any, classes: dict[str, list[tuple[str, str, np
 
             paths: dict[str, Any] = {
                 "memstore recall (hybrid)": lambda q: hybrid_store.recall(
-                    q[1], user_id=q[0], limit=K),
+                    q[1], user_id=q[0], limit=K
+                ),
                 "raw hybrid SQL (RRF)": lambda q: raw.hybrid(q[0], q[1], q[2], K),
             }
             if embeddings and tuning is not None:
@@ -98,10 +109,10 @@ async def measure_recall(target: Any, classes: dict[str, list[tuple[str, str, np
                 paths["raw vector SQL (exact)"] = lambda q: raw.vector(q[0], q[2], K)
                 if pg:
                     paths["raw vector SQL (planner's choice)"] = lambda q: raw.vector(
-                        q[0], q[2], K, exact=False)
+                        q[0], q[2], K, exact=False
+                    )
                 if pg and hnsw_ef:
-                    paths[hnsw_path(hnsw_ef)] = lambda q: raw.vector_hnsw(
-                        q[0], q[2], K, hnsw_ef)
+                    paths[hnsw_path(hnsw_ef)] = lambda q: raw.vector_hnsw(q[0], q[2], K, hnsw_ef)
             plans: dict[str, int] = {}
             for cls, queries in classes.items():
                 paired = await run_paired(queries, paths)
@@ -111,8 +122,10 @@ async def measure_recall(target: Any, classes: dict[str, list[tuple[str, str, np
                     plans[plan] = plans.get(plan, 0) + 1
                 _rows(section, label, cls, queries, paired, truth)
             if plans:
-                section.note(f"{label}: memstore's dense plan (last query of each class): "
-                             + ", ".join(plans))
+                section.note(
+                    f"{label}: memstore's dense plan (last query of each class): "
+                    + ", ".join(plans)
+                )
     finally:
         if pg:
             await conn.close()
@@ -130,20 +143,31 @@ class _Baselines(dict[str, str]):
         return "raw vector SQL (exact)"
 
 
-BASELINE = _Baselines({
-    "memstore recall (hybrid)": "raw hybrid SQL (RRF)",
-    "raw hybrid SQL (RRF)": "raw hybrid SQL (RRF)",
-    "memstore vector-only": "raw vector SQL (exact)",
-    "raw vector SQL (exact)": "raw vector SQL (exact)",
-    "raw vector SQL (planner's choice)": "raw vector SQL (exact)",
-})
+BASELINE = _Baselines(
+    {
+        "memstore recall (hybrid)": "raw hybrid SQL (RRF)",
+        "raw hybrid SQL (RRF)": "raw hybrid SQL (RRF)",
+        "memstore vector-only": "raw vector SQL (exact)",
+        "raw vector SQL (exact)": "raw vector SQL (exact)",
+        "raw vector SQL (planner's choice)": "raw vector SQL (exact)",
+    }
+)
 
 
-def _rows(section: Section, label: str, cls: str, queries: list[tuple[str, str, np.ndarray]],
-          paired: Paired, truth: Truth) -> None:
+def _rows(
+    section: Section,
+    label: str,
+    cls: str,
+    queries: list[tuple[str, str, np.ndarray]],
+    paired: Paired,
+    truth: Truth,
+) -> None:
     tenant_rows = sorted({truth.size(q[0]) for q in queries})
-    size = (f"{tenant_rows[0]:,}" if len(tenant_rows) == 1
-            else f"{tenant_rows[0]:,}-{tenant_rows[-1]:,}")
+    size = (
+        f"{tenant_rows[0]:,}"
+        if len(tenant_rows) == 1
+        else f"{tenant_rows[0]:,}-{tenant_rows[-1]:,}"
+    )
     for name in paired.samples:
         results = [_ids(r) for r in paired.results[name]]
         counts = [len(r) for r in results]
@@ -151,8 +175,12 @@ def _rows(section: Section, label: str, cls: str, queries: list[tuple[str, str, 
         cells.update(paired.cells(name, BASELINE[name]))
         cells["rows min/mean"] = f"{min(counts)}/{np.mean(counts):.1f}"
         if "vector" in name:
-            r = np.mean([recall_at_k(res, truth.top(q[0], q[2]))
-                         for res, q in zip(results, queries, strict=True)])
+            r = np.mean(
+                [
+                    recall_at_k(res, truth.top(q[0], q[2]))
+                    for res, q in zip(results, queries, strict=True)
+                ]
+            )
             cells["recall@10 vs exact"] = f"{r:.3f}"
         else:
             cells["recall@10 vs exact"] = ""

@@ -72,8 +72,15 @@ class Turns:
         return n
 
 
-def episodes_of(work: Workload, chunk: Chunk, lo: int = 0, hi: int | None = None,
-                *, embedder: Any = None, tenant: str | None = None) -> list[Any]:
+def episodes_of(
+    work: Workload,
+    chunk: Chunk,
+    lo: int = 0,
+    hi: int | None = None,
+    *,
+    embedder: Any = None,
+    tenant: str | None = None,
+) -> list[Any]:
     """Episodes of ``chunk[lo:hi]``; their vectors are registered with ``embedder``
     (memstore embeds episode texts itself) or passed on the episode if it has a field."""
     from memstore import Episode
@@ -87,25 +94,34 @@ def episodes_of(work: Workload, chunk: Chunk, lo: int = 0, hi: int | None = None
             extra["embedding"] = chunk.vectors[i]
         elif embedder is not None:
             embedder.register(episode_text(chunk.inputs[i], chunk.outputs[i]), chunk.vectors[i])
-        out.append(Episode(
-            id=episode_id(work.seed, chunk.start + i),
-            user_id=tenant or tenant_name(int(chunk.tenants[i])),
-            session_id=f"s{(chunk.start + i) // 50}",
-            input=chunk.inputs[i], output=chunk.outputs[i],
-            occurred_at=chunk.occurred[i], **extra,
-        ))
+        out.append(
+            Episode(
+                id=episode_id(work.seed, chunk.start + i),
+                user_id=tenant or tenant_name(int(chunk.tenants[i])),
+                session_id=f"s{(chunk.start + i) // 50}",
+                input=chunk.inputs[i],
+                output=chunk.outputs[i],
+                occurred_at=chunk.occurred[i],
+                **extra,
+            )
+        )
     return out
 
 
-def row_values(work: Workload, chunk: Chunk, i: int, now: datetime, turns: Turns,
-               tenant: str | None = None) -> dict[str, Any]:
+def row_values(
+    work: Workload, chunk: Chunk, i: int, now: datetime, turns: Turns, tenant: str | None = None
+) -> dict[str, Any]:
     """Logical column values of one episode row (before any dialect conversion)."""
     from memstore import Episode
 
     user = tenant or tenant_name(int(chunk.tenants[i]))
     session = f"s{(chunk.start + i) // 50}"
-    episode = Episode(session_id=session, input=chunk.inputs[i], output=chunk.outputs[i],
-                      occurred_at=chunk.occurred[i])
+    episode = Episode(
+        session_id=session,
+        input=chunk.inputs[i],
+        output=chunk.outputs[i],
+        occurred_at=chunk.occurred[i],
+    )
     return {
         "user_id": user,
         "id": episode_id(work.seed, chunk.start + i),
@@ -150,8 +166,9 @@ def _convert(col: Any, value: Any, dialect: Any) -> Any:
     return value
 
 
-def raw_records(table: Any, dialect: Any, values: list[dict[str, Any]]) -> tuple[
-        list[str], list[tuple[Any, ...]]]:
+def raw_records(
+    table: Any, dialect: Any, values: list[dict[str, Any]]
+) -> tuple[list[str], list[tuple[Any, ...]]]:
     cols = raw_columns(table, set(values[0]) if values else set())
     names = [c.name for c in cols]
     records = [tuple(_convert(c, v[c.name], dialect) for c in cols) for v in values]

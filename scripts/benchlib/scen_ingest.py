@@ -30,8 +30,9 @@ def _dialect(backend: str) -> Any:
     return sqlite.dialect() if backend == "sqlite" else postgresql.asyncpg.dialect()
 
 
-async def _alternate(mem: Target, raw: Target, work: Workload,
-                     insert: Target | None) -> dict[str, Samples]:
+async def _alternate(
+    mem: Target, raw: Target, work: Workload, insert: Target | None
+) -> dict[str, Samples]:
     from memstore.models import EpisodeRow
     from memstore.types import utcnow
 
@@ -54,7 +55,7 @@ async def _alternate(mem: Target, raw: Target, work: Workload,
                 names, records = raw_records(table, dialect, values)
 
                 # Rotate which path goes first, so none always runs on a cold cache.
-                order = paths[n % len(paths):] + paths[:n % len(paths)]
+                order = paths[n % len(paths) :] + paths[: n % len(paths)]
                 for path in order:
                     start = time.perf_counter()
                     if path == "mem":
@@ -76,8 +77,15 @@ async def _alternate(mem: Target, raw: Target, work: Workload,
     return samples
 
 
-def _variant(ctx: Context, section: Section, backend: str, label: str, n: int,
-             drop_index: bool, tenants: int | None = None) -> None:
+def _variant(
+    ctx: Context,
+    section: Section,
+    backend: str,
+    label: str,
+    n: int,
+    drop_index: bool,
+    tenants: int | None = None,
+) -> None:
     tenants = tenants or ctx.args.ingest_tenants
     label = f"{label}, {tenants} tenant{'s' if tenants > 1 else ''}"
     work = Workload(n, tenants, seed=11)
@@ -97,43 +105,60 @@ def _variant(ctx: Context, section: Section, backend: str, label: str, n: int,
         shown.append(("asyncpg executemany INSERT (info)", got["insert"]))
     for name, s in shown:
         rate = n / s.total
-        section.add(**{
-            "backend": backend, "table": label, "rows": f"{n:,}", "path": name,
-            "rows/s": f"{rate:,.0f}", "batch p50 ms": ms(s.p50),
-            "batch p95 ms": ms(s.pct(95)), "batch p99 ms": ms(s.pct(99)),
-            "vs raw": f"{rate / raw_rate:.0%}",
-        })
+        section.add(
+            **{
+                "backend": backend,
+                "table": label,
+                "rows": f"{n:,}",
+                "path": name,
+                "rows/s": f"{rate:,.0f}",
+                "batch p50 ms": ms(s.p50),
+                "batch p95 ms": ms(s.pct(95)),
+                "batch p99 ms": ms(s.pct(99)),
+                "vs raw": f"{rate / raw_rate:.0%}",
+            }
+        )
     share = mem_rate / raw_rate
-    section.target(f"ingest {backend} ({label}): memstore >= 50% of raw throughput",
-                   f"{share:.0%}", share >= 0.5)
+    section.target(
+        f"ingest {backend} ({label}): memstore >= 50% of raw throughput",
+        f"{share:.0%}",
+        share >= 0.5,
+    )
 
 
 def run(ctx: Context) -> Section:
     section = Section(f"1. Ingest: remember_many vs raw (batches of {BATCH:,})")
     if ctx.features["embeddings"]:
-        section.note("Episodes carry precomputed 384-d embeddings: memstore gets them from a "
-                     "lookup embedder (a dict from text to vector), the raw path writes the "
-                     "same vectors, search_text and turn columns itself.")
+        section.note(
+            "Episodes carry precomputed 384-d embeddings: memstore gets them from a "
+            "lookup embedder (a dict from text to vector), the raw path writes the "
+            "same vectors, search_text and turn columns itself."
+        )
     else:
-        section.note("This memstore build has no embedding column: episodes are stored "
-                     "without vectors on both paths.")
-    section.note("Raw inputs (tuples) and memstore inputs (Episode objects) are built before "
-                 "the timer starts; only the write call is timed. One transaction per batch "
-                 "on every path; each batch is written by every path in rotating order. On "
-                 "Postgres a prepared INSERT per row (asyncpg executemany) is shown too: it is "
-                 "what an ORM-level bulk insert amounts to, next to COPY.")
-    section.note("Batches mix tenants (each row's tenant drawn at random) unless the table "
-                 "says 1 tenant; memstore groups a batch by tenant, so mixed batches cost it "
-                 "more statements than single-tenant ones.")
+        section.note(
+            "This memstore build has no embedding column: episodes are stored "
+            "without vectors on both paths."
+        )
+    section.note(
+        "Raw inputs (tuples) and memstore inputs (Episode objects) are built before "
+        "the timer starts; only the write call is timed. One transaction per batch "
+        "on every path; each batch is written by every path in rotating order. On "
+        "Postgres a prepared INSERT per row (asyncpg executemany) is shown too: it is "
+        "what an ORM-level bulk insert amounts to, next to COPY."
+    )
+    section.note(
+        "Batches mix tenants (each row's tenant drawn at random) unless the table "
+        "says 1 tenant; memstore groups a batch by tenant, so mixed batches cost it "
+        "more statements than single-tenant ones."
+    )
     for backend in ctx.backends:
         if backend == "postgres" and ctx.features["embeddings"]:
-            _variant(ctx, section, backend, "as migrated (HNSW)", ctx.args.ingest_rows_pg,
-                     False)
+            _variant(ctx, section, backend, "as migrated (HNSW)", ctx.args.ingest_rows_pg, False)
             _variant(ctx, section, backend, "HNSW index dropped", ctx.args.ingest_rows, True)
-            _variant(ctx, section, backend, "HNSW index dropped", ctx.args.ingest_rows, True,
-                     tenants=1)
+            _variant(
+                ctx, section, backend, "HNSW index dropped", ctx.args.ingest_rows, True, tenants=1
+            )
         else:
             _variant(ctx, section, backend, "as migrated", ctx.args.ingest_rows, False)
-            _variant(ctx, section, backend, "as migrated", ctx.args.ingest_rows, False,
-                     tenants=1)
+            _variant(ctx, section, backend, "as migrated", ctx.args.ingest_rows, False, tenants=1)
     return section

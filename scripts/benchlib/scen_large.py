@@ -48,33 +48,59 @@ def _episodes(ctx: Context, section: Section, n: int) -> None:
     target = ctx.fresh("postgres", "large_ep")
     ctx.log(f"  large: loading {n:,} episodes of one tenant")
     start = time.perf_counter()
-    report = asyncio.run(load_episodes(
-        target, work, tenant=USER, log=ctx.log,
-        collect=lambda user, row, vec, chunk, i: truth.add(
-            user, f"ep-{work.seed:03d}-{row:012d}", vec)))
+    report = asyncio.run(
+        load_episodes(
+            target,
+            work,
+            tenant=USER,
+            log=ctx.log,
+            collect=lambda user, row, vec, chunk, i: truth.add(
+                user, f"ep-{work.seed:03d}-{row:012d}", vec
+            ),
+        )
+    )
     section.note(f"episodes: {report.describe()} (total {time.perf_counter() - start:.0f} s).")
     queries = [(USER, t, v) for t, v in work.queries(0, ctx.args.large_queries, salt=3)]
     # memstore over-fetches 2 x depth(200) = 400 through HNSW on pgvector < 0.8; the
     # hand-written HNSW query gets the same ef_search so the two plans are alike.
     ef = 400
-    results = asyncio.run(measure_recall(target, {"single tenant": queries}, truth, section,
-                                         label=f"episodes {n:,}/1", embeddings=True,
-                                         hnsw_ef=ef))
+    results = asyncio.run(
+        measure_recall(
+            target,
+            {"single tenant": queries},
+            truth,
+            section,
+            label=f"episodes {n:,}/1",
+            embeddings=True,
+            hnsw_ef=ef,
+        )
+    )
     paired = results["single tenant"]
     if "memstore vector-only" in paired.samples:
         s, b = paired.samples["memstore vector-only"], paired.samples[hnsw_path(ef)]
-        section.target(f"large tenant episodes ({n:,}), memstore vector-only p50 vs "
-                       f"hand-written HNSW query (ef_search={ef})", ratio(s.p50, b.p50), None)
+        section.target(
+            f"large tenant episodes ({n:,}), memstore vector-only p50 vs "
+            f"hand-written HNSW query (ef_search={ef})",
+            ratio(s.p50, b.p50),
+            None,
+        )
     for name in ("memstore vector-only",):
         if name in paired.samples:
             found = [[getattr(r, "id", r) for r in res] for res in paired.results[name]]
-            rec = np.mean([recall_at_k(f, truth.top(q[0], q[2]))
-                           for f, q in zip(found, queries, strict=True)])
-            section.target(f"large tenant episodes ({n:,}), {name}: recall@10 >= 0.95",
-                           f"{rec:.3f}", rec >= 0.95)
+            rec = np.mean(
+                [recall_at_k(f, truth.top(q[0], q[2])) for f, q in zip(found, queries, strict=True)]
+            )
+            section.target(
+                f"large tenant episodes ({n:,}), {name}: recall@10 >= 0.95",
+                f"{rec:.3f}",
+                rec >= 0.95,
+            )
             s = paired.samples[name]
-            section.target(f"large tenant episodes ({n:,}), {name}: p50 / p99",
-                           f"{ms(s.p50)} / {ms(s.pct(99))} ms", None)
+            section.target(
+                f"large tenant episodes ({n:,}), {name}: p50 / p99",
+                f"{ms(s.p50)} / {ms(s.pct(99))} ms",
+                None,
+            )
 
 
 async def _load_facts(target: Target, work: Workload) -> float:
@@ -92,13 +118,24 @@ async def _load_facts(target: Target, work: Workload) -> float:
             for i in range(len(chunk)):
                 row = chunk.start + i
                 words = chunk.inputs[i].split()
-                values.append({
-                    "user_id": USER, "id": f"fa-{row:010d}", "fact_id": f"fa-{row:010d}",
-                    "subject": USER, "predicate": f"mentioned_{words[0]}",
-                    "object": chunk.inputs[i], "single_valued": False, "confidence": 0.9,
-                    "sources": [], "valid_from": chunk.occurred[i], "valid_to": None,
-                    "recorded_at": chunk.occurred[i] + timedelta(hours=1),
-                    "superseded_at": None, "embedding": chunk.vectors[i]})
+                values.append(
+                    {
+                        "user_id": USER,
+                        "id": f"fa-{row:010d}",
+                        "fact_id": f"fa-{row:010d}",
+                        "subject": USER,
+                        "predicate": f"mentioned_{words[0]}",
+                        "object": chunk.inputs[i],
+                        "single_valued": False,
+                        "confidence": 0.9,
+                        "sources": [],
+                        "valid_from": chunk.occurred[i],
+                        "valid_to": None,
+                        "recorded_at": chunk.occurred[i] + timedelta(hours=1),
+                        "superseded_at": None,
+                        "embedding": chunk.vectors[i],
+                    }
+                )
             names, records = raw_records(table, dialect, values)
             await pg_copy(conn, table.name, names, records)
         await conn.execute("ANALYZE facts")
@@ -107,8 +144,12 @@ async def _load_facts(target: Target, work: Workload) -> float:
     return time.perf_counter() - start
 
 
-async def _facts_queries(target: Target, work: Workload, queries: list[Any], truth: Truth,
-                         ) -> Any:
+async def _facts_queries(
+    target: Target,
+    work: Workload,
+    queries: list[Any],
+    truth: Truth,
+) -> Any:
     from memstore.types import utcnow
 
     embedder = LookupEmbedder()
@@ -117,8 +158,10 @@ async def _facts_queries(target: Target, work: Workload, queries: list[Any], tru
     conn = await pg_connect(target.raw)
     tuning = dense_only_tuning()
     try:
-        async with open_store(target.url, embedder) as hybrid, \
-                open_store(target.url, embedder, recall_tuning=tuning) as dense:
+        async with (
+            open_store(target.url, embedder) as hybrid,
+            open_store(target.url, embedder, recall_tuning=tuning) as dense,
+        ):
 
             async def vector_only(q: Any) -> list[Any]:
                 embedder.known[VECTOR_ONLY] = q[2]
@@ -127,12 +170,16 @@ async def _facts_queries(target: Target, work: Workload, queries: list[Any], tru
             async def raw_exact(q: Any) -> list[Any]:
                 return list(await conn.fetch(FACTS_EXACT, USER, q[2], utcnow(), K))
 
-            return await run_paired(queries, {
-                "memstore recall_facts (hybrid)": lambda q: hybrid.recall_facts(
-                    q[1], user_id=USER, limit=K),
-                "memstore recall_facts vector-only": vector_only,
-                "raw SQL as-of + exact vector order": raw_exact,
-            })
+            return await run_paired(
+                queries,
+                {
+                    "memstore recall_facts (hybrid)": lambda q: hybrid.recall_facts(
+                        q[1], user_id=USER, limit=K
+                    ),
+                    "memstore recall_facts vector-only": vector_only,
+                    "raw SQL as-of + exact vector order": raw_exact,
+                },
+            )
     finally:
         await conn.close()
 
@@ -142,8 +189,10 @@ def _facts(ctx: Context, section: Section, n: int) -> None:
     target = ctx.fresh("postgres", "large_facts")
     ctx.log(f"  large: loading {n:,} facts of one tenant")
     seconds = asyncio.run(_load_facts(target, work))
-    section.note(f"facts: {n:,} rows written by COPY in {seconds:.0f} s; the facts table has "
-                 "no vector index in memstore's schema (facts are scanned exactly).")
+    section.note(
+        f"facts: {n:,} rows written by COPY in {seconds:.0f} s; the facts table has "
+        "no vector index in memstore's schema (facts are scanned exactly)."
+    )
     truth = Truth()
     for chunk in work.chunks(10_000):
         for i in range(len(chunk)):
@@ -153,20 +202,35 @@ def _facts(ctx: Context, section: Section, n: int) -> None:
     base = "raw SQL as-of + exact vector order"
     for name, s in paired.samples.items():
         found = [[getattr(r, "id", None) or r["id"] for r in res] for res in paired.results[name]]
-        rec = np.mean([recall_at_k(f, truth.top(USER, q[2]))
-                       for f, q in zip(found, queries, strict=True)])
-        section.add(store=f"facts {n:,}/1", tenant="single tenant", path=name,
-                    **{"p50 ms": ms(s.p50), "p95 ms": ms(s.pct(95)), "p99 ms": ms(s.pct(99)),
-                       "p50 vs raw": ratio(s.p50, paired.samples[base].p50),
-                       "p99 vs raw": ratio(s.pct(99), paired.samples[base].pct(99)),
-                       "rows min/mean": f"{min(len(f) for f in found)}/"
-                                        f"{np.mean([len(f) for f in found]):.1f}",
-                       "recall@10 vs exact": f"{rec:.3f}" if "hybrid" not in name else ""})
+        rec = np.mean(
+            [recall_at_k(f, truth.top(USER, q[2])) for f, q in zip(found, queries, strict=True)]
+        )
+        section.add(
+            store=f"facts {n:,}/1",
+            tenant="single tenant",
+            path=name,
+            **{
+                "p50 ms": ms(s.p50),
+                "p95 ms": ms(s.pct(95)),
+                "p99 ms": ms(s.pct(99)),
+                "p50 vs raw": ratio(s.p50, paired.samples[base].p50),
+                "p99 vs raw": ratio(s.pct(99), paired.samples[base].pct(99)),
+                "rows min/mean": f"{min(len(f) for f in found)}/"
+                f"{np.mean([len(f) for f in found]):.1f}",
+                "recall@10 vs exact": f"{rec:.3f}" if "hybrid" not in name else "",
+            },
+        )
         if name == "memstore recall_facts vector-only":
-            section.target(f"large tenant facts ({n:,}), vector-only recall@10 >= 0.95",
-                           f"{rec:.3f}", rec >= 0.95)
-            section.target(f"large tenant facts ({n:,}), vector-only p50 / p99",
-                           f"{ms(s.p50)} / {ms(s.pct(99))} ms", None)
+            section.target(
+                f"large tenant facts ({n:,}), vector-only recall@10 >= 0.95",
+                f"{rec:.3f}",
+                rec >= 0.95,
+            )
+            section.target(
+                f"large tenant facts ({n:,}), vector-only p50 / p99",
+                f"{ms(s.p50)} / {ms(s.pct(99))} ms",
+                None,
+            )
 
 
 def run(ctx: Context) -> Section:

@@ -40,8 +40,13 @@ def _langgraph_index(embedder: LookupEmbedder) -> dict[str, Any]:
     async def embed(texts: list[str]) -> list[list[float]]:
         return [embedder.vector(t).tolist() for t in texts]
 
-    return {"dims": 384, "embed": embed, "fields": ["text"], "distance_type": "cosine",
-            "ann_index_config": {"kind": "hnsw"}}
+    return {
+        "dims": 384,
+        "embed": embed,
+        "fields": ["text"],
+        "distance_type": "cosine",
+        "ann_index_config": {"kind": "hnsw"},
+    }
 
 
 async def _langgraph_ingest(dsn: str, work: Workload) -> Samples:
@@ -57,11 +62,18 @@ async def _langgraph_ingest(dsn: str, work: Workload) -> Samples:
             for i in range(len(chunk)):
                 text = episode_text(chunk.inputs[i], chunk.outputs[i])
                 embedder.register(text, chunk.vectors[i])
-                ops.append(PutOp(
-                    namespace=(NAMESPACE, tenant_name(int(chunk.tenants[i]))),
-                    key=episode_id(work.seed, chunk.start + i),
-                    value={"text": text, "input": chunk.inputs[i], "output": chunk.outputs[i],
-                           "occurred_at": chunk.occurred[i].isoformat()}))
+                ops.append(
+                    PutOp(
+                        namespace=(NAMESPACE, tenant_name(int(chunk.tenants[i]))),
+                        key=episode_id(work.seed, chunk.start + i),
+                        value={
+                            "text": text,
+                            "input": chunk.inputs[i],
+                            "output": chunk.outputs[i],
+                            "occurred_at": chunk.occurred[i].isoformat(),
+                        },
+                    )
+                )
             start = time.perf_counter()
             await lg.abatch(ops)
             samples.add(time.perf_counter() - start)
@@ -76,20 +88,26 @@ async def _search(mem_url: str, lg_dsn: str, queries: list[tuple[str, str, np.nd
     for _, text, vec in queries:
         embedder.register(text, vec)
     tuning = dense_only_tuning()
-    async with open_store(mem_url, embedder) as hybrid, \
-            open_store(mem_url, embedder, recall_tuning=tuning) as dense, \
-            AsyncPostgresStore.from_conn_string(lg_dsn, index=_langgraph_index(embedder)) as lg:
+    async with (
+        open_store(mem_url, embedder) as hybrid,
+        open_store(mem_url, embedder, recall_tuning=tuning) as dense,
+        AsyncPostgresStore.from_conn_string(lg_dsn, index=_langgraph_index(embedder)) as lg,
+    ):
 
         async def vector_only(q: tuple[str, str, np.ndarray]) -> list[Any]:
             embedder.known[VECTOR_ONLY] = q[2]
             return await dense.recall(VECTOR_ONLY, user_id=q[0], limit=K)
 
-        return await run_paired(queries, {
-            "memstore recall (hybrid)": lambda q: hybrid.recall(q[1], user_id=q[0], limit=K),
-            "memstore vector-only": vector_only,
-            "LangGraph PostgresStore.asearch": lambda q: lg.asearch(
-                (NAMESPACE, q[0]), query=q[1], limit=K),
-        })
+        return await run_paired(
+            queries,
+            {
+                "memstore recall (hybrid)": lambda q: hybrid.recall(q[1], user_id=q[0], limit=K),
+                "memstore vector-only": vector_only,
+                "LangGraph PostgresStore.asearch": lambda q: lg.asearch(
+                    (NAMESPACE, q[0]), query=q[1], limit=K
+                ),
+            },
+        )
 
 
 def _ids(result: Any) -> list[str]:
@@ -98,26 +116,31 @@ def _ids(result: Any) -> list[str]:
 
 def run(ctx: Context) -> Section:
     n, tenants = ctx.args.peer_rows, ctx.args.peer_tenants
-    section = Section(f"6. Peer: memstore vs LangGraph PostgresStore ({n:,} episodes, "
-                      f"{tenants:,} tenants, same Postgres server)")
+    section = Section(
+        f"6. Peer: memstore vs LangGraph PostgresStore ({n:,} episodes, "
+        f"{tenants:,} tenants, same Postgres server)"
+    )
     if not ctx.features["embeddings"]:
         section.note("Skipped: this memstore build has no embeddings to compare.")
         return section
     try:
         import langgraph.store.postgres  # noqa: F401
     except ImportError:
-        section.note("Skipped: langgraph-checkpoint-postgres is not installed "
-                     "(pip install -e '.[bench]').")
+        section.note(
+            "Skipped: langgraph-checkpoint-postgres is not installed (pip install -e '.[bench]')."
+        )
         return section
     from importlib.metadata import version
 
     import langgraph.store.postgres as lgp
 
-    section.note(f"langgraph-checkpoint-postgres {version('langgraph-checkpoint-postgres')}, "
-                 f"psycopg {version('psycopg')}; LangGraph index: HNSW (pgvector defaults, as "
-                 "memstore's), cosine, one vector per item (field `text` = input + output); "
-                 "namespace (memories, tenant). Both stores get the same precomputed vectors "
-                 f"from a lookup embedder. Module: {lgp.__name__}.")
+    section.note(
+        f"langgraph-checkpoint-postgres {version('langgraph-checkpoint-postgres')}, "
+        f"psycopg {version('psycopg')}; LangGraph index: HNSW (pgvector defaults, as "
+        "memstore's), cosine, one vector per item (field `text` = input + output); "
+        "namespace (memories, tenant). Both stores get the same precomputed vectors "
+        f"from a lookup embedder. Module: {lgp.__name__}."
+    )
     work = Workload(n, tenants, seed=31)
     mem = ctx.fresh("postgres", "peer_memstore")
     lg_dsn = ctx.dbs.pg_dsn("peer_langgraph")
@@ -126,13 +149,26 @@ def run(ctx: Context) -> Section:
     ctx.log(f"  peer: LangGraph ingest {n:,}")
     lg_s = asyncio.run(_langgraph_ingest(lg_dsn, work))
     mem_rate, lg_rate = n / mem_s.total, n / lg_s.total
-    for name, s, rate in (("memstore remember_many", mem_s, mem_rate),
-                          ("LangGraph abatch(PutOp)", lg_s, lg_rate)):
-        section.add(**{"operation": "ingest, batches of 1,000", "path": name,
-                       "rows/s": f"{rate:,.0f}", "p50 ms": ms(s.p50), "p95 ms": ms(s.pct(95)),
-                       "p99 ms": ms(s.pct(99)), "vs LangGraph": ratio(rate, lg_rate)})
-    section.target("peer ingest: memstore throughput ahead of LangGraph",
-                   f"{mem_rate / lg_rate:.2f}x LangGraph", mem_rate > lg_rate)
+    for name, s, rate in (
+        ("memstore remember_many", mem_s, mem_rate),
+        ("LangGraph abatch(PutOp)", lg_s, lg_rate),
+    ):
+        section.add(
+            **{
+                "operation": "ingest, batches of 1,000",
+                "path": name,
+                "rows/s": f"{rate:,.0f}",
+                "p50 ms": ms(s.p50),
+                "p95 ms": ms(s.pct(95)),
+                "p99 ms": ms(s.pct(99)),
+                "vs LangGraph": ratio(rate, lg_rate),
+            }
+        )
+    section.target(
+        "peer ingest: memstore throughput ahead of LangGraph",
+        f"{mem_rate / lg_rate:.2f}x LangGraph",
+        mem_rate > lg_rate,
+    )
 
     truth = Truth()
     rng = np.random.default_rng(9)
@@ -146,25 +182,36 @@ def run(ctx: Context) -> Section:
     queries = []
     for j in range(ctx.args.queries):
         t = picked[j % len(picked)]
-        (text, vec), = work.queries(t, 1, salt=500 + j)
+        ((text, vec),) = work.queries(t, 1, salt=500 + j)
         queries.append((tenant_name(t), text, vec))
     ctx.log(f"  peer: {len(queries)} searches per path")
     paired = asyncio.run(_search(mem.url, lg_dsn, queries))
     base = "LangGraph PostgresStore.asearch"
     for name, s in paired.samples.items():
         results = [_ids(r) for r in paired.results[name]]
-        rec = np.mean([recall_at_k(r, truth.top(q[0], q[2]))
-                       for r, q in zip(results, queries, strict=True)])
+        rec = np.mean(
+            [recall_at_k(r, truth.top(q[0], q[2])) for r, q in zip(results, queries, strict=True)]
+        )
         counts = [len(r) for r in results]
-        section.add(**{"operation": "per-tenant search, top-10", "path": name,
-                       "p50 ms": ms(s.p50), "p95 ms": ms(s.pct(95)), "p99 ms": ms(s.pct(99)),
-                       "vs LangGraph": ratio(s.p50, paired.samples[base].p50) + " (p50)",
-                       "rows min/mean": f"{min(counts)}/{np.mean(counts):.1f}",
-                       "recall@10 vs exact": f"{rec:.3f}" if "hybrid" not in name else ""})
+        section.add(
+            **{
+                "operation": "per-tenant search, top-10",
+                "path": name,
+                "p50 ms": ms(s.p50),
+                "p95 ms": ms(s.pct(95)),
+                "p99 ms": ms(s.pct(99)),
+                "vs LangGraph": ratio(s.p50, paired.samples[base].p50) + " (p50)",
+                "rows min/mean": f"{min(counts)}/{np.mean(counts):.1f}",
+                "recall@10 vs exact": f"{rec:.3f}" if "hybrid" not in name else "",
+            }
+        )
     for name in ("memstore vector-only", "memstore recall (hybrid)"):
         r = paired.samples[name].p50 / paired.samples[base].p50
-        section.target(f"peer search: {name} p50 ahead of LangGraph", f"{r:.2f}x LangGraph",
-                       r < 1.0)
-    section.note("Tenants searched: the 1% tenant and up to 9 others, queries alternate among "
-                 "them; recall@10 is against brute-force top-10 over the tenant's vectors.")
+        section.target(
+            f"peer search: {name} p50 ahead of LangGraph", f"{r:.2f}x LangGraph", r < 1.0
+        )
+    section.note(
+        "Tenants searched: the 1% tenant and up to 9 others, queries alternate among "
+        "them; recall@10 is against brute-force top-10 over the tenant's vectors."
+    )
     return section

@@ -24,12 +24,16 @@ def _targets(section: Section, backend: str, results: dict[str, Any]) -> None:
                 continue
             base = BASELINE[name]
             r = paired.samples[name].p50 / paired.samples[base].p50
-            section.target(f"recall {backend} {cls}, {name}: p50 <= 1.3x {base}",
-                           f"{r:.2f}x", r <= 1.3)
+            section.target(
+                f"recall {backend} {cls}, {name}: p50 <= 1.3x {base}", f"{r:.2f}x", r <= 1.3
+            )
             if cls == next(iter(results)):  # the big (1 %) tenant's class
                 counts = [len(x) for x in paired.results[name]]
-                section.target(f"recall {backend} {cls}, {name}: returns k=10 rows",
-                               f"min {min(counts)} rows", min(counts) == 10)
+                section.target(
+                    f"recall {backend} {cls}, {name}: returns k=10 rows",
+                    f"min {min(counts)} rows",
+                    min(counts) == 10,
+                )
 
 
 def _recall_targets(section: Section, backend: str) -> None:
@@ -37,8 +41,11 @@ def _recall_targets(section: Section, backend: str) -> None:
         c = row.cells
         if c.get("path") == "memstore vector-only" and c["store"].startswith(backend):
             value = float(c["recall@10 vs exact"])
-            section.target(f"recall {backend} {c['tenant']}: vector-only recall@10 >= 0.95",
-                           f"{value:.3f}", value >= 0.95)
+            section.target(
+                f"recall {backend} {c['tenant']}: vector-only recall@10 >= 0.95",
+                f"{value:.3f}",
+                value >= 0.95,
+            )
 
 
 def _collector(truth: Truth, watched: set[str], seed: int) -> Any:
@@ -52,20 +59,26 @@ def _collector(truth: Truth, watched: set[str], seed: int) -> Any:
 def run(ctx: Context) -> Section:
     a = ctx.args
     section = Section("2. Per-tenant recall: top-10 hybrid and vector-only vs hand-written SQL")
-    section.note("Baselines: hybrid = one SQL statement fusing the tenant's 50 nearest vectors "
-                 "and 50 best full-text matches by reciprocal rank fusion (SQLite: FTS5 + "
-                 "numpy, fused in Python); vector = `WHERE user_id = $1 ORDER BY embedding "
-                 "<=> $2 LIMIT 10`, exact (`+ 0` keeps the HNSW index out) and as the planner "
-                 "chooses (HNSW post-filtered). Both return full rows like memstore.")
-    section.note("memstore vector-only = `recall('?')` on a store opened with dense-only "
-                 "RecallTuning (keyword, neighbour and session weights 0); the query has no "
-                 "keyword terms, so only the dense signal runs, and the lookup embedder maps it "
-                 "to the query's vector.")
+    section.note(
+        "Baselines: hybrid = one SQL statement fusing the tenant's 50 nearest vectors "
+        "and 50 best full-text matches by reciprocal rank fusion (SQLite: FTS5 + "
+        "numpy, fused in Python); vector = `WHERE user_id = $1 ORDER BY embedding "
+        "<=> $2 LIMIT 10`, exact (`+ 0` keeps the HNSW index out) and as the planner "
+        "chooses (HNSW post-filtered). Both return full rows like memstore."
+    )
+    section.note(
+        "memstore vector-only = `recall('?')` on a store opened with dense-only "
+        "RecallTuning (keyword, neighbour and session weights 0); the query has no "
+        "keyword terms, so only the dense signal runs, and the lookup embedder maps it "
+        "to the query's vector."
+    )
     if not ctx.features["embeddings"]:
         section.note("Skipped: this memstore build has no embeddings / hybrid recall yet.")
         return section
-    sizes = {"postgres": (a.recall_rows_pg, a.recall_tenants_pg),
-             "sqlite": (a.recall_rows_sqlite, a.recall_tenants_sqlite)}
+    sizes = {
+        "postgres": (a.recall_rows_pg, a.recall_tenants_pg),
+        "sqlite": (a.recall_rows_sqlite, a.recall_tenants_sqlite),
+    }
     for backend in ctx.backends:
         n, tenants = sizes[backend]
         work = Workload(n, tenants, seed=21)
@@ -82,24 +95,35 @@ def run(ctx: Context) -> Section:
         start = time.perf_counter()
         report = asyncio.run(load_episodes(target, work, collect=collect, log=ctx.log))
         label = f"{backend} {n:,}/{tenants:,}"
-        section.note(f"{label}: {report.describe()} (load total "
-                     f"{time.perf_counter() - start:.0f} s).")
+        section.note(
+            f"{label}: {report.describe()} (load total {time.perf_counter() - start:.0f} s)."
+        )
         per_class = max(5, a.queries // 2)
         big_share, small_share = work.p_tenant[0], work.p_tenant[-1]
         big_class = f"{'1%' if abs(big_share - 0.01) < 1e-9 else f'{big_share:.1%}'} tenant"
-        classes_q = {big_class: [(tenant_name(0), t, v)
-                                 for t, v in work.queries(0, per_class, salt=1)]}
+        classes_q = {
+            big_class: [(tenant_name(0), t, v) for t, v in work.queries(0, per_class, salt=1)]
+        }
         if small:
             qs = []
             for j in range(per_class):
                 t = small[j % len(small)]
-                (text, vec), = work.queries(t, 1, salt=100 + j)
+                ((text, vec),) = work.queries(t, 1, salt=100 + j)
                 qs.append((tenant_name(t), text, vec))
             classes_q[f"typical tenant ({small_share:.2%})"] = qs
-        ctx.log(f"  recall {backend}: timing {sum(len(q) for q in classes_q.values())} "
-                "queries per path")
-        results = asyncio.run(measure_recall(target, classes_q, truth, section, label=label,
-                                             embeddings=ctx.features["embeddings"]))
+        ctx.log(
+            f"  recall {backend}: timing {sum(len(q) for q in classes_q.values())} queries per path"
+        )
+        results = asyncio.run(
+            measure_recall(
+                target,
+                classes_q,
+                truth,
+                section,
+                label=label,
+                embeddings=ctx.features["embeddings"],
+            )
+        )
         _targets(section, backend, results)
         _recall_targets(section, backend)
     return section

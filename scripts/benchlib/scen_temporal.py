@@ -26,8 +26,8 @@ from .stats import Section
 
 __all__ = ["run"]
 
-CHAIN = 10                      # values per (subject, predicate): 19 versions
-LONG_CHAIN = 1_000              # one (subject, predicate) with 1,999 versions
+CHAIN = 10  # values per (subject, predicate): 19 versions
+LONG_CHAIN = 1_000  # one (subject, predicate) with 1,999 versions
 PREDICATES = ("lives_in", "works_at")
 CITIES = [f"city{i:03d}" for i in range(500)]
 
@@ -43,8 +43,14 @@ def _chains(n_versions: int, n_tenants: int) -> list[Chain]:
     return [*chains, (0, LONG_SUBJECT, "lives_in", LONG_CHAIN)]
 
 
-def _versions(chain_no: int, tenant: int, subject_no: int, predicate: str, length: int,
-              rng: np.random.Generator) -> list[dict[str, Any]]:
+def _versions(
+    chain_no: int,
+    tenant: int,
+    subject_no: int,
+    predicate: str,
+    length: int,
+    rng: np.random.Generator,
+) -> list[dict[str, Any]]:
     user, subject = tenant_name(tenant), f"person{subject_no:05d}"
     starts = np.sort(rng.integers(0, 86_400 * 700, size=length))
     lags = rng.integers(60, 86_400 * 20, size=length)
@@ -57,13 +63,30 @@ def _versions(chain_no: int, tenant: int, subject_no: int, predicate: str, lengt
         if current is not None:
             recorded = max(recorded, current["recorded_at"] + timedelta(seconds=1))
             current["superseded_at"] = recorded
-            rows.append({**current, "id": f"v{chain_no}-{i}-c", "valid_to": valid_from,
-                         "recorded_at": recorded, "superseded_at": None})
-        current = {"user_id": user, "id": f"v{chain_no}-{i}", "fact_id": f"f{chain_no}-{i}",
-                   "subject": subject, "predicate": predicate, "object": str(values[i]),
-                   "single_valued": True, "confidence": 0.9, "sources": [],
-                   "valid_from": valid_from, "valid_to": None, "recorded_at": recorded,
-                   "superseded_at": None}
+            rows.append(
+                {
+                    **current,
+                    "id": f"v{chain_no}-{i}-c",
+                    "valid_to": valid_from,
+                    "recorded_at": recorded,
+                    "superseded_at": None,
+                }
+            )
+        current = {
+            "user_id": user,
+            "id": f"v{chain_no}-{i}",
+            "fact_id": f"f{chain_no}-{i}",
+            "subject": subject,
+            "predicate": predicate,
+            "object": str(values[i]),
+            "single_valued": True,
+            "confidence": 0.9,
+            "sources": [],
+            "valid_from": valid_from,
+            "valid_to": None,
+            "recorded_at": recorded,
+            "superseded_at": None,
+        }
         rows.append(current)
     return rows
 
@@ -81,8 +104,11 @@ async def _load(target: Target, chains: list[Chain]) -> int:
     total = 0
     try:
         for lo in range(0, len(chains), 2_000):
-            values = [v for n, (t, s, p, k) in enumerate(chains[lo:lo + 2_000], start=lo)
-                      for v in _versions(n, t, s, p, k, rng)]
+            values = [
+                v
+                for n, (t, s, p, k) in enumerate(chains[lo : lo + 2_000], start=lo)
+                for v in _versions(n, t, s, p, k, rng)
+            ]
             names, records = raw_records(table, dialect, values)
             if pg:
                 await pg_copy(conn, table.name, names, records)
@@ -98,12 +124,15 @@ async def _load(target: Target, chains: list[Chain]) -> int:
     return total
 
 
-_AS_OF = ("user_id = {u} AND valid_from <= {v} AND (valid_to IS NULL OR valid_to > {v}) "
-          "AND recorded_at <= {k} AND (superseded_at IS NULL OR superseded_at > {k})")
+_AS_OF = (
+    "user_id = {u} AND valid_from <= {v} AND (valid_to IS NULL OR valid_to > {v}) "
+    "AND recorded_at <= {k} AND (superseded_at IS NULL OR superseded_at > {k})"
+)
 
 
-async def _measure(ctx: Context, target: Target, picks: list[Chain], label: str,
-                   section: Section, versions: int) -> None:
+async def _measure(
+    ctx: Context, target: Target, picks: list[Chain], label: str, section: Section, versions: int
+) -> None:
     rng = np.random.default_rng(43)
     qs = []
     for t, s, p, _ in picks:
@@ -116,13 +145,17 @@ async def _measure(ctx: Context, target: Target, picks: list[Chain], label: str,
     if pg:
         as_of = _AS_OF.format(u="$1", v="$2", k="$3")
         recall_sql = f"SELECT * FROM facts WHERE {as_of} AND subject = $4 LIMIT 10"
-        hist_sql = ("SELECT * FROM facts WHERE user_id = $1 AND subject = $2 AND predicate = $3"
-                    " ORDER BY valid_from, recorded_at, id")
+        hist_sql = (
+            "SELECT * FROM facts WHERE user_id = $1 AND subject = $2 AND predicate = $3"
+            " ORDER BY valid_from, recorded_at, id"
+        )
     else:
         as_of = _AS_OF.format(u=":u", v=":v", k=":k")
         recall_sql = f"SELECT * FROM facts WHERE {as_of} AND subject = :s LIMIT 10"
-        hist_sql = ("SELECT * FROM facts WHERE user_id = :u AND subject = :s AND predicate = :p"
-                    " ORDER BY valid_from, recorded_at, id")
+        hist_sql = (
+            "SELECT * FROM facts WHERE user_id = :u AND subject = :s AND predicate = :p"
+            " ORDER BY valid_from, recorded_at, id"
+        )
 
     async def raw_query(sql: str, *params: Any) -> list[Any]:
         if pg:
@@ -132,57 +165,92 @@ async def _measure(ctx: Context, target: Target, picks: list[Chain], label: str,
 
     try:
         async with open_store(target.url) as store:
-            paired = await run_paired(qs, {
-                "memstore recall_facts": lambda q: store.recall_facts(
-                    q[1], user_id=q[0], limit=10, valid_at=q[3], known_at=q[4]),
-                "raw SQL as-of": lambda q: raw_query(
-                    recall_sql, q[0], fmt(q[3]), fmt(q[4]), q[1]),
-            })
-            hist = await run_paired(qs, {
-                "memstore fact_history": lambda q: store.fact_history(
-                    user_id=q[0], subject=q[1], predicate=q[2]),
-                "raw SQL history": lambda q: raw_query(hist_sql, q[0], q[1], q[2]),
-            })
+            paired = await run_paired(
+                qs,
+                {
+                    "memstore recall_facts": lambda q: store.recall_facts(
+                        q[1], user_id=q[0], limit=10, valid_at=q[3], known_at=q[4]
+                    ),
+                    "raw SQL as-of": lambda q: raw_query(
+                        recall_sql, q[0], fmt(q[3]), fmt(q[4]), q[1]
+                    ),
+                },
+            )
+            hist = await run_paired(
+                qs,
+                {
+                    "memstore fact_history": lambda q: store.fact_history(
+                        user_id=q[0], subject=q[1], predicate=q[2]
+                    ),
+                    "raw SQL history": lambda q: raw_query(hist_sql, q[0], q[1], q[2]),
+                },
+            )
     finally:
         await raw.close() if pg else await raw.__aexit__()
-    for result, (mem, base) in ((paired, ("memstore recall_facts", "raw SQL as-of")),
-                                (hist, ("memstore fact_history", "raw SQL history"))):
+    for result, (mem, base) in (
+        (paired, ("memstore recall_facts", "raw SQL as-of")),
+        (hist, ("memstore fact_history", "raw SQL history")),
+    ):
         rows_m = np.mean([len(r) for r in result.results[mem]])
         rows_r = np.mean([len(r) for r in result.results[base]])
         for name, rows in ((mem, rows_m), (base, rows_r)):
-            section.add(backend=target.backend, versions=f"{versions:,}", queries=label,
-                        path=name,
-                        **result.cells(name, base), **{"rows/query": f"{rows:.1f}"})
+            section.add(
+                backend=target.backend,
+                versions=f"{versions:,}",
+                queries=label,
+                path=name,
+                **result.cells(name, base),
+                **{"rows/query": f"{rows:.1f}"},
+            )
         p50 = result.samples[mem].p50 / result.samples[base].p50
-        section.target(f"bi-temporal {target.backend} {mem.split()[1]} ({label}): p50 vs raw SQL",
-                       f"{p50:.2f}x", None)
+        section.target(
+            f"bi-temporal {target.backend} {mem.split()[1]} ({label}): p50 vs raw SQL",
+            f"{p50:.2f}x",
+            None,
+        )
 
 
 def run(ctx: Context) -> Section:
     n = ctx.args.temporal_versions
-    section = Section(f"4. Bi-temporal: recall_facts(valid_at, known_at) and fact_history "
-                      f"({n:,} fact versions)")
+    section = Section(
+        f"4. Bi-temporal: recall_facts(valid_at, known_at) and fact_history ({n:,} fact versions)"
+    )
     tenants = max(1, n // 10_000)
     chains = _chains(n, tenants)
-    section.note(f"{len(chains) - 1:,} single-valued (subject, predicate) chains of {CHAIN} "
-                 f"values ({2 * CHAIN - 1} versions each) over {tenants} tenants, plus one chain "
-                 f"of {LONG_CHAIN:,} values ({2 * LONG_CHAIN - 1:,} versions); queries pick a "
-                 "random chain and random valid_at / known_at.")
-    section.note("Raw baselines: the as-of filter `valid_from <= T < valid_to` and "
-                 "`recorded_at <= K < superseded_at` on the tenant + subject, LIMIT 10; "
-                 "history: all versions of (tenant, subject, predicate) ordered like "
-                 "fact_history. Both use the indexes memstore's migrations create.")
+    section.note(
+        f"{len(chains) - 1:,} single-valued (subject, predicate) chains of {CHAIN} "
+        f"values ({2 * CHAIN - 1} versions each) over {tenants} tenants, plus one chain "
+        f"of {LONG_CHAIN:,} values ({2 * LONG_CHAIN - 1:,} versions); queries pick a "
+        "random chain and random valid_at / known_at."
+    )
+    section.note(
+        "Raw baselines: the as-of filter `valid_from <= T < valid_to` and "
+        "`recorded_at <= K < superseded_at` on the tenant + subject, LIMIT 10; "
+        "history: all versions of (tenant, subject, predicate) ordered like "
+        "fact_history. Both use the indexes memstore's migrations create."
+    )
     for backend in ctx.backends:
         target = ctx.fresh(backend, "temporal")
         start = time.perf_counter()
         loaded = asyncio.run(_load(target, chains))
-        section.note(f"{backend}: loaded {loaded:,} versions by raw bulk insert in "
-                     f"{time.perf_counter() - start:.0f} s.")
+        section.note(
+            f"{backend}: loaded {loaded:,} versions by raw bulk insert in "
+            f"{time.perf_counter() - start:.0f} s."
+        )
         ctx.log(f"  temporal {backend}: {loaded:,} versions loaded")
         rng = np.random.default_rng(42)
         short = [chains[int(i)] for i in rng.integers(0, len(chains) - 1, size=ctx.args.queries)]
-        asyncio.run(_measure(ctx, target, short, f"{2 * CHAIN - 1}-version chains", section,
-                             loaded))
-        asyncio.run(_measure(ctx, target, [chains[-1]] * max(5, ctx.args.queries // 4),
-                             f"one {2 * LONG_CHAIN - 1:,}-version chain", section, loaded))
+        asyncio.run(
+            _measure(ctx, target, short, f"{2 * CHAIN - 1}-version chains", section, loaded)
+        )
+        asyncio.run(
+            _measure(
+                ctx,
+                target,
+                [chains[-1]] * max(5, ctx.args.queries // 4),
+                f"one {2 * LONG_CHAIN - 1:,}-version chain",
+                section,
+                loaded,
+            )
+        )
     return section

@@ -17,7 +17,7 @@ __all__ = ["Databases", "machine_info", "sqlalchemy_url"]
 
 # Settings for a benchmark cluster on a small machine; applied with ALTER SYSTEM.
 PG_SETTINGS = {
-    "maintenance_work_mem": "4GB",       # HNSW builds fast only while the graph fits
+    "maintenance_work_mem": "4GB",  # HNSW builds fast only while the graph fits
     "max_parallel_maintenance_workers": "1",
     "work_mem": "64MB",
 }
@@ -59,8 +59,8 @@ class Databases:
 
     def _dsn_for(self, database: str) -> str:
         from sqlalchemy.engine import make_url
-        return make_url(self.admin_dsn).set(database=database).render_as_string(
-            hide_password=False)
+
+        return make_url(self.admin_dsn).set(database=database).render_as_string(hide_password=False)
 
     def pg_dsn(self, name: str) -> str:
         """A new empty database; returns a libpq-style ``postgresql://`` DSN."""
@@ -87,7 +87,8 @@ class Databases:
         try:
             server = await conn.fetchval("SHOW server_version")
             vector = await conn.fetchval(
-                "SELECT default_version FROM pg_available_extensions WHERE name = 'vector'")
+                "SELECT default_version FROM pg_available_extensions WHERE name = 'vector'"
+            )
         finally:
             await conn.close()
         return {"postgres": str(server), "pgvector": str(vector)}
@@ -112,11 +113,18 @@ def _memstore_revision() -> str:
 
     root = Path(memstore.__file__).resolve().parent.parent
     try:
-        head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"],
-                              capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "memstore",
-                                "migrations"], capture_output=True, text=True,
-                               check=True).stdout.strip()
+        head = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain", "memstore", "migrations"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return f"{root} (not a git checkout)"
     return f"git {head}{' + local edits' if dirty else ''}"

@@ -24,7 +24,10 @@ def summary(sections: Sequence[Section]) -> list[str]:
     lines = []
     for s in sections:
         for name, measured, met in s.targets:
-            verdict = met if isinstance(met, str) else {
-                True: "met", False: "NOT met", None: "reported"}[met]
+            verdict = (
+                met
+                if isinstance(met, str)
+                else {True: "met", False: "NOT met", None: "reported"}[met]
+            )
             lines.append(f"- {name}: {measured} ({verdict})")
     return lines
