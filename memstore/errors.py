@@ -27,7 +27,18 @@ class MemstoreError(Exception):
 
 
 class InvalidInput(MemstoreError, ValueError):
-    """The caller passed something memstore refuses to store; nothing was written."""
+    """The caller passed something memstore refuses to store; nothing was written.
+
+    When the database itself refused the value (a CHECK or NOT NULL constraint),
+    ``constraint`` and ``table`` name the rule; otherwise they are None.
+    """
+
+    def __init__(
+        self, *args: object, constraint: str | None = None, table: str | None = None
+    ) -> None:
+        super().__init__(*args)
+        self.constraint = constraint
+        self.table = table
 
 
 class InvalidImportRow(InvalidInput):
@@ -51,7 +62,19 @@ class NotFound(MemstoreError, LookupError):
 
 
 class Conflict(MemstoreError):
-    """A concurrent writer changed the row first, or a uniqueness rule was violated."""
+    """A concurrent writer changed the row first, or a uniqueness rule was violated.
+
+    For a violated constraint, ``constraint`` and ``table`` name it (e.g.
+    ``uq_episodes_session_turn`` on ``episodes``); for a serialisation failure or
+    a deadlock they are None.
+    """
+
+    def __init__(
+        self, *args: object, constraint: str | None = None, table: str | None = None
+    ) -> None:
+        super().__init__(*args)
+        self.constraint = constraint
+        self.table = table
 
 
 class LimitExceeded(InvalidInput):

@@ -11,8 +11,10 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from sqlalchemy import PrimaryKeyConstraint, UniqueConstraint
 from sqlalchemy import exc as sa_exc
 
+from memstore.db.base import Base
 from memstore.errors import (
     ConfigurationError,
     Conflict,
@@ -22,10 +24,11 @@ from memstore.errors import (
     Unavailable,
 )
 
-__all__ = ["constraint_name", "sqlstate", "translated"]
+__all__ = ["constraint_name", "constraint_table", "sqlstate", "translated"]
 
 _SQLITE_UNIQUE = re.compile(r"UNIQUE constraint failed: (?:index '([^']+)'|(.+))$")
 _SQLITE_CHECK = re.compile(r"CHECK constraint failed: (\S+)")
+_SQLITE_NOT_NULL = re.compile(r"NOT NULL constraint failed: (\w+)\.(\w+)")
 
 
 def constraint_name(error: sa_exc.DBAPIError) -> str | None:
@@ -39,10 +42,57 @@ def constraint_name(error: sa_exc.DBAPIError) -> str | None:
             return match.group(1)
         columns = [c.strip().split(".") for c in match.group(2).split(",")]
         table = columns[0][0]
-        return f"uq_{table}_" + "_".join(c[-1] for c in columns)
+        return _unique_named(table, [c[-1] for c in columns]) or (
+            f"uq_{table}_" + "_".join(c[-1] for c in columns)
+        )
     if match := _SQLITE_CHECK.search(message):
         return match.group(1)
     return None
+
+
+def _unique_named(table_name: str, columns: list[str]) -> str | None:
+    """The declared name of the key of ``table_name`` over exactly ``columns``.
+
+    SQLite reports a violated key by its columns only; the metadata knows its name.
+    """
+    table = Base.metadata.tables.get(table_name)
+    if table is None:
+        return None
+    keys: list[tuple[str | None, list[str]]] = [
+        (str(c.name) if c.name else None, [col.name for col in c.columns])
+        for c in table.constraints
+        if isinstance(c, PrimaryKeyConstraint | UniqueConstraint)
+    ]
+    keys += [(i.name, [col.name for col in i.columns]) for i in table.indexes if i.unique]
+    for name, key_columns in keys:
+        if name and key_columns == columns:
+            return name
+    return None
+
+
+def constraint_table(error: sa_exc.DBAPIError, constraint: str | None) -> str | None:
+    """The table of a violated constraint: reported by Postgres, else found by name."""
+    cause = error.orig.__cause__ if error.orig is not None else None
+    name = getattr(cause, "table_name", None) or getattr(error.orig, "table_name", None)
+    if name:
+        return str(name)
+    if match := _SQLITE_NOT_NULL.search(str(error.orig)):
+        return match.group(1)
+    if constraint is None:
+        return None
+    for table in Base.metadata.tables.values():
+        names = {c.name for c in table.constraints} | {i.name for i in table.indexes}
+        if constraint in names:
+            return str(table.name)
+    return None
+
+
+def _refused_value(error: sa_exc.IntegrityError) -> bool:
+    """A CHECK or NOT NULL violation: the value was bad, no concurrent writer involved."""
+    if sqlstate(error) in ("23514", "23502"):
+        return True
+    message = str(error.orig)
+    return "CHECK constraint failed" in message or "NOT NULL constraint failed" in message
 
 
 def sqlstate(error: sa_exc.DBAPIError) -> str | None:
@@ -84,7 +134,21 @@ def translated(what: str) -> Iterator[None]:
         raise
     except sa_exc.IntegrityError as error:
         name = constraint_name(error)
-        raise Conflict(f"{what}: constraint {name or 'unknown'} violated") from error
+        table = constraint_table(error, name)
+        where = f"constraint {name or 'unknown'}" + (f" of table {table}" if table else "")
+        if _refused_value(error):
+            raise InvalidInput(
+                f"{what}: the database refused a value ({where} violated); nothing was "
+                "written, fix the value",
+                constraint=name,
+                table=table,
+            ) from error
+        raise Conflict(
+            f"{what}: {where} violated (another row already holds this key, or a "
+            "concurrent writer got there first); re-read, then retry or change the key",
+            constraint=name,
+            table=table,
+        ) from error
     except sa_exc.StatementError as error:
         orig = error.orig
         if isinstance(orig, ValueError | TypeError) and not isinstance(error, sa_exc.DBAPIError):
