@@ -8,11 +8,19 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
 
 from memstore.agent.access import AccessTracker
+from memstore.api import AgentAPI, BlockAPI, EpisodeAPI, FactAPI, TenantAPI, TransferAPI, WorkingAPI
+from memstore.api.base import (
+    DEFAULT_BLOCK_CHAR_LIMIT,
+    EXPORT_FORMAT,
+    FROM_DUMP,
+    MAX_FACT_FIELD_CHARS,
+    Clock,
+)
 from memstore.db.engine import READ_ONLY, create_engine, resolve_url
 from memstore.embeddings.base import Embedder
 from memstore.embeddings.hashing import HashingEmbedder
@@ -27,18 +35,6 @@ from memstore.threads import DEFAULT_MAX_SLOTS_PER_THREAD, DEFAULT_MAX_THREADS, 
 from memstore.types import utcnow
 from memstore.validation import check_limit
 from memstore.working_memory import DEFAULT_SCRATCHPAD_LIMIT
-
-if TYPE_CHECKING:
-    pass
-
-from memstore.api import AgentAPI, BlockAPI, EpisodeAPI, FactAPI, TenantAPI, TransferAPI, WorkingAPI
-from memstore.api.base import (
-    DEFAULT_BLOCK_CHAR_LIMIT,
-    EXPORT_FORMAT,
-    FROM_DUMP,
-    MAX_FACT_FIELD_CHARS,
-    Clock,
-)
 
 __all__ = ["EXPORT_FORMAT", "FROM_DUMP", "MAX_FACT_FIELD_CHARS", "MemoryStore"]
 

@@ -3,20 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from memstore.agent.context import Context, ContextItem
 from memstore.agent.tokens import TokenCounter
+from memstore.api.base import _ACCESS_KINDS, StoreBase
 from memstore.errors import InvalidInput
 from memstore.repositories.access import AccessRepository, AccessStat
 from memstore.tenancy import storage_user_id
 from memstore.validation import check_limit
-
-if TYPE_CHECKING:
-    pass
-
-
-from memstore.api.base import _ACCESS_KINDS, StoreBase
 
 __all__ = ["AgentAPI"]
 

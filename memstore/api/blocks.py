@@ -3,19 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
+from memstore.api.base import StoreBase
 from memstore.errors import InvalidInput, NotFound
 from memstore.repositories.blocks import BlockRepository
 from memstore.tenancy import storage_user_id
 from memstore.types import BlockVersion, MemoryBlock
 from memstore.validation import MAX_TEXT_CHARS, check_identifier, check_text
-
-if TYPE_CHECKING:
-    pass
-
-
-from memstore.api.base import StoreBase
 
 __all__ = ["BlockAPI"]
 

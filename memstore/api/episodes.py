@@ -5,11 +5,11 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 import numpy as np
 from sqlalchemy import select
 
+from memstore.api.base import MAX_BATCH, MAX_EPISODE_ID_CHARS, StoreBase
 from memstore.embeddings.base import embed_checked
 from memstore.errors import InvalidInput, NotFound
 from memstore.models import EpisodeRow
@@ -25,12 +25,6 @@ from memstore.validation import (
     check_text,
     check_time_range,
 )
-
-if TYPE_CHECKING:
-    pass
-
-
-from memstore.api.base import MAX_BATCH, MAX_EPISODE_ID_CHARS, StoreBase
 
 __all__ = ["EpisodeAPI"]
 

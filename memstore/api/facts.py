@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import datetime
-from typing import TYPE_CHECKING
 
+from memstore.api.base import MAX_FACT_FIELD_CHARS, StoreBase
 from memstore.embeddings.base import embed_checked
 from memstore.errors import InvalidInput, NotFound
 from memstore.predicates import is_single_valued, normalize_predicate
@@ -20,12 +20,6 @@ from memstore.validation import (
     check_limit,
     check_text,
 )
-
-if TYPE_CHECKING:
-    pass
-
-
-from memstore.api.base import MAX_FACT_FIELD_CHARS, StoreBase
 
 __all__ = ["FactAPI"]
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from memstore.api.base import StoreBase
 from memstore.db.scrub import purge_full_text, truncate_wal
 from memstore.repositories.access import AccessRepository
 from memstore.repositories.blocks import BlockRepository
@@ -16,12 +17,6 @@ from memstore.repositories.tenants import TenantRepository, tenant_tables
 from memstore.tenancy import public_user_id, storage_user_id
 from memstore.types import Profile
 from memstore.validation import check_aware, check_identifier, check_limit
-
-if TYPE_CHECKING:
-    pass
-
-
-from memstore.api.base import StoreBase
 
 __all__ = ["TenantAPI"]
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlalchemy import Table
 
+from memstore.api.base import _IMPORT_BATCH, EXPORT_FORMAT, FROM_DUMP, StoreBase, _FromDump
 from memstore.embeddings.identity import embedder_identity
 from memstore.errors import Conflict, InvalidImportRow, InvalidInput
 from memstore.migrate import current_revision
@@ -15,12 +16,6 @@ from memstore.recall.settings import recorded_embedder
 from memstore.repositories.episodes import EpisodeRepository
 from memstore.repositories.tenants import TenantRepository, tenant_table, tenant_tables
 from memstore.tenancy import public_user_id, storage_user_id
-
-if TYPE_CHECKING:
-    pass
-
-
-from memstore.api.base import _IMPORT_BATCH, EXPORT_FORMAT, FROM_DUMP, StoreBase, _FromDump
 
 __all__ = ["TransferAPI"]
 

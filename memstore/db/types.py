@@ -25,6 +25,10 @@ class UTCDateTime(TypeDecorator[datetime]):
     impl = DateTime(timezone=True)
     cache_ok = True
 
+    @property
+    def python_type(self) -> type[datetime]:
+        return datetime
+
     def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
         if value is None:
             return None
@@ -95,6 +99,10 @@ class Vector(TypeDecorator[np.ndarray]):
 
     impl = LargeBinary
     cache_ok = True
+
+    @property
+    def python_type(self) -> type[np.ndarray]:
+        return np.ndarray
 
     def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
         if dialect.name == "postgresql":
