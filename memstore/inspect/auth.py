@@ -3,25 +3,14 @@
 from __future__ import annotations
 
 import hmac
-from collections.abc import Awaitable, Callable, MutableMapping
 from http.cookies import SimpleCookie
-from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
-__all__ = ["COOKIE", "LOOPBACK_HOSTS", "TokenGate", "is_loopback"]
+from memstore.asgi import ASGIApp, Receive, Scope, Send, is_loopback
+
+__all__ = ["COOKIE", "TokenGate", "is_loopback"]
 
 COOKIE = "memstore_inspect"
-LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
-
-
-def is_loopback(host: str) -> bool:
-    return host in LOOPBACK_HOSTS or host.startswith("127.")
 
 
 def _host_name(header: str) -> str:

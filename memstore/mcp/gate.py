@@ -10,33 +10,17 @@ dependency beyond the standard library.
 from __future__ import annotations
 
 import hmac
-import ipaddress
 import json
-from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from collections.abc import Iterable
 from typing import Any
 
+from memstore.asgi import ASGIApp, Receive, Scope, Send, is_loopback
 from memstore.errors import InvalidInput
 from memstore.tenancy import storage_user_id
 
 __all__ = ["USER_HEADER", "TenantGate", "is_loopback", "tenant_from_headers"]
 
 USER_HEADER = "x-memstore-user"
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
-
-
-def is_loopback(host: str) -> bool:
-    """True for addresses only this machine can reach (127.0.0.0/8, ::1, localhost)."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def tenant_from_headers(headers: Any, allowed: frozenset[str]) -> str:

@@ -1,0 +1,28 @@
+"""Plain-ASGI pieces shared by the HTTP front doors (``memstore inspect``, ``memstore mcp``).
+
+Standard library only, so neither gate needs a web framework to decide who may call.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+__all__ = ["ASGIApp", "Message", "Receive", "Scope", "Send", "is_loopback"]
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+def is_loopback(host: str) -> bool:
+    """True for addresses only this machine can reach (127.0.0.0/8, ::1, localhost)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
