@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any, cast
 
-from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from memstore.agent.access import AccessTracker
 from memstore.api import AgentAPI, BlockAPI, EpisodeAPI, FactAPI, TenantAPI, TransferAPI, WorkingAPI
@@ -21,11 +21,12 @@ from memstore.api.base import (
     MAX_FACT_FIELD_CHARS,
     Clock,
 )
-from memstore.db.engine import READ_ONLY, create_engine, resolve_url
+from memstore.db.engine import create_engine, resolve_url
+from memstore.db.unit import Database
 from memstore.embeddings.base import Embedder
 from memstore.embeddings.hashing import HashingEmbedder
 from memstore.embeddings.identity import embedder_identity
-from memstore.errors import DimensionMismatch, InvalidInput
+from memstore.errors import DimensionMismatch
 from memstore.migrate import check_schema, needs_upgrade, upgrade
 from memstore.recall.backends import backend_for
 from memstore.recall.fusion import RecallTuning
@@ -61,8 +62,7 @@ class MemoryStore(EpisodeAPI, FactAPI, BlockAPI, WorkingAPI, TenantAPI, Transfer
         exact_scan_threshold: int | None = None,
         allow_embedder_change: bool = False,
     ) -> None:
-        if rls and engine.dialect.name != "postgresql":
-            raise InvalidInput("row-level security (rls=True) needs PostgreSQL")
+        self.db = Database(engine, clock=clock, rls=rls)
         self.engine = engine
         self.embedder: Embedder = (
             embedder if embedder is not None else cast(Embedder, HashingEmbedder())
@@ -78,7 +78,6 @@ class MemoryStore(EpisodeAPI, FactAPI, BlockAPI, WorkingAPI, TenantAPI, Transfer
         self.block_char_limit = block_char_limit
         # With row-level security every transaction names its tenant (see _as_tenant).
         self.rls = rls
-        self._clock = clock
         # Thread context buffers (seed 000/001); limits validated there.
         self.threads = ThreadBuffer(
             self,
@@ -87,11 +86,7 @@ class MemoryStore(EpisodeAPI, FactAPI, BlockAPI, WorkingAPI, TenantAPI, Transfer
             idle_ttl_seconds=thread_idle_ttl_seconds,
         )
         self.scratchpad_limit = check_limit("scratchpad_limit", scratchpad_limit, maximum=1_000_000)
-        self._sessions = async_sessionmaker(engine, expire_on_commit=False)
-        self._read_sessions = async_sessionmaker(
-            engine.execution_options(**{READ_ONLY: True}), expire_on_commit=False
-        )
-        self.access_tracker = AccessTracker(self._sessions, as_tenant=self._as_tenant)
+        self.access_tracker = AccessTracker(self.db)
 
     @classmethod
     @asynccontextmanager

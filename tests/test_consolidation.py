@@ -244,7 +244,7 @@ async def test_postgres_claim_skips_locked_tenant(db_url: str, backend: str) -> 
     async with MemoryStore.open(db_url) as store:
         await store.remember_many(user_episodes("erin", 3) + user_episodes("fred", 2))
         holder = Consolidator(store)
-        async with holder._sessions.begin() as session:
+        async with store.db.write() as session:
             repo = ConsolidationRepository(session=session)
             assert await repo.try_lock_tenant("erin")
             assert len(await repo.lock_pending("erin", 10)) == 3

@@ -114,7 +114,7 @@ async def test_a_flush_during_a_forget_waits_and_writes_nothing(db_url: str) -> 
     async with MemoryStore.open(db_url) as app, MemoryStore.open(db_url) as worker:
         await app.remember(Episode(user_id=VICTIM, session_id="s", input="hello there"))
         assert await worker.recall("hello", user_id=VICTIM)  # buffered in the worker
-        async with app._sessions.begin() as session:  # forget's transaction, held open
+        async with app.db.write() as session:  # forget's transaction, held open
             await lock_for_erasure(session, VICTIM)
             await TenantRepository(session=session).erase(VICTIM)
             flush = asyncio.create_task(worker.flush_access())

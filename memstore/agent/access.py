@@ -12,13 +12,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import datetime
 
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
-
+from memstore.db.unit import Database
 from memstore.repositories.access import AccessDelta, AccessRepository, AccessStat
 from memstore.repositories.erasure import guard_against_erasure
 
@@ -57,14 +56,11 @@ class AccessTracker:
 
     def __init__(
         self,
-        sessions: async_sessionmaker[AsyncSession],
+        db: Database,
         *,
         flush_every: int = 256,
-        as_tenant: Callable[[AsyncSession, str], Awaitable[None]] | None = None,
     ) -> None:
-        self._sessions = sessions
-        # Names each tenant's part of a flush for row-level security policies.
-        self._as_tenant = as_tenant
+        self._db = db
         self.flush_every = flush_every
         self._pending: dict[Key, tuple[int, datetime]] = {}
         self._events = 0
@@ -139,17 +135,15 @@ class AccessTracker:
                 for (u, k, i), (c, at) in taken.items()
             ]
             try:
-                async with self._sessions.begin() as session:
+                async with self._db.write() as session:
                     # A forget of one of these tenants either finishes first (then
                     # the upsert sees its items gone) or waits for this flush.
                     await guard_against_erasure(session, {d.user_id for d in deltas})
                     repo = AccessRepository(session=session)
-                    if self._as_tenant is None:
-                        await repo.add(deltas)
-                    else:
-                        for user in sorted({d.user_id for d in deltas}):
-                            await self._as_tenant(session, user)
-                            await repo.add([d for d in deltas if d.user_id == user])
+                    # Each tenant's part is named for the row-level security policies.
+                    for user in sorted({d.user_id for d in deltas}):
+                        await self._db.set_tenant(session, user)
+                        await repo.add([d for d in deltas if d.user_id == user])
             except BaseException:
                 # Put the increments back so the next flush retries them.
                 for key, (count, at) in taken.items():

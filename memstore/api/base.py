@@ -3,23 +3,20 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from datetime import datetime
 from typing import TYPE_CHECKING, cast
 
-from sqlalchemy import func, select
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from memstore.agent.access import AccessTracker
-from memstore.db.errors import translated
+from memstore.db.unit import Clock, Database
 from memstore.embeddings.base import Embedder
 from memstore.recall.backends import SearchBackend
 from memstore.recall.hybrid import HybridRecall
 from memstore.recall.settings import claim_embedder
-from memstore.security.rls import RLS_SETTING
 from memstore.threads import ThreadBuffer
-from memstore.validation import check_aware
 
 if TYPE_CHECKING:
     from memstore.store import MemoryStore
@@ -41,7 +38,6 @@ MAX_FACT_FIELD_CHARS = 2_000
 MAX_BATCH = 10_000
 MAX_EPISODE_ID_CHARS = 36
 
-Clock = Callable[[], datetime]
 _ACCESS_KINDS = frozenset({"episode", "fact", "block"})
 
 
@@ -73,9 +69,7 @@ class StoreBase:
     threads: ThreadBuffer
     access_tracker: AccessTracker
     _recall: HybridRecall
-    _clock: Clock
-    _sessions: async_sessionmaker[AsyncSession]
-    _read_sessions: async_sessionmaker[AsyncSession]
+    db: Database
 
     @property
     def _facade(self) -> MemoryStore:
@@ -93,31 +87,19 @@ class StoreBase:
             yield
 
     def now(self) -> datetime:
-        return check_aware("clock()", self._clock())
+        return self.db.now()
 
     @asynccontextmanager
     async def _write(self, tenant: str | None = None) -> AsyncIterator[AsyncSession]:
-        with translated("write"):
-            async with self._sessions.begin() as session:
-                if tenant is not None:
-                    await self._as_tenant(session, tenant)
-                yield session
+        async with self.db.write(tenant) as session:
+            yield session
 
     @asynccontextmanager
     async def _read(
         self, tenant: str | None = None, *, snapshot: bool = False
     ) -> AsyncIterator[AsyncSession]:
-        """A read transaction; ``snapshot`` makes every statement see the same data."""
-        with translated("read"):
-            async with self._read_sessions.begin() as session:
-                if snapshot and self.engine.dialect.name == "postgresql":
-                    # SQLite read transactions are snapshots already (WAL).
-                    await session.connection(
-                        execution_options={"isolation_level": "REPEATABLE READ"}
-                    )
-                if tenant is not None:
-                    await self._as_tenant(session, tenant)
-                yield session
+        async with self.db.read(tenant, snapshot=snapshot) as session:
+            yield session
 
     async def _claim_embedder(self, session: AsyncSession) -> None:
         """Call in every transaction that writes vectors, before writing them.
@@ -132,10 +114,4 @@ class StoreBase:
             )
 
     async def _as_tenant(self, session: AsyncSession, tenant: str) -> None:
-        """Name the transaction's tenant for the row-level security policies.
-
-        Transaction-local (``is_local``), so a pooled connection never carries it
-        into the next transaction; may be called again to switch tenant.
-        """
-        if self.rls:
-            await session.execute(select(func.set_config(RLS_SETTING, tenant, True)))
+        await self.db.set_tenant(session, tenant)

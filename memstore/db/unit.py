@@ -1,0 +1,142 @@
+"""The unit of work: the one place where memstore opens and ends transactions.
+
+A :class:`Database` owns the engine, the session factories, error translation
+(once, at this boundary), read-only versus write transactions (SQLite: plain
+``BEGIN`` versus ``BEGIN IMMEDIATE``), the tenant setting that the row-level
+security policies read, and the clock. Services receive one by composition and
+hand the sessions it yields to repositories, which never commit.
+
+:meth:`Database.joined` gives a view whose transactions are the caller's own:
+an application that keeps its rows in the same database passes its
+``AsyncSession`` and memstore's writes commit or roll back with them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from datetime import datetime
+
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+
+from memstore.db.engine import READ_ONLY, TENANT_SETTING
+from memstore.db.errors import translated
+from memstore.errors import InvalidInput
+from memstore.types import utcnow
+from memstore.validation import check_aware
+
+__all__ = ["Clock", "Database"]
+
+Clock = Callable[[], datetime]
+
+
+class Database:
+    """Engine, transactions, error translation, tenant setting and clock.
+
+    ``rls=True`` (Postgres only) names the tenant in every transaction that is
+    opened for one, for the policies of ``memstore rls enable``.
+    """
+
+    def __init__(
+        self,
+        engine: AsyncEngine,
+        *,
+        clock: Clock = utcnow,
+        rls: bool = False,
+        joined: AsyncSession | None = None,
+    ) -> None:
+        if rls and engine.dialect.name != "postgresql":
+            raise InvalidInput("row-level security (rls=True) needs PostgreSQL")
+        self.engine = engine
+        self.rls = rls
+        self.clock = clock
+        self.joined_session = joined
+        self._writes = async_sessionmaker(engine, expire_on_commit=False)
+        self._reads = async_sessionmaker(
+            engine.execution_options(**{READ_ONLY: True}), expire_on_commit=False
+        )
+
+    @property
+    def dialect(self) -> str:
+        """``"sqlite"`` or ``"postgresql"``."""
+        return str(self.engine.dialect.name)
+
+    @property
+    def postgres(self) -> bool:
+        return self.dialect == "postgresql"
+
+    def now(self) -> datetime:
+        return check_aware("clock()", self.clock())
+
+    def joined(self, session: AsyncSession) -> Database:
+        """A view of this database whose transactions are ``session``'s.
+
+        Nothing is begun or committed by memstore through the view: the caller
+        commits or rolls back its own transaction, memstore's rows included. The
+        session may come from the application's own engine on the same URL.
+        """
+        if not isinstance(session, AsyncSession):
+            raise InvalidInput(
+                f"session must be a sqlalchemy AsyncSession, got {type(session).__name__}"
+            )
+        bind = session.bind
+        dialect = getattr(bind, "dialect", None)
+        if dialect is not None and dialect.name != self.dialect:
+            raise InvalidInput(
+                f"the session is bound to a {dialect.name} database but this store "
+                f"uses {self.dialect}; pass a session on the store's database"
+            )
+        return Database(self.engine, clock=self.clock, rls=self.rls, joined=session)
+
+    @asynccontextmanager
+    async def write(self, tenant: str | None = None) -> AsyncIterator[AsyncSession]:
+        """A write transaction, committed when the block ends without error."""
+        async with self._transaction("write", self._writes, tenant) as session:
+            yield session
+
+    @asynccontextmanager
+    async def read(
+        self, tenant: str | None = None, *, snapshot: bool = False
+    ) -> AsyncIterator[AsyncSession]:
+        """A read transaction; ``snapshot`` makes every statement see the same data."""
+        async with self._transaction(
+            "read", self._reads, tenant, snapshot=snapshot and self.postgres
+        ) as session:
+            yield session
+
+    @asynccontextmanager
+    async def _transaction(
+        self,
+        what: str,
+        factory: async_sessionmaker[AsyncSession],
+        tenant: str | None,
+        *,
+        snapshot: bool = False,
+    ) -> AsyncIterator[AsyncSession]:
+        with translated(what):
+            if self.joined_session is not None:
+                session = self.joined_session
+                if tenant is not None:
+                    await self.set_tenant(session, tenant)
+                yield session
+                await session.flush()
+                return
+            async with factory.begin() as session:
+                if snapshot:
+                    # SQLite read transactions are snapshots already (WAL).
+                    await session.connection(
+                        execution_options={"isolation_level": "REPEATABLE READ"}
+                    )
+                if tenant is not None:
+                    await self.set_tenant(session, tenant)
+                yield session
+
+    async def set_tenant(self, session: AsyncSession, tenant: str) -> None:
+        """Name the transaction's tenant for the row-level security policies.
+
+        Transaction-local (``is_local``), so a pooled connection never carries it
+        into the next transaction; may be called again to switch tenant.
+        """
+        if self.rls:
+            await session.execute(select(func.set_config(TENANT_SETTING, tenant, True)))
