@@ -31,7 +31,7 @@ from memstore.migrate import check_schema, needs_upgrade, upgrade
 from memstore.recall.backends import backend_for
 from memstore.recall.fusion import RecallTuning
 from memstore.recall.hybrid import HybridRecall
-from memstore.recall.settings import check_embedder, recorded_settings
+from memstore.recall.settings import EmbedderGuard, check_embedder, recorded_settings
 from memstore.threads import DEFAULT_MAX_SLOTS_PER_THREAD, DEFAULT_MAX_THREADS, ThreadBuffer
 from memstore.types import utcnow
 from memstore.validation import check_limit
@@ -69,7 +69,9 @@ class MemoryStore(EpisodeAPI, FactAPI, BlockAPI, WorkingAPI, TenantAPI, Transfer
         )
         self.embedder_identity = embedder_identity(self.embedder)
         self.allow_embedder_change = bool(allow_embedder_change)
-        self._embedder_checked = False
+        self.embedder_guard = EmbedderGuard(
+            self.embedder_identity, allow_change=self.allow_embedder_change
+        )
         options = {} if exact_scan_threshold is None else {"exact_threshold": exact_scan_threshold}
         self.search = backend_for(engine, **options)
         self._recall = HybridRecall(

@@ -243,7 +243,6 @@ async def test_postgres_claim_skips_locked_tenant(db_url: str, backend: str) -> 
         pytest.skip("row locking is the Postgres claim")
     async with MemoryStore.open(db_url) as store:
         await store.remember_many(user_episodes("erin", 3) + user_episodes("fred", 2))
-        holder = Consolidator(store)
         async with store.db.write() as session:
             repo = ConsolidationRepository(session=session)
             assert await repo.try_lock_tenant("erin")

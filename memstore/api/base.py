@@ -13,9 +13,10 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 from memstore.agent.access import AccessTracker
 from memstore.db.unit import Clock, Database
 from memstore.embeddings.base import Embedder
+from memstore.fact_input import MAX_FACT_FIELD_CHARS
 from memstore.recall.backends import SearchBackend
 from memstore.recall.hybrid import HybridRecall
-from memstore.recall.settings import claim_embedder
+from memstore.recall.settings import EmbedderGuard
 from memstore.threads import ThreadBuffer
 
 if TYPE_CHECKING:
@@ -34,7 +35,6 @@ __all__ = [
 
 EXPORT_FORMAT = "memstore-export/1"
 DEFAULT_BLOCK_CHAR_LIMIT = 5_000
-MAX_FACT_FIELD_CHARS = 2_000
 MAX_BATCH = 10_000
 MAX_EPISODE_ID_CHARS = 36
 
@@ -61,7 +61,7 @@ class StoreBase:
     embedder: Embedder
     embedder_identity: str
     allow_embedder_change: bool
-    _embedder_checked: bool
+    embedder_guard: EmbedderGuard
     search: SearchBackend
     block_char_limit: int
     scratchpad_limit: int
@@ -100,18 +100,6 @@ class StoreBase:
     ) -> AsyncIterator[AsyncSession]:
         async with self.db.read(tenant, snapshot=snapshot) as session:
             yield session
-
-    async def _claim_embedder(self, session: AsyncSession) -> None:
-        """Call in every transaction that writes vectors, before writing them.
-
-        Records this store's embedder if the database has none yet, else refuses
-        a different one (:class:`EmbedderMismatch`). Once the recorded identity
-        was seen committed, later transactions of this store skip the query.
-        """
-        if not self._embedder_checked:
-            self._embedder_checked = await claim_embedder(
-                session, self.embedder_identity, allow_change=self.allow_embedder_change
-            )
 
     async def _as_tenant(self, session: AsyncSession, tenant: str) -> None:
         await self.db.set_tenant(session, tenant)

@@ -81,7 +81,7 @@ class EpisodeAPI(StoreBase):
                 by_user.setdefault(item[0], []).append(item)
             batches = list(by_user.values())
         async with self._write() as session:
-            await self._claim_embedder(session)
+            await self.embedder_guard.claim(session)
             repo = EpisodeRepository(session=session)
             for batch in batches:
                 if self.rls:

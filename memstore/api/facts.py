@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from datetime import datetime
 
-from memstore.api.base import MAX_FACT_FIELD_CHARS, StoreBase
+from memstore.api.base import StoreBase
 from memstore.embeddings.base import embed_checked
-from memstore.errors import InvalidInput, NotFound
-from memstore.predicates import is_single_valued, normalize_predicate
+from memstore.errors import NotFound
+from memstore.fact_input import MAX_FACT_FIELD_CHARS, valid_fact
+from memstore.predicates import normalize_predicate
 from memstore.recall.documents import fact_text
 from memstore.repositories.facts import AssertOutcome, FactRepository, fact_from_row
 from memstore.tenancy import storage_user_id
 from memstore.types import Fact
 from memstore.validation import (
-    MAX_IDENTIFIER_CHARS,
     check_aware,
     check_identifier,
     check_limit,
@@ -27,52 +26,12 @@ __all__ = ["FactAPI"]
 class FactAPI(StoreBase):
     """Bi-temporal facts: assert, retract, history and recall as of any time."""
 
-    def _valid_fact(self, fact: Fact) -> tuple[str, Fact, bool, datetime]:
-        if not isinstance(fact, Fact):
-            raise InvalidInput(f"expected a Fact, got {type(fact).__name__}")
-        user = storage_user_id(fact.user_id)
-        subject = check_text("fact.subject", fact.subject, max_chars=MAX_FACT_FIELD_CHARS).strip()
-        obj = check_text("fact.object", fact.object, max_chars=MAX_FACT_FIELD_CHARS).strip()
-        check_text("fact.predicate", fact.predicate, max_chars=MAX_IDENTIFIER_CHARS)
-        predicate = normalize_predicate(fact.predicate)
-        confidence = fact.confidence
-        if (
-            isinstance(confidence, bool)
-            or not isinstance(confidence, int | float)
-            or not (0.0 <= confidence <= 1.0)
-        ):
-            raise InvalidInput("fact.confidence must be a number between 0 and 1")
-        sources = tuple(fact.sources)
-        for source in sources:
-            check_identifier("fact.sources[]", source)
-        valid_from = (
-            check_aware("fact.valid_from", fact.valid_from)
-            if (fact.valid_from is not None)
-            else self.now()
-        )
-        if fact.valid_to is not None:
-            check_aware("fact.valid_to", fact.valid_to)
-            if fact.valid_to <= valid_from:
-                raise InvalidInput("fact.valid_to must be later than fact.valid_from")
-        single = (
-            fact.single_valued if fact.single_valued is not None else (is_single_valued(predicate))
-        )
-        cleaned = replace(
-            fact,
-            subject=subject,
-            object=obj,
-            predicate=predicate,
-            confidence=float(confidence),
-            sources=sources,
-        )
-        return user, cleaned, bool(single), valid_from
-
     async def assert_fact(self, fact: Fact) -> AssertOutcome:
         """Like :meth:`add_fact`, but also says whether it added, reinforced or superseded."""
-        user, cleaned, single, valid_from = self._valid_fact(fact)
+        user, cleaned, single, valid_from = valid_fact(fact, now=self.now())
         (vector,) = await embed_checked(self.embedder, [fact_text(cleaned)])
         async with self._write(user) as session:
-            await self._claim_embedder(session)
+            await self.embedder_guard.claim(session)
             return await FactRepository(session=session, embedder=self.embedder).assert_fact(
                 user,
                 cleaned,

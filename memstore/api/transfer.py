@@ -110,7 +110,7 @@ class TransferAPI(StoreBase):
         counts: dict[str, int] = {}
         dim = int(self.embedder.dim)
         async with self._write(user) as session:
-            await self._claim_embedder(session)
+            await self.embedder_guard.claim(session)
             repo = TenantRepository(session=session)
             await repo.lock_for_import(user)
             if await repo.has_rows(user):

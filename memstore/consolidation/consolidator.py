@@ -50,6 +50,7 @@ from memstore.consolidation.types import (
 )
 from memstore.embeddings.base import embed_checked
 from memstore.errors import InvalidInput
+from memstore.fact_input import valid_fact
 from memstore.recall.documents import fact_text
 from memstore.repositories.consolidation import ConsolidationRepository
 from memstore.repositories.erasure import guard_against_erasure
@@ -301,7 +302,7 @@ class Consolidator:
                 valid_to=c.valid_to,
             )
             try:
-                checked.append(self.store._valid_fact(fact))
+                checked.append(valid_fact(fact, now=self.store.now()))
             except InvalidInput as error:
                 raise ExtractionError(
                     f"extractor {self.extractor.name!r} produced an invalid fact: {error}"
@@ -333,7 +334,7 @@ class Consolidator:
                 order[p.fact.sources[0]],
             ),
         )
-        await self.store._claim_embedder(session)
+        await self.store.embedder_guard.claim(session)
         counts = dict.fromkeys(FactChange, 0)
         facts = FactRepository(session=session, embedder=self.store.embedder)
         for item in ordered:

@@ -92,3 +92,23 @@ async def set_embedder(conn: AsyncConnection, identity: str) -> None:
     await conn.execute(
         stmt.on_conflict_do_update(index_elements=[ConfigRow.key], set_={"value": identity})
     )
+
+
+class EmbedderGuard:
+    """Records this store's embedder with the first vectors it writes, else refuses.
+
+    Call :meth:`claim` in every transaction that writes vectors, before writing
+    them. Once the recorded identity was seen committed, later transactions of
+    this store skip the query.
+    """
+
+    def __init__(self, identity: str, *, allow_change: bool = False) -> None:
+        self.identity = identity
+        self.allow_change = allow_change
+        self._checked = False
+
+    async def claim(self, session: AsyncSession) -> None:
+        if not self._checked:
+            self._checked = await claim_embedder(
+                session, self.identity, allow_change=self.allow_change
+            )
