@@ -82,7 +82,7 @@ class MemoryStore(EpisodeAPI, FactAPI, BlockAPI, WorkingAPI, TenantAPI, Transfer
         self.rls = rls
         # Thread context buffers (seed 000/001); limits validated there.
         self.threads = ThreadBuffer(
-            self,
+            self.db,
             max_slots_per_thread=max_slots_per_thread,
             max_threads=max_threads,
             idle_ttl_seconds=thread_idle_ttl_seconds,

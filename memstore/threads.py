@@ -26,16 +26,14 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import AsyncIterator
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from memstore.db.unit import Database
 from memstore.errors import InvalidInput, LimitExceeded, NotFound
 from memstore.repositories.threads import ThreadRepository
 from memstore.slots import RemovedThread, Slot, SlotMetadata, ThreadInfo
 from memstore.tenancy import public_user_id, storage_user_id
 from memstore.validation import check_identifier, check_json, check_limit, check_text
-
-if TYPE_CHECKING:
-    from memstore.store import MemoryStore
 
 __all__ = [
     "DEFAULT_MAX_SLOTS_PER_THREAD",
@@ -85,13 +83,13 @@ class ThreadBuffer:
 
     def __init__(
         self,
-        store: MemoryStore,
+        db: Database,
         *,
         max_slots_per_thread: int = DEFAULT_MAX_SLOTS_PER_THREAD,
         max_threads: int = DEFAULT_MAX_THREADS,
         idle_ttl_seconds: float | None = None,
     ) -> None:
-        self._store = store
+        self._db = db
         self.max_slots_per_thread = check_limit(
             "max_slots_per_thread", max_slots_per_thread, maximum=_MAX_LIMIT
         )
@@ -135,8 +133,8 @@ class ThreadBuffer:
         payload_type, value = _encode_payload(payload)
         check_identifier("payload type name", payload_type)
 
-        now = self._store.now()
-        async with self._store._write(user) as session:
+        now = self._db.now()
+        async with self._db.write(user) as session:
             repo = ThreadRepository(session=session)
             index = await repo.claim_index(
                 user, thread_id, now=now, max_slots=self.max_slots_per_thread
@@ -166,7 +164,7 @@ class ThreadBuffer:
         """Delete a thread and all its slots; False if it did not exist."""
         user = storage_user_id(user_id)
         check_identifier("thread_id", thread_id)
-        async with self._store._write(user) as session:
+        async with self._db.write(user) as session:
             removed = await ThreadRepository(session=session).delete(user, [thread_id])
         return bool(removed)
 
@@ -175,7 +173,7 @@ class ThreadBuffer:
     async def _slots(self, user_id: str | None, thread_id: str, **where: Any) -> list[Slot]:
         user = storage_user_id(user_id)
         check_identifier("thread_id", thread_id)
-        async with self._store._read(user) as session:
+        async with self._db.read(user) as session:
             return await ThreadRepository(session=session).slots(user, thread_id, **where)
 
     async def get_thread(self, thread_id: str, *, user_id: str | None = None) -> list[Slot]:
@@ -196,7 +194,7 @@ class ThreadBuffer:
         for name, bound in (("start", start), ("end", end)):
             if bound is not None and (isinstance(bound, bool) or not isinstance(bound, int)):
                 raise InvalidInput(f"{name} must be an integer or None")
-        async with self._store._read(user) as session:
+        async with self._db.read(user) as session:
             repo = ThreadRepository(session=session)
             info = await repo.info(user, thread_id)
             if info is None:
@@ -238,7 +236,7 @@ class ThreadBuffer:
         check_limit("batch_size", batch_size)
         start = 0
         while True:
-            async with self._store._read(user) as session:
+            async with self._db.read(user) as session:
                 batch = await ThreadRepository(session=session).slots(
                     user, thread_id, start=start, limit=batch_size
                 )
@@ -251,7 +249,7 @@ class ThreadBuffer:
     async def thread_exists(self, thread_id: str, *, user_id: str | None = None) -> bool:
         user = storage_user_id(user_id)
         check_identifier("thread_id", thread_id)
-        async with self._store._read(user) as session:
+        async with self._db.read(user) as session:
             return await ThreadRepository(session=session).exists(user, thread_id)
 
     async def length(self, thread_id: str, *, user_id: str | None = None) -> int:
@@ -262,19 +260,19 @@ class ThreadBuffer:
     async def thread_info(self, thread_id: str, *, user_id: str | None = None) -> ThreadInfo | None:
         user = storage_user_id(user_id)
         check_identifier("thread_id", thread_id)
-        async with self._store._read(user) as session:
+        async with self._db.read(user) as session:
             return await ThreadRepository(session=session).info(user, thread_id)
 
     async def list_threads(self, *, user_id: str | None = None) -> list[ThreadInfo]:
         """The tenant's threads, oldest first."""
         user = storage_user_id(user_id)
-        async with self._store._read(user) as session:
+        async with self._db.read(user) as session:
             return await ThreadRepository(session=session).list_threads(user)
 
     async def stats(self, *, user_id: str | None = None) -> dict[str, Any]:
         """Counts for one tenant, shaped like the seed's ``get_stats``."""
         user = storage_user_id(user_id)
-        async with self._store._read(user) as session:
+        async with self._db.read(user) as session:
             repo = ThreadRepository(session=session)
             thread_count, total_slots = await repo.totals(user)
             threads = [t.thread_id for t in await repo.list_threads(user)]
@@ -285,7 +283,7 @@ class ThreadBuffer:
             "max_slots_per_thread": self.max_slots_per_thread,
             "idle_ttl_seconds": self.idle_ttl_seconds,
             "threads": threads,
-            "backend": self._store.engine.dialect.name,
+            "backend": self._db.dialect,
         }
 
     # ---- garbage collection -------------------------------------------------------
@@ -308,15 +306,15 @@ class ThreadBuffer:
         """
         user = storage_user_id(user_id)
         keep, ttl = self._gc_limits(max_threads, idle_ttl_seconds)
-        return await self._collect(user, keep, self._cutoff(self._store.now(), ttl))
+        return await self._collect(user, keep, self._cutoff(self._db.now(), ttl))
 
     async def gc_all_tenants(
         self, *, max_threads: int | None = None, idle_ttl_seconds: float | None = None
     ) -> list[RemovedThread]:
         """Collect every tenant's threads (each tenant in its own transaction)."""
         keep, ttl = self._gc_limits(max_threads, idle_ttl_seconds)
-        cutoff = self._cutoff(self._store.now(), ttl)
-        async with self._store._read() as session:
+        cutoff = self._cutoff(self._db.now(), ttl)
+        async with self._db.read() as session:
             tenants = await ThreadRepository(session=session).tenants_to_collect(
                 max_threads=keep, cutoff=cutoff
             )
@@ -343,7 +341,7 @@ class ThreadBuffer:
     async def _collect(self, user: str, keep: int, cutoff: datetime | None) -> list[RemovedThread]:
         public = public_user_id(user)
         removed: list[RemovedThread] = []
-        async with self._store._write(user) as session:
+        async with self._db.write(user) as session:
             repo = ThreadRepository(session=session)
             if cutoff is not None:
                 for thread_id, count in sorted((await repo.delete_idle(user, cutoff)).items()):

@@ -13,8 +13,9 @@ import fnmatch
 import uuid
 from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from memstore.db.unit import Database
 from memstore.errors import InvalidInput, NotFound
 from memstore.repositories.working_memory import (
     INTERNAL_PREFIX,
@@ -32,9 +33,6 @@ from memstore.validation import (
     check_json,
     check_text,
 )
-
-if TYPE_CHECKING:
-    from memstore.store import MemoryStore
 
 __all__ = ["DEFAULT_SCRATCHPAD_LIMIT", "WorkingMemory", "check_task_state"]
 
@@ -110,14 +108,14 @@ class WorkingMemory:
 
     def __init__(
         self,
-        store: MemoryStore,
+        db: Database,
         scope: ScopeContext,
         *,
         user_id: str | None = None,
         default_ttl_seconds: float | None = None,
         scratchpad_limit: int = DEFAULT_SCRATCHPAD_LIMIT,
     ) -> None:
-        self._store = store
+        self._db = db
         self._scope = scope
         self._key = _scope_key(scope)
         self._user = storage_user_id(user_id)
@@ -142,7 +140,7 @@ class WorkingMemory:
         if self._scope.parent is None:
             return None
         return WorkingMemory(
-            self._store,
+            self._db,
             self._scope.parent,
             user_id=self.user_id,
             default_ttl_seconds=self._default_ttl,
@@ -175,9 +173,9 @@ class WorkingMemory:
             if ttl_seconds is None
             else check_positive_seconds("ttl_seconds", ttl_seconds)
         )
-        now = self._store.now()
+        now = self._db.now()
         expires_at = None if ttl is None else now + timedelta(seconds=ttl)
-        async with self._store._write(self._user) as session:
+        async with self._db.write(self._user) as session:
             repo = WorkingMemoryRepository(session=session)
             await self._ensure_metadata(repo, now)
             await repo.put(self._user, self._key, key, value, expires_at=expires_at, now=now)
@@ -185,32 +183,32 @@ class WorkingMemory:
     async def get(self, key: str, default: Any = None) -> Any:
         """The live value of ``key``, else ``default`` (a stored JSON null is returned as None)."""
         check_identifier("key", key)
-        async with self._store._read(self._user) as session:
+        async with self._db.read(self._user) as session:
             found, value = await WorkingMemoryRepository(session=session).get(
-                self._user, self._key, key, self._store.now()
+                self._user, self._key, key, self._db.now()
             )
         return value if found else default
 
     async def delete(self, key: str) -> bool:
         """Delete a user key; True if it existed (and had not expired)."""
         _check_user_key(key, "delete")
-        async with self._store._write(self._user) as session:
+        async with self._db.write(self._user) as session:
             return await WorkingMemoryRepository(session=session).delete(
-                self._user, self._key, key, self._store.now()
+                self._user, self._key, key, self._db.now()
             )
 
     async def exists(self, key: str) -> bool:
         check_identifier("key", key)
-        async with self._store._read(self._user) as session:
+        async with self._db.read(self._user) as session:
             found, _ = await WorkingMemoryRepository(session=session).get(
-                self._user, self._key, key, self._store.now()
+                self._user, self._key, key, self._db.now()
             )
         return found
 
     async def _live(self, *, internal: bool | None) -> list[StoredKey]:
-        async with self._store._read(self._user) as session:
+        async with self._db.read(self._user) as session:
             return await WorkingMemoryRepository(session=session).live(
-                self._user, self._key, self._store.now(), internal=internal
+                self._user, self._key, self._db.now(), internal=internal
             )
 
     async def list_keys(self, pattern: str = "*") -> list[str]:
@@ -229,9 +227,9 @@ class WorkingMemory:
 
         Returns the number of live keys deleted.
         """
-        async with self._store._write(self._user) as session:
+        async with self._db.write(self._user) as session:
             return await WorkingMemoryRepository(session=session).delete_all(
-                self._user, self._key, self._store.now(), internal=False
+                self._user, self._key, self._db.now(), internal=False
             )
 
     # ---- task state ------------------------------------------------------------------
@@ -239,9 +237,9 @@ class WorkingMemory:
     async def set_task_state(self, state: TaskState) -> TaskState:
         """Store the task state (``updated_at`` becomes now); returns what was stored."""
         _check_task_state(state)
-        now = self._store.now()
+        now = self._db.now()
         stored = replace(state, updated_at=now)
-        async with self._store._write(self._user) as session:
+        async with self._db.write(self._user) as session:
             repo = WorkingMemoryRepository(session=session)
             await self._ensure_metadata(repo, now)
             await repo.put(
@@ -250,9 +248,9 @@ class WorkingMemory:
         return stored
 
     async def get_task_state(self) -> TaskState | None:
-        async with self._store._read(self._user) as session:
+        async with self._db.read(self._user) as session:
             found, data = await WorkingMemoryRepository(session=session).get(
-                self._user, self._key, TASK_STATE_KEY, self._store.now()
+                self._user, self._key, TASK_STATE_KEY, self._db.now()
             )
         return TaskState.from_json(data) if found else None
 
@@ -276,8 +274,8 @@ class WorkingMemory:
             progress_percent = float(min(100.0, max(0.0, progress_percent)))
         if status is not None:
             check_text("status", status, allow_empty=True, max_chars=255)
-        now = self._store.now()
-        async with self._store._write(self._user) as session:
+        now = self._db.now()
+        async with self._db.write(self._user) as session:
             repo = WorkingMemoryRepository(session=session)
             found, data = await repo.get(self._user, self._key, TASK_STATE_KEY, now, lock=True)
             if not found:
@@ -301,8 +299,8 @@ class WorkingMemory:
     async def append_scratchpad(self, content: str) -> None:
         """Append a reasoning note; past the limit the oldest notes are dropped."""
         check_text("content", content, allow_empty=True)
-        now = self._store.now()
-        async with self._store._write(self._user) as session:
+        now = self._db.now()
+        async with self._db.write(self._user) as session:
             repo = WorkingMemoryRepository(session=session)
             await self._ensure_metadata(repo, now)
             # Create-then-lock: the row must exist for FOR UPDATE to serialise appenders.
@@ -313,9 +311,9 @@ class WorkingMemory:
             await repo.put(self._user, self._key, SCRATCHPAD_KEY, entries, expires_at=None, now=now)
 
     async def _scratchpad(self) -> list[dict[str, Any]]:
-        async with self._store._read(self._user) as session:
+        async with self._db.read(self._user) as session:
             _, entries = await WorkingMemoryRepository(session=session).get(
-                self._user, self._key, SCRATCHPAD_KEY, self._store.now()
+                self._user, self._key, SCRATCHPAD_KEY, self._db.now()
             )
         return list(entries or [])
 
@@ -332,8 +330,8 @@ class WorkingMemory:
 
     async def clear_scratchpad(self) -> int:
         """Empty the scratchpad; returns how many notes it held."""
-        now = self._store.now()
-        async with self._store._write(self._user) as session:
+        now = self._db.now()
+        async with self._db.write(self._user) as session:
             repo = WorkingMemoryRepository(session=session)
             found, entries = await repo.get(self._user, self._key, SCRATCHPAD_KEY, now, lock=True)
             if not found:
@@ -347,8 +345,8 @@ class WorkingMemory:
         """Snapshot every live key of the scope (internal state included); returns a UUID."""
         check_text("description", description, allow_empty=True, max_chars=10_000)
         checkpoint_id = str(uuid.uuid4())
-        now = self._store.now()
-        async with self._store._write(self._user) as session:
+        now = self._db.now()
+        async with self._db.write(self._user) as session:
             repo = WorkingMemoryRepository(session=session)
             await self._ensure_metadata(repo, now)
             keys = await repo.live(self._user, self._key, now)
@@ -373,8 +371,8 @@ class WorkingMemory:
         snapshot is not brought back. The checkpoint itself is kept.
         """
         check_identifier("checkpoint_id", checkpoint_id)
-        now = self._store.now()
-        async with self._store._write(self._user) as session:
+        now = self._db.now()
+        async with self._db.write(self._user) as session:
             repo = WorkingMemoryRepository(session=session)
             data = await repo.checkpoint_data(self._user, self._key, checkpoint_id)
             if data is None:
@@ -391,12 +389,12 @@ class WorkingMemory:
 
     async def list_checkpoints(self) -> list[dict[str, Any]]:
         """``{"id", "description", "created_at"}`` of each checkpoint, oldest first."""
-        async with self._store._read(self._user) as session:
+        async with self._db.read(self._user) as session:
             return await WorkingMemoryRepository(session=session).checkpoints(self._user, self._key)
 
     async def delete_checkpoint(self, checkpoint_id: str) -> bool:
         check_identifier("checkpoint_id", checkpoint_id)
-        async with self._store._write(self._user) as session:
+        async with self._db.write(self._user) as session:
             return await WorkingMemoryRepository(session=session).delete_checkpoint(
                 self._user, self._key, checkpoint_id
             )
@@ -404,8 +402,8 @@ class WorkingMemory:
     # ---- introspection -----------------------------------------------------------------------
 
     async def get_stats(self) -> dict[str, Any]:
-        now = self._store.now()
-        async with self._store._read(self._user) as session:
+        now = self._db.now()
+        async with self._db.read(self._user) as session:
             repo = WorkingMemoryRepository(session=session)
             keys = await repo.live(self._user, self._key, now)
             checkpoints = await repo.count_checkpoints(self._user, self._key)
@@ -415,7 +413,7 @@ class WorkingMemory:
             "scope_id": self._scope.scope_id,
             "scope_path": self._scope.to_key_prefix(),
             "user_id": self.user_id,
-            "backend": self._store.engine.dialect.name,
+            "backend": self._db.dialect,
             "total_keys": len(keys),
             "user_keys": sum(not k.startswith(INTERNAL_PREFIX) for k in by_key),
             "checkpoint_count": checkpoints,
@@ -426,7 +424,7 @@ class WorkingMemory:
     async def is_healthy(self) -> bool:
         """True if the database answers."""
         try:
-            async with self._store._read(self._user) as session:
+            async with self._db.read(self._user) as session:
                 await WorkingMemoryRepository(session=session).count_checkpoints(
                     self._user, self._key
                 )

@@ -48,7 +48,7 @@ class WorkingAPI(StoreBase):
         if scope is None:
             raise InvalidInput("working memory needs a project_id, agent_id or session_id")
         return WorkingMemory(
-            self._facade,
+            self.db,
             scope,
             user_id=user_id,
             default_ttl_seconds=default_ttl_seconds,
@@ -73,7 +73,8 @@ class WorkingAPI(StoreBase):
             raise InvalidInput("pass either user_id or all_tenants=True, not both")
         user = None if all_tenants else storage_user_id(user_id)
         return await collect(
-            self._facade,
+            self.db,
+            self.threads,
             user=user,
             max_threads=max_threads,
             idle_ttl_seconds=thread_idle_ttl_seconds,
