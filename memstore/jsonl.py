@@ -13,7 +13,7 @@ import json
 from collections.abc import AsyncIterator, Iterable
 from typing import IO, Any
 
-from memstore.api.base import FROM_DUMP, _FromDump
+from memstore.api.base import FROM_DUMP, FromDump
 from memstore.errors import InvalidInput
 from memstore.store import MemoryStore
 
@@ -45,7 +45,7 @@ def _parse(number: int, line: str) -> Any:
 
 
 async def read_jsonl(
-    store: MemoryStore, lines: Iterable[str], *, user_id: str | _FromDump | None = FROM_DUMP
+    store: MemoryStore, lines: Iterable[str], *, user_id: str | FromDump | None = FROM_DUMP
 ) -> dict[str, int]:
     """Import a dump written by :func:`write_jsonl` (all or nothing); rows per table."""
     numbered = enumerate(lines, start=1)

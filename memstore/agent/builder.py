@@ -1,8 +1,8 @@
-"""Gathering one turn's candidates through the public MemoryStore API, then packing them."""
+"""Gathering one turn's candidates through the memory store's public API, then packing them."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from memstore.agent.access import access_prior
 from memstore.agent.context import (
@@ -12,13 +12,11 @@ from memstore.agent.context import (
     ItemKind,
     pack,
 )
+from memstore.agent.memory import AgentMemory
 from memstore.agent.tokens import TokenCounter
 from memstore.errors import InvalidInput
 from memstore.types import Episode, Fact, MemoryBlock
 from memstore.validation import check_limit
-
-if TYPE_CHECKING:
-    from memstore.store import MemoryStore
 
 __all__ = ["MAX_CONTEXT_TOKENS", "block_item", "build_context", "episode_item", "fact_item"]
 
@@ -65,7 +63,7 @@ def episode_item(episode: Episode, **kw: Any) -> ContextItem:
 
 
 async def build_context(
-    store: MemoryStore,
+    store: AgentMemory,
     *,
     user_id: str | None,
     session_id: str | None,
@@ -88,7 +86,7 @@ async def build_context(
         raise InvalidInput("counter must have a count(text) -> int method")
 
     # Gathering candidates is not "using" them: only what is packed is counted.
-    with store.access_tracker.muted():
+    with store.reads_unrecorded():
         blocks = await store.working(user_id=user_id)
         facts = await store.recall_facts(query, user_id=user_id, limit=fact_limit * _OVERFETCH)
         own_turns = message_limit // 2 + 1 if session_id is not None else 0

@@ -10,21 +10,18 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from memstore.agent.builder import episode_item, fact_item
 from memstore.agent.context import ContextItem
+from memstore.agent.memory import AgentMemory
 from memstore.errors import NotFound
 from memstore.validation import check_limit
-
-if TYPE_CHECKING:
-    from memstore.store import MemoryStore
 
 __all__ = ["prefetch_items"]
 
 
 async def prefetch_items(
-    store: MemoryStore, *, user_id: str | None, session_id: str | None = None, limit: int = 5
+    store: AgentMemory, *, user_id: str | None, session_id: str | None = None, limit: int = 5
 ) -> list[ContextItem]:
     """Hottest items first, each at most once; ``limit`` per heuristic."""
     check_limit("limit", limit, maximum=100)
@@ -37,7 +34,7 @@ async def prefetch_items(
             items.append(replace(item, priority=len(items)))
 
     # Prefetching is a prediction, not a use: it must not feed its own counts.
-    with store.access_tracker.muted():
+    with store.reads_unrecorded():
         profile = await store.profile(user_id=user_id)
         last = next((s for s in profile.recent_sessions if s != session_id), None)
         if last is not None:

@@ -15,15 +15,13 @@ import re
 import reprlib
 from collections.abc import Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from memstore.agent.builder import episode_text, fact_text
+from memstore.agent.memory import AgentMemory
 from memstore.errors import InvalidInput, NotFound
 from memstore.types import Fact
 from memstore.validation import check_aware
-
-if TYPE_CHECKING:
-    from memstore.store import MemoryStore
 
 __all__ = [
     "ID_PATTERN",
@@ -328,7 +326,7 @@ def _fact_json(fact: Fact) -> dict[str, Any]:
     }
 
 
-async def _search(store: MemoryStore, user_id: str | None, args: dict[str, Any]) -> Any:
+async def _search(store: AgentMemory, user_id: str | None, args: dict[str, Any]) -> Any:
     kind = args.get("kind", "all")
     limit = int(args.get("limit", 5))
     results: list[dict[str, Any]] = []
@@ -348,7 +346,7 @@ async def _search(store: MemoryStore, user_id: str | None, args: dict[str, Any])
     return {"results": results}
 
 
-async def _load(store: MemoryStore, user_id: str | None, args: dict[str, Any]) -> Any:
+async def _load(store: AgentMemory, user_id: str | None, args: dict[str, Any]) -> Any:
     kind, key = parse_memory_id(args["id"])
     if kind == "episode":
         # get_episode filters by tenant: another tenant's id is simply not found.
@@ -382,7 +380,7 @@ async def _load(store: MemoryStore, user_id: str | None, args: dict[str, Any]) -
     raise NotFound(f"no block {key!r} for this user")
 
 
-async def _remember(store: MemoryStore, user_id: str | None, args: dict[str, Any]) -> Any:
+async def _remember(store: AgentMemory, user_id: str | None, args: dict[str, Any]) -> Any:
     valid_from = None
     if "valid_from" in args:
         valid_from = check_aware(
@@ -405,7 +403,7 @@ _HANDLERS = {"search_memory": _search, "load_memory": _load, "remember_fact": _r
 
 
 async def call_tool(
-    store: MemoryStore, name: str, arguments: Any, *, user_id: str | None
+    store: AgentMemory, name: str, arguments: Any, *, user_id: str | None
 ) -> dict[str, Any]:
     """Validate and run one tool call inside ``user_id``'s tenant; JSON-ready result."""
     args = validate_arguments(name, arguments)

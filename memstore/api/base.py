@@ -30,6 +30,7 @@ __all__ = [
     "MAX_EPISODE_ID_CHARS",
     "MAX_FACT_FIELD_CHARS",
     "Clock",
+    "FromDump",
     "StoreBase",
 ]
 
@@ -41,12 +42,12 @@ MAX_EPISODE_ID_CHARS = 36
 _ACCESS_KINDS = frozenset({"episode", "fact", "block"})
 
 
-class _FromDump(enum.Enum):
+class FromDump(enum.Enum):
     FROM_DUMP = "from-dump"
 
 
 # Default of import_(user_id=...): the tenant recorded in the dump (None is anonymous).
-FROM_DUMP = _FromDump.FROM_DUMP
+FROM_DUMP = FromDump.FROM_DUMP
 _IMPORT_BATCH = 500
 
 

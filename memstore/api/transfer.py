@@ -7,7 +7,7 @@ from typing import Any
 
 from sqlalchemy import Table
 
-from memstore.api.base import _IMPORT_BATCH, EXPORT_FORMAT, FROM_DUMP, StoreBase, _FromDump
+from memstore.api.base import _IMPORT_BATCH, EXPORT_FORMAT, FROM_DUMP, FromDump, StoreBase
 from memstore.embeddings.identity import embedder_identity
 from memstore.errors import Conflict, InvalidImportRow, InvalidInput
 from memstore.migrate import current_revision
@@ -62,7 +62,7 @@ class TransferAPI(StoreBase):
         return dump
 
     async def import_(
-        self, dump: Mapping[str, Any], *, user_id: str | _FromDump | None = FROM_DUMP
+        self, dump: Mapping[str, Any], *, user_id: str | FromDump | None = FROM_DUMP
     ) -> dict[str, int]:
         """Load a dump made by :meth:`export` into an empty tenant; returns rows per table.
 
@@ -86,7 +86,7 @@ class TransferAPI(StoreBase):
         rows: Iterable[tuple[str, Mapping[str, Any]]]
         | AsyncIterable[tuple[str, Mapping[str, Any]]],
         *,
-        user_id: str | _FromDump | None = FROM_DUMP,
+        user_id: str | FromDump | None = FROM_DUMP,
     ) -> dict[str, int]:
         """Streaming form of :meth:`import_`: ``rows`` as :meth:`export_stream` yields them.
 
@@ -96,7 +96,7 @@ class TransferAPI(StoreBase):
         """
         if not isinstance(header, Mapping) or header.get("format") != EXPORT_FORMAT:
             raise InvalidInput(f"not a memstore export (format must be {EXPORT_FORMAT!r})")
-        if isinstance(user_id, _FromDump):
+        if isinstance(user_id, FromDump):
             dumped = header.get("user_id")
             if dumped is not None and not isinstance(dumped, str):
                 raise InvalidInput("the dump's user_id must be a string or null")
