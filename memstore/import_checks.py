@@ -269,8 +269,7 @@ def _check_row(table: str, record: dict[str, Any]) -> tuple[str, str] | None:
 
 
 def _check_internal_key(key: str, value: Any) -> tuple[str, str] | None:
-    from memstore.scopes import TaskState
-    from memstore.working_memory import check_task_state
+    from memstore.scopes import TaskState, check_task_state
 
     if not key.startswith("_"):
         return None

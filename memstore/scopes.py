@@ -7,9 +7,11 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+from memstore.errors import InvalidInput
 from memstore.types import utcnow
+from memstore.validation import check_aware, check_identifier, check_json, check_text
 
-__all__ = ["ScopeContext", "ScopeLevel", "TaskState"]
+__all__ = ["ScopeContext", "ScopeLevel", "TaskState", "check_task_state"]
 
 
 class ScopeLevel(StrEnum):
@@ -106,3 +108,30 @@ class TaskState:
             started_at=datetime.fromisoformat(data["started_at"]),
             updated_at=datetime.fromisoformat(data["updated_at"]),
         )
+
+
+def check_task_state(state: object) -> TaskState:
+    """Validate a task state (as written by a caller or read from a dump)."""
+    if not isinstance(state, TaskState):
+        raise InvalidInput(f"expected a TaskState, got {type(state).__name__}")
+    check_identifier("task_id", state.task_id)
+    check_text("task_type", state.task_type, allow_empty=True, max_chars=255)
+    check_text("description", state.description, allow_empty=True)
+    check_text("status", state.status, allow_empty=True, max_chars=255)
+    for name in ("current_step", "total_steps"):
+        value = getattr(state, name)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise InvalidInput(f"{name} must be a non-negative integer")
+    progress = state.progress_percent
+    if (
+        isinstance(progress, bool)
+        or not isinstance(progress, int | float)
+        or not (0.0 <= progress <= 100.0)
+    ):
+        raise InvalidInput("progress_percent must be a number between 0 and 100")
+    if not isinstance(state.context, dict):
+        raise InvalidInput("task context must be a dict")
+    check_json("task context", state.context)
+    check_aware("started_at", state.started_at)
+    check_aware("updated_at", state.updated_at)
+    return state

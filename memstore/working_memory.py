@@ -23,18 +23,17 @@ from memstore.repositories.working_memory import (
     StoredKey,
     WorkingMemoryRepository,
 )
-from memstore.scopes import ScopeContext, ScopeLevel, TaskState
+from memstore.scopes import ScopeContext, ScopeLevel, TaskState, check_task_state
 from memstore.tenancy import public_user_id, storage_user_id
 from memstore.threads import check_positive_seconds
 from memstore.validation import (
-    check_aware,
     check_identifier,
     check_index_key_bytes,
     check_json,
     check_text,
 )
 
-__all__ = ["DEFAULT_SCRATCHPAD_LIMIT", "WorkingMemory", "check_task_state"]
+__all__ = ["DEFAULT_SCRATCHPAD_LIMIT", "WorkingMemory"]
 
 DEFAULT_SCRATCHPAD_LIMIT = 100
 # Reserved keys of the seed; user keys may not start with "_".
@@ -60,32 +59,6 @@ def _check_user_key(key: object, action: str) -> str:
     return key
 
 
-def _check_task_state(state: object) -> TaskState:
-    if not isinstance(state, TaskState):
-        raise InvalidInput(f"expected a TaskState, got {type(state).__name__}")
-    check_identifier("task_id", state.task_id)
-    check_text("task_type", state.task_type, allow_empty=True, max_chars=255)
-    check_text("description", state.description, allow_empty=True)
-    check_text("status", state.status, allow_empty=True, max_chars=255)
-    for name in ("current_step", "total_steps"):
-        value = getattr(state, name)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise InvalidInput(f"{name} must be a non-negative integer")
-    progress = state.progress_percent
-    if (
-        isinstance(progress, bool)
-        or not isinstance(progress, int | float)
-        or not (0.0 <= progress <= 100.0)
-    ):
-        raise InvalidInput("progress_percent must be a number between 0 and 100")
-    if not isinstance(state.context, dict):
-        raise InvalidInput("task context must be a dict")
-    check_json("task context", state.context)
-    check_aware("started_at", state.started_at)
-    check_aware("updated_at", state.updated_at)
-    return state
-
-
 # Internal keys and checkpoint ids (UUIDs) share the index entry with the scope.
 _RESERVED_KEY_BYTES = 36
 
@@ -97,10 +70,6 @@ def _check_row_bytes(user: str, scope: ScopeKey, key: str | None) -> None:
         parts,
         reserve=_RESERVED_KEY_BYTES if key is None else 0,
     )
-
-
-# The import path validates a dumped task state with the same rules.
-check_task_state = _check_task_state
 
 
 class WorkingMemory:
@@ -236,7 +205,7 @@ class WorkingMemory:
 
     async def set_task_state(self, state: TaskState) -> TaskState:
         """Store the task state (``updated_at`` becomes now); returns what was stored."""
-        _check_task_state(state)
+        check_task_state(state)
         now = self._db.now()
         stored = replace(state, updated_at=now)
         async with self._db.write(self._user) as session:

@@ -13,8 +13,8 @@ import numpy as np
 from sqlalchemy import select, update
 
 from memstore import Episode, Fact, MemoryStore
+from memstore.documents import fact_text
 from memstore.models import EpisodeRow, FactRow
-from memstore.recall.documents import fact_text
 from memstore.tenancy import storage_user_id
 
 MARCH = datetime(2026, 3, 1, tzinfo=UTC)

@@ -14,8 +14,8 @@ from memstore.agent.access import AccessTracker
 from memstore.db.unit import Clock, Database
 from memstore.embeddings.base import Embedder
 from memstore.fact_input import MAX_FACT_FIELD_CHARS
-from memstore.recall.backends import SearchBackend
 from memstore.recall.hybrid import HybridRecall
+from memstore.recall.search import SearchBackend
 from memstore.recall.settings import EmbedderGuard
 from memstore.threads import ThreadBuffer
 

@@ -10,10 +10,10 @@ import numpy as np
 from sqlalchemy import select
 
 from memstore.api.base import MAX_BATCH, MAX_EPISODE_ID_CHARS, StoreBase
+from memstore.documents import episode_search_text, episode_text
 from memstore.embeddings.base import embed_checked
 from memstore.errors import InvalidInput, NotFound
 from memstore.models import EpisodeRow
-from memstore.recall.documents import episode_search_text, episode_text
 from memstore.repositories.episodes import EpisodeRepository, episode_from_row
 from memstore.tenancy import storage_user_id
 from memstore.types import Episode, EpisodeMatch, Message, Role

@@ -5,11 +5,11 @@ from __future__ import annotations
 from datetime import datetime
 
 from memstore.api.base import StoreBase
+from memstore.documents import fact_text
 from memstore.embeddings.base import embed_checked
 from memstore.errors import NotFound
 from memstore.fact_input import MAX_FACT_FIELD_CHARS, valid_fact
 from memstore.predicates import normalize_predicate
-from memstore.recall.documents import fact_text
 from memstore.repositories.facts import AssertOutcome, FactRepository, fact_from_row
 from memstore.tenancy import storage_user_id
 from memstore.types import Fact

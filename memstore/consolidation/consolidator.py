@@ -35,11 +35,11 @@ import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from memstore.consolidation.errors import ExtractionError
 from memstore.consolidation.types import (
@@ -48,18 +48,17 @@ from memstore.consolidation.types import (
     ConsolidationResult,
     Extractor,
 )
-from memstore.embeddings.base import embed_checked
+from memstore.db.unit import Database
+from memstore.documents import fact_text
+from memstore.embeddings.base import Embedder, embed_checked
 from memstore.errors import InvalidInput
 from memstore.fact_input import valid_fact
-from memstore.recall.documents import fact_text
+from memstore.recall.settings import EmbedderGuard
 from memstore.repositories.consolidation import ConsolidationRepository
 from memstore.repositories.erasure import guard_against_erasure
 from memstore.repositories.facts import FactChange, FactRepository
 from memstore.tenancy import public_user_id, storage_user_id
 from memstore.types import Episode, Fact
-
-if TYPE_CHECKING:
-    from memstore.store import MemoryStore
 
 __all__ = ["DEFAULT_BATCH_SIZE", "DEFAULT_LEASE_SECONDS", "Consolidator", "default_worker_id"]
 
@@ -88,12 +87,22 @@ def default_worker_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
+class ConsolidationHost(Protocol):
+    """What a consolidator needs of a store (a :class:`~memstore.MemoryStore` has it)."""
+
+    db: Database
+    embedder: Embedder
+    embedder_guard: EmbedderGuard
+
+    def now(self) -> datetime: ...
+
+
 class Consolidator:
     """Runs batches of one tenant at a time against a :class:`~memstore.MemoryStore`."""
 
     def __init__(
         self,
-        store: MemoryStore,
+        store: ConsolidationHost,
         *,
         extractor: Extractor | None = None,
         batch_size: int = DEFAULT_BATCH_SIZE,
@@ -102,9 +111,8 @@ class Consolidator:
         after_fact: FactHook | None = None,
     ) -> None:
         from memstore.consolidation.rules import RuleExtractor
-        from memstore.store import MemoryStore
 
-        if not isinstance(store, MemoryStore):
+        if not isinstance(getattr(store, "db", None), Database):
             raise InvalidInput("Consolidator needs a MemoryStore")
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise InvalidInput("batch_size must be a positive integer")
@@ -116,16 +124,15 @@ class Consolidator:
         self.lease = timedelta(seconds=float(lease_seconds))
         self.worker_id = worker_id or default_worker_id()
         self._after_fact = after_fact
-        self._sessions = async_sessionmaker(store.engine, expire_on_commit=False)
 
     @property
     def _postgres(self) -> bool:
-        return self.store.engine.dialect.name == "postgresql"
+        return self.store.db.postgres
 
     async def pending(self, user_id: str | None = None) -> int:
         """Episodes still waiting: of ``user_id``, or of every tenant when None."""
         user = None if user_id is None else storage_user_id(user_id)
-        async with self._sessions.begin() as session:
+        async with self.store.db.write() as session:
             return await ConsolidationRepository(session=session).count_pending(user)
 
     async def run(
@@ -210,7 +217,7 @@ class Consolidator:
     # ---- Postgres ---------------------------------------------------------------
 
     async def _batch_postgres(self, size: int, only: str | None) -> BatchResult | None:
-        async with self._sessions.begin() as session:
+        async with self.store.db.write() as session:
             repo = ConsolidationRepository(session=session)
             for user in await repo.pending_users(only):
                 if not await repo.try_lock_tenant(user):
@@ -239,7 +246,7 @@ class Consolidator:
         try:
             # Validated and embedded before the write lock is taken.
             prepared = await self._prepare(user, await self._extract(episodes))
-            async with self._sessions.begin() as session:
+            async with self.store.db.write() as session:
                 # The sources may have been forgotten while extracting: write
                 # only for episodes that still exist and are still leased to us.
                 await guard_against_erasure(session, [user])
@@ -254,7 +261,7 @@ class Consolidator:
         except BaseException:
             # The batch transaction rolled back; let the next run retry at once
             # instead of waiting for the lease to expire.
-            async with self._sessions.begin() as session:
+            async with self.store.db.write() as session:
                 await ConsolidationRepository(session=session).release_leases(
                     user, [e.id for e in episodes], self.worker_id
                 )
@@ -262,7 +269,7 @@ class Consolidator:
         return result
 
     async def _lease(self, size: int, only: str | None) -> tuple[str, list[Episode]] | None:
-        async with self._sessions.begin() as session:
+        async with self.store.db.write() as session:
             repo = ConsolidationRepository(session=session)
             now = self.store.now()
             for user in await repo.pending_users(only):

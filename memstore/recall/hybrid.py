@@ -14,9 +14,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from memstore.embeddings.base import Embedder, embed_checked
 from memstore.models import EpisodeRow, FactRow
-from memstore.recall.backends import RecallTable, SearchBackend, corpus_stats
 from memstore.recall.fusion import RecallTuning, standardise
 from memstore.recall.lexical import bm25_scores, query_terms
+from memstore.recall.search import RecallTable, SearchBackend, corpus_stats
 
 __all__ = ["HybridRecall", "Scored"]
 

@@ -11,7 +11,6 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from datetime import UTC, datetime
 from functools import lru_cache
 
 from memstore.text import STOPWORDS, keyword_tokens
@@ -20,7 +19,6 @@ __all__ = [
     "BM25_B",
     "BM25_K1",
     "bm25_scores",
-    "date_words",
     "doc_terms",
     "fts5_query",
     "query_terms",
@@ -125,14 +123,3 @@ def bm25_scores(
         if score > 0:
             scores[doc_id] = score
     return scores
-
-
-_MONTHS = (
-    "January February March April May June July August September October November December"
-).split()
-
-
-def date_words(moment: datetime) -> str:
-    """``8 May 2023``: lets keyword search match dates written in a query."""
-    day = moment.astimezone(UTC)
-    return f"{day.day} {_MONTHS[day.month - 1]} {day.year}"

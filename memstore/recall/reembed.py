@@ -14,11 +14,11 @@ from sqlalchemy import select, text, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from memstore.db.crosstenant import cross_tenant_connection
+from memstore.documents import episode_text, fact_text
 from memstore.embeddings.base import Embedder, embed_checked
 from memstore.embeddings.identity import embedder_identity
 from memstore.models import ConfigRow, EpisodeRow, FactRow
 from memstore.models.config import EMBEDDER_KEY, EMBEDDING_DIM_KEY
-from memstore.recall.documents import episode_text, fact_text
 from memstore.recall.settings import set_embedder
 from memstore.types import Episode, Fact
 

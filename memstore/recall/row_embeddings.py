@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from memstore.documents import episode_text, fact_text
 from memstore.embeddings.base import Embedder, embed_checked
-from memstore.recall.documents import episode_text, fact_text
 from memstore.types import Episode, Fact
 
 __all__ = ["EMBEDDED_TABLES", "fill_embeddings"]

@@ -12,10 +12,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.elements import ColumnElement
 
 from memstore.db.errors import translated
+from memstore.documents import fact_text
 from memstore.embeddings.base import Embedder, embed_checked
 from memstore.models import FactRow
 from memstore.models.facts import subject_key
-from memstore.recall.documents import fact_text
 from memstore.tenancy import public_user_id
 from memstore.types import Fact, new_id
 

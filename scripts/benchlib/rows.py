@@ -47,7 +47,7 @@ def episode_text(input_: str, output: str) -> str:
 def search_text(episode: Any) -> str | None:
     """memstore's keyword document for an episode; None only before recall existed."""
     try:
-        from memstore.recall.documents import episode_search_text
+        from memstore.documents import episode_search_text
     except ImportError:
         try:
             from memstore.store import episode_search_text

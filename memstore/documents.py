@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from memstore.recall.lexical import date_words
+from datetime import UTC, datetime
+
 from memstore.types import Episode, Fact
 
-__all__ = ["episode_search_text", "episode_text", "fact_text"]
+__all__ = ["date_words", "episode_search_text", "episode_text", "fact_text"]
 
 
 def episode_text(episode: Episode) -> str:
@@ -21,3 +22,14 @@ def episode_search_text(episode: Episode) -> str:
 def fact_text(fact: Fact) -> str:
     """Embedded text of a fact; the FTS indexes hold the same words."""
     return f"{fact.subject} {fact.predicate.replace('_', ' ')} {fact.object}"
+
+
+_MONTHS = (
+    "January February March April May June July August September October November December"
+).split()
+
+
+def date_words(moment: datetime) -> str:
+    """``8 May 2023``: lets keyword search match dates written in a query."""
+    day = moment.astimezone(UTC)
+    return f"{day.day} {_MONTHS[day.month - 1]} {day.year}"
