@@ -41,6 +41,10 @@ class _LoopThread:
         self._thread = threading.Thread(target=self._run, name="memstore-sync-loop", daemon=True)
         self._thread.start()
 
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
     def _run(self) -> None:
         asyncio.set_event_loop(self.loop)
         self.loop.run_forever()
@@ -81,7 +85,7 @@ class _LoopThread:
 class _SyncProxy:
     """Runs the wrapped async object's methods on the store's loop thread."""
 
-    _async_type: ClassVar[type]
+    async_type: ClassVar[type]
 
     def __init__(self, target: Any, runner: _LoopThread) -> None:
         self._target = target
@@ -112,7 +116,7 @@ class _SyncProxy:
                 yield self._wrap(item)
         finally:
             # An abandoned iteration still ends its database transaction.
-            if not self._runner._closed:
+            if not self._runner.closed:
                 self._runner.run(close())
 
 
@@ -164,7 +168,7 @@ def public_members(cls: type) -> dict[str, Any]:
 
 
 def _generate(sync_cls: type[_SyncProxy], async_cls: type, skip: frozenset[str]) -> None:
-    sync_cls._async_type = async_cls
+    sync_cls.async_type = async_cls
     for name, member in public_members(async_cls).items():
         if name in skip or name in sync_cls.__dict__:
             continue

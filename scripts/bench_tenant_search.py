@@ -97,7 +97,7 @@ async def main(args: argparse.Namespace) -> None:
                 naive_rows.append(len(got))
                 naive_recall.append(len(truth & set(got)) / args.k)
                 started = time.perf_counter()
-                async with store._read() as session:
+                async with store.db.read() as session:
                     found = await store.search.dense(session, EpisodeRow, tenant, q, args.k, [])
                 spent += time.perf_counter() - started
                 plans.add(store.search.last_plan)  # type: ignore[attr-defined]

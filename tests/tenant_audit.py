@@ -475,7 +475,8 @@ def _origin() -> str:
     """
     import greenlet
 
-    frame = sys._getframe(1)
+    # CPython's frame access; the greenlet walk below needs real frames.
+    frame = sys._getframe(1)  # noqa: SLF001
     current: Any = greenlet.getcurrent()
     while True:
         while frame is not None:

@@ -56,9 +56,7 @@ async def test_buffer_flushes_by_itself_after_enough_events(store: MemoryStore) 
     )
     for episode_id in ids:
         await store.get_episode(episode_id, user_id="u")
-    task = store.access_tracker._task
-    assert task is not None
-    await task
+    assert await store.access_tracker.background_flush_done()
     assert (await table_counts(store))["access_stats"] >= 10
 
 

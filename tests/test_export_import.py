@@ -113,7 +113,7 @@ async def populate(store: MemoryStore, user: str | None) -> None:
     # LangGraph store items (the repository, so this needs no langgraph install):
     # a vector blob and a TTL, the columns other tables do not have.
     stored = storage_user_id(user)
-    async with store._write(stored) as session:
+    async with store.db.write(stored) as session:
         await LangGraphRepository(session=session).put(
             stored,
             "memories.prefs",

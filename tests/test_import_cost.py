@@ -78,7 +78,9 @@ def test_cli_imports_only_the_sub_command_it_runs() -> None:
 
 
 def _choices(parser: argparse.ArgumentParser) -> list[str]:
-    (action,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    # argparse offers no public way to list sub-commands.
+    subparsers = argparse._SubParsersAction  # noqa: SLF001
+    (action,) = [a for a in parser._actions if isinstance(a, subparsers)]  # noqa: SLF001
     return list(action.choices)
 
 

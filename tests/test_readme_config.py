@@ -67,8 +67,9 @@ def test_every_environment_variable_is_in_the_table() -> None:
 
 def _options(parser: argparse.ArgumentParser) -> list[str]:
     found = []
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
+    # argparse offers no public way to list options and sub-commands.
+    for action in parser._actions:  # noqa: SLF001
+        if isinstance(action, argparse._SubParsersAction):  # noqa: SLF001
             for name, sub in action.choices.items():
                 found.append(name)
                 found.extend(_options(sub))

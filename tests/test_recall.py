@@ -333,7 +333,7 @@ def clustered_vectors(n: int, seed: int) -> np.ndarray:
 
 
 async def _dense_top_k(store: MemoryStore, tenant: str, qvec: np.ndarray) -> list[str]:
-    async with store._read() as session:
+    async with store.db.read() as session:
         return list(await store.search.dense(session, EpisodeRow, tenant, qvec, K, []))
 
 

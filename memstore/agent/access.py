@@ -117,6 +117,14 @@ class AccessTracker:
         for key in [k for k in self._pending if k[0] == user_id]:
             del self._pending[key]
 
+    async def background_flush_done(self) -> bool:
+        """Wait for a background flush in flight; False if none was started."""
+        task = self._task
+        if task is None:
+            return False
+        await asyncio.gather(task, return_exceptions=True)
+        return True
+
     async def _background_flush(self) -> None:
         try:
             await self.flush()

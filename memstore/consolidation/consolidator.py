@@ -239,7 +239,7 @@ class Consolidator:
     # ---- SQLite -------------------------------------------------------------------
 
     async def _batch_sqlite(self, size: int, only: str | None) -> BatchResult | None:
-        claimed = await self._lease(size, only)
+        claimed = await self.claim(size, only)
         if claimed is None:
             return None
         user, episodes = claimed
@@ -268,7 +268,8 @@ class Consolidator:
             raise
         return result
 
-    async def _lease(self, size: int, only: str | None) -> tuple[str, list[Episode]] | None:
+    async def claim(self, size: int, only: str | None) -> tuple[str, list[Episode]] | None:
+        """Lease the next batch: (stored tenant id, up to ``size`` episodes), or None."""
         async with self.store.db.write() as session:
             repo = ConsolidationRepository(session=session)
             now = self.store.now()

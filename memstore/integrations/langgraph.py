@@ -300,13 +300,13 @@ class MemstoreStore(BaseStore):
             if r.ttl_minutes is not None
         ]
         if stale:
-            async with self._store._write(user) as session:
+            async with self._store.db.write(user) as session:
                 await LangGraphRepository(session=session).refresh(user, stale, now)
 
     async def _get(self, op: GetOp) -> Item | None:
         user, rest = self._split(op.namespace)
         now = self._store.now()
-        async with self._store._read(user) as session:
+        async with self._store.db.read(user) as session:
             row = await LangGraphRepository(session=session).get(
                 user, SEPARATOR.join(rest), op.key, now
             )
@@ -326,14 +326,14 @@ class MemstoreStore(BaseStore):
         user, rest = self._split(op.namespace)
         namespace = SEPARATOR.join(rest)
         if op.value is None:
-            async with self._store._write(user) as session:
+            async with self._store.db.write(user) as session:
                 await LangGraphRepository(session=session).delete(user, namespace, op.key)
             return
         value = dict(op.value)
         vectors = await self._vectors(value, op.index)
         now = self._store.now()
         ttl = _check_ttl(op.ttl)
-        async with self._store._write(user) as session:
+        async with self._store.db.write(user) as session:
             repo = LangGraphRepository(session=session)
             await repo.put(
                 user,
@@ -369,7 +369,7 @@ class MemstoreStore(BaseStore):
         ranked = op.query is not None and self.index_config is not None
         # Only ranking or filtering needs every item; otherwise SQL pages.
         paged = not ranked and not filter_
-        async with self._store._read(user) as session:
+        async with self._store.db.read(user) as session:
             rows = await LangGraphRepository(session=session).under(
                 user,
                 SEPARATOR.join(rest),
@@ -425,7 +425,7 @@ class MemstoreStore(BaseStore):
 
     async def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         user = self._listing_tenant(op)
-        async with self._store._read(user) as session:
+        async with self._store.db.read(user) as session:
             stored = await LangGraphRepository(session=session).namespaces(user, self._store.now())
         found: set[tuple[str, ...]] = set()
         for rest in stored:
@@ -452,7 +452,7 @@ class MemstoreStore(BaseStore):
             raise InvalidInput("sweep_ttl(user_id=...) must name the tenant to sweep")
         else:
             user = storage_user_id(user_id)
-        async with self._store._write(user) as session:
+        async with self._store.db.write(user) as session:
             return await LangGraphRepository(session=session).sweep(user, self._store.now())
 
 

@@ -129,7 +129,7 @@ class MemstoreSession:
         threads = self._store.threads
         now = self._store.now()
         try:
-            async with self._store._write(self._user) as session:
+            async with self._store.db.write(self._user) as session:
                 repo = ThreadRepository(session=session)
                 # Claim first: from here on no one else can append to this thread
                 # until we commit, so the replay below is exactly the log before us.
