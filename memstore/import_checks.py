@@ -34,7 +34,7 @@ from memstore.validation import (
 
 __all__ = ["import_record"]
 
-# Same limits as the write API (memstore.api.base); repeated here to avoid an
+# Same limits as the write path (services.limits, fact_input); repeated here to avoid an
 # import cycle with the facade.
 _EPISODE_ID_CHARS = 36
 _FACT_FIELD_CHARS = 2_000

@@ -13,8 +13,8 @@ import json
 from collections.abc import AsyncIterator, Iterable
 from typing import IO, Any
 
-from memstore.api.base import FROM_DUMP, FromDump
 from memstore.errors import InvalidInput
+from memstore.services.limits import FROM_DUMP, FromDump
 from memstore.store import MemoryStore
 
 __all__ = ["read_jsonl", "write_jsonl"]

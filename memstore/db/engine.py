@@ -24,6 +24,7 @@ __all__ = [
     "TENANT_SETTING",
     "create_engine",
     "redacted",
+    "register_vector_codec",
     "resolve_url",
 ]
 
@@ -209,7 +210,7 @@ def _configure_postgres(engine: AsyncEngine) -> None:
 
     @event.listens_for(engine.sync_engine, "connect")
     def on_connect(dbapi_connection: Any, _record: Any) -> None:
-        dbapi_connection.run_async(_register_vector_codec)
+        dbapi_connection.run_async(register_vector_codec)
 
     @event.listens_for(engine.sync_engine, "checkout")
     def on_checkout(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
@@ -228,7 +229,8 @@ async def _reset_tenant_setting(connection: Any) -> None:
     await connection.execute(f"RESET {TENANT_SETTING}")
 
 
-async def _register_vector_codec(connection: Any) -> None:
+async def register_vector_codec(connection: Any) -> None:
+    """Teach an asyncpg connection pgvector's binary codec (once the extension exists)."""
     # The codec can only be registered once the extension exists (after
     # migrations); before that there is nothing to decode.
     has_vector = await connection.fetchval("SELECT 1 FROM pg_type WHERE typname = 'vector'")

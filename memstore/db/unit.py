@@ -13,20 +13,25 @@ an application that keeps its rows in the same database passes its
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
-from memstore.db.engine import READ_ONLY, TENANT_SETTING
+from memstore.db.engine import READ_ONLY, TENANT_SETTING, register_vector_codec
 from memstore.db.errors import translated
 from memstore.errors import InvalidInput
 from memstore.types import utcnow
 from memstore.validation import check_aware
 
 __all__ = ["Clock", "Database"]
+
+# asyncpg connections of other engines that were given the vector codec.
+_CODEC_READY: weakref.WeakSet[Any] = weakref.WeakSet()
 
 Clock = Callable[[], datetime]
 
@@ -117,6 +122,8 @@ class Database:
         with translated(what):
             if self.joined_session is not None:
                 session = self.joined_session
+                if self.postgres:
+                    await _with_vector_codec(session)
                 if tenant is not None:
                     await self.set_tenant(session, tenant)
                 yield session
@@ -140,3 +147,18 @@ class Database:
         """
         if self.rls:
             await session.execute(select(func.set_config(TENANT_SETTING, tenant, True)))
+
+
+async def _with_vector_codec(session: AsyncSession) -> None:
+    """Give a caller's asyncpg connection pgvector's codec, as the store's engine has.
+
+    An application's own engine has none of memstore's connect hooks; without
+    the codec its connection could not bind or read the embedding columns.
+    """
+    connection = await session.connection()
+    raw = await connection.get_raw_connection()
+    driver = raw.driver_connection
+    if driver is None or driver in _CODEC_READY:
+        return
+    await register_vector_codec(driver)
+    _CODEC_READY.add(driver)

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from memstore.consolidation.consolidator import ConsolidationHost
+from memstore.db.unit import Database
 from memstore.errors import InvalidInput
 from memstore.gc import GcReport, collect
 from memstore.scopes import ScopeContext
 from memstore.tenancy import storage_user_id
+from memstore.threads import ThreadBuffer
 from memstore.validation import check_identifier
 from memstore.working_memory import WorkingMemory
 
@@ -15,13 +18,24 @@ if TYPE_CHECKING:
     from memstore.consolidation.types import ConsolidationResult, Extractor
 
 
-from memstore.api.base import StoreBase
-
-__all__ = ["WorkingAPI"]
+__all__ = ["WorkingService"]
 
 
-class WorkingAPI(StoreBase):
+class WorkingService:
     """Working memory, garbage collection and the consolidation entry point."""
+
+    def __init__(
+        self,
+        *,
+        db: Database,
+        threads: ThreadBuffer,
+        scratchpad_limit: int,
+        host: ConsolidationHost,
+    ) -> None:
+        self.db = db
+        self.threads = threads
+        self.scratchpad_limit = scratchpad_limit
+        self._host = host
 
     def working_memory(
         self,
@@ -98,5 +112,5 @@ class WorkingAPI(StoreBase):
         from memstore.consolidation.consolidator import DEFAULT_BATCH_SIZE, Consolidator
 
         size = DEFAULT_BATCH_SIZE if batch_size is None else batch_size
-        consolidator = Consolidator(self._facade, extractor=extractor, batch_size=size)
+        consolidator = Consolidator(self._host, extractor=extractor, batch_size=size)
         return await consolidator.run(limit=limit, user_id=user_id, max_seconds=max_seconds)

@@ -7,21 +7,34 @@ from typing import Any
 
 from sqlalchemy import Table
 
-from memstore.api.base import _IMPORT_BATCH, EXPORT_FORMAT, FROM_DUMP, FromDump, StoreBase
+from memstore.db.unit import Database
+from memstore.embeddings.base import Embedder
 from memstore.embeddings.identity import embedder_identity
 from memstore.errors import Conflict, InvalidImportRow, InvalidInput
 from memstore.migrate import current_revision
 from memstore.recall.row_embeddings import fill_embeddings
-from memstore.recall.settings import recorded_embedder
+from memstore.recall.settings import EmbedderGuard, recorded_embedder
 from memstore.repositories.episodes import EpisodeRepository
 from memstore.repositories.tenants import TenantRepository, tenant_table, tenant_tables
+from memstore.services.limits import EXPORT_FORMAT, FROM_DUMP, IMPORT_BATCH, FromDump
 from memstore.tenancy import public_user_id, storage_user_id
 
-__all__ = ["TransferAPI"]
+__all__ = ["TransferService"]
 
 
-class TransferAPI(StoreBase):
+class TransferService:
     """Lossless export and import of one tenant."""
+
+    def __init__(
+        self,
+        *,
+        db: Database,
+        embedder: Embedder,
+        embedder_guard: EmbedderGuard,
+    ) -> None:
+        self.db = db
+        self.embedder = embedder
+        self.embedder_guard = embedder_guard
 
     async def export_header(self, *, user_id: str | None = None) -> dict[str, Any]:
         """What describes a dump of one tenant (the first line of a JSON Lines export)."""
@@ -29,11 +42,11 @@ class TransferAPI(StoreBase):
         return {
             "format": EXPORT_FORMAT,
             "user_id": public_user_id(user),
-            "exported_at": self.now().isoformat(),
-            "backend": self.engine.dialect.name,
-            "schema_revision": await current_revision(self.engine),
+            "exported_at": self.db.now().isoformat(),
+            "backend": self.db.engine.dialect.name,
+            "schema_revision": await current_revision(self.db.engine),
             # Whose vector space the dumped embeddings are in (see import_rows).
-            "embedder": await recorded_embedder(self.engine),
+            "embedder": await recorded_embedder(self.db.engine),
             "tables": [t.name for t in reversed(tenant_tables())],
         }
 
@@ -46,7 +59,7 @@ class TransferAPI(StoreBase):
         as ISO 8601 with offset, bytes as base64) and omit ``user_id``.
         """
         user = storage_user_id(user_id)
-        async with self._read(user, snapshot=True) as session:
+        async with self.db.read(user, snapshot=True) as session:
             repo = TenantRepository(session=session)
             for table in reversed(tenant_tables()):
                 async for row in repo.rows(user, table):
@@ -109,7 +122,7 @@ class TransferAPI(StoreBase):
         recompute = isinstance(source, str) and source != embedder_identity(self.embedder)
         counts: dict[str, int] = {}
         dim = int(self.embedder.dim)
-        async with self._write(user) as session:
+        async with self.db.write(user) as session:
             await self.embedder_guard.claim(session)
             repo = TenantRepository(session=session)
             await repo.lock_for_import(user)
@@ -141,7 +154,7 @@ class TransferAPI(StoreBase):
 
             slots = _SlotCounters()
             async for name, row in _aiter(rows):
-                if current is None or name != current.name or len(batch) >= _IMPORT_BATCH:
+                if current is None or name != current.name or len(batch) >= IMPORT_BATCH:
                     await flush()
                     current, batch = tenant_table(name), []
                 slots.see(name, counts.get(name, 0) + len(batch), row)

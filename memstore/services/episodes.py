@@ -9,12 +9,16 @@ from datetime import datetime
 import numpy as np
 from sqlalchemy import select
 
-from memstore.api.base import MAX_BATCH, MAX_EPISODE_ID_CHARS, StoreBase
+from memstore.agent.access import AccessTracker
+from memstore.db.unit import Database
 from memstore.documents import episode_search_text, episode_text
-from memstore.embeddings.base import embed_checked
+from memstore.embeddings.base import Embedder, embed_checked
 from memstore.errors import InvalidInput, NotFound
 from memstore.models import EpisodeRow
+from memstore.recall.hybrid import HybridRecall
+from memstore.recall.settings import EmbedderGuard
 from memstore.repositories.episodes import EpisodeRepository, episode_from_row
+from memstore.services.limits import MAX_BATCH, MAX_EPISODE_ID_CHARS
 from memstore.tenancy import storage_user_id
 from memstore.types import Episode, EpisodeMatch, Message, Role
 from memstore.validation import (
@@ -26,11 +30,26 @@ from memstore.validation import (
     check_time_range,
 )
 
-__all__ = ["EpisodeAPI"]
+__all__ = ["EpisodeService"]
 
 
-class EpisodeAPI(StoreBase):
+class EpisodeService:
     """Episodes: remember agent turns and recall them."""
+
+    def __init__(
+        self,
+        *,
+        db: Database,
+        embedder: Embedder,
+        embedder_guard: EmbedderGuard,
+        recall: HybridRecall,
+        access_tracker: AccessTracker,
+    ) -> None:
+        self.db = db
+        self.embedder = embedder
+        self.embedder_guard = embedder_guard
+        self._recall = recall
+        self.access_tracker = access_tracker
 
     def _valid_episode(self, episode: Episode) -> tuple[str, Episode]:
         if not isinstance(episode, Episode):
@@ -69,23 +88,23 @@ class EpisodeAPI(StoreBase):
             raise InvalidInput("duplicate episode ids in one batch")
         # Embed before taking the write lock: inference can be slow.
         vectors = await embed_checked(self.embedder, [episode_text(e) for _, e in checked])
-        now = self.now()
+        now = self.db.now()
         items = [(user, e, vector) for (user, e), vector in zip(checked, vectors, strict=True)]
         # With row-level security a statement may only touch the tenant its
         # transaction names, so tenants go one at a time; otherwise the whole
         # batch is one turn lookup and one multi-row INSERT.
         batches: list[list[tuple[str, Episode, np.ndarray]]] = [items]
-        if self.rls:
+        if self.db.rls:
             by_user: dict[str, list[tuple[str, Episode, np.ndarray]]] = {}
             for item in items:
                 by_user.setdefault(item[0], []).append(item)
             batches = list(by_user.values())
-        async with self._write() as session:
+        async with self.db.write() as session:
             await self.embedder_guard.claim(session)
             repo = EpisodeRepository(session=session)
             for batch in batches:
-                if self.rls:
-                    await self._as_tenant(session, batch[0][0])
+                if self.db.rls:
+                    await self.db.set_tenant(session, batch[0][0])
                 turns = await repo.turn_counter([(u, e.session_id) for u, e, _ in batch])
                 await repo.insert_rows(
                     [
@@ -105,11 +124,11 @@ class EpisodeAPI(StoreBase):
     async def get_episode(self, episode_id: str, *, user_id: str | None = None) -> Episode:
         user = storage_user_id(user_id)
         check_identifier("episode_id", episode_id)
-        async with self._read(user) as session:
+        async with self.db.read(user) as session:
             found = await EpisodeRepository(session=session).get(user, episode_id)
         if found is None:
             raise NotFound(f"no episode {episode_id!r} for this user")
-        self.access_tracker.record(user, "episode", [found.id], self.now())
+        self.access_tracker.record(user, "episode", [found.id], self.db.now())
         return found
 
     async def recall_scored(
@@ -139,17 +158,17 @@ class EpisodeAPI(StoreBase):
             or (not math.isfinite(recency_weight) or recency_weight < 0)
         ):
             raise InvalidInput("recency_weight must be a non-negative number")
-        now = self.now()
+        now = self.db.now()
         if not query.strip():
             # Nothing to rank by: the newest episodes, as an agent resuming expects.
-            async with self._read(user) as session:
+            async with self.db.read(user) as session:
                 newest = await EpisodeRepository(session=session).keyword_candidates(
                     user, [], time_range=time_range, limit=limit
                 )
             self.access_tracker.record(user, "episode", [e.id for e in newest], now)
             return [EpisodeMatch(episode=e, score=0.0, parts={}) for e in newest]
         qvec = await self._recall.embed_query(query)
-        async with self._read(user) as session:
+        async with self.db.read(user) as session:
             ranked = await self._recall.episodes(
                 session,
                 user,
@@ -209,7 +228,7 @@ class EpisodeAPI(StoreBase):
         user = storage_user_id(user_id)
         check_identifier("session_id", session_id)
         check_limit("limit", limit)
-        async with self._read(user) as session:
+        async with self.db.read(user) as session:
             episodes = await EpisodeRepository(session=session).latest_in_session(
                 user, session_id, max(1, limit // 2)
             )

@@ -5,19 +5,33 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from memstore.agent.access import AccessTracker
 from memstore.agent.context import Context, ContextItem
+from memstore.agent.memory import AgentMemory
 from memstore.agent.tokens import TokenCounter
-from memstore.api.base import _ACCESS_KINDS, StoreBase
+from memstore.db.unit import Database
 from memstore.errors import InvalidInput
 from memstore.repositories.access import AccessRepository, AccessStat
+from memstore.services.limits import ACCESS_KINDS
 from memstore.tenancy import storage_user_id
 from memstore.validation import check_limit
 
-__all__ = ["AgentAPI"]
+__all__ = ["AgentService"]
 
 
-class AgentAPI(StoreBase):
+class AgentService:
     """Agent-facing layer: per-turn context, memory tools, access tracking."""
+
+    def __init__(
+        self,
+        *,
+        db: Database,
+        access_tracker: AccessTracker,
+        memory: AgentMemory,
+    ) -> None:
+        self.db = db
+        self.access_tracker = access_tracker
+        self._memory = memory
 
     async def context(
         self,
@@ -41,7 +55,7 @@ class AgentAPI(StoreBase):
         from memstore.agent.builder import build_context
 
         return await build_context(
-            self._facade,
+            self._memory,
             user_id=user_id,
             session_id=session_id,
             query=query,
@@ -66,7 +80,7 @@ class AgentAPI(StoreBase):
         from memstore.agent.tools import call_tool
 
         storage_user_id(user_id)  # a bad tenant id fails before anything else
-        return await call_tool(self._facade, name, arguments, user_id=user_id)
+        return await call_tool(self._memory, name, arguments, user_id=user_id)
 
     async def prefetch(
         self, *, user_id: str | None = None, session_id: str | None = None, limit: int = 5
@@ -75,17 +89,17 @@ class AgentAPI(StoreBase):
         from memstore.agent.prefetch import prefetch_items
 
         return await prefetch_items(
-            self._facade, user_id=user_id, session_id=session_id, limit=limit
+            self._memory, user_id=user_id, session_id=session_id, limit=limit
         )
 
     def record_access(
         self, kind: str, item_ids: Sequence[str], *, user_id: str | None = None
     ) -> None:
         """Count one access of each item (buffered; written in batches)."""
-        if kind not in _ACCESS_KINDS:
-            raise InvalidInput(f"kind must be one of {sorted(_ACCESS_KINDS)}")
+        if kind not in ACCESS_KINDS:
+            raise InvalidInput(f"kind must be one of {sorted(ACCESS_KINDS)}")
         user = storage_user_id(user_id)
-        self.access_tracker.record(user, kind, [i for i in item_ids if i], self.now())
+        self.access_tracker.record(user, kind, [i for i in item_ids if i], self.db.now())
 
     async def flush_access(self) -> None:
         """Write buffered access counts now (also happens on close and every few hundred)."""
@@ -98,7 +112,7 @@ class AgentAPI(StoreBase):
         user = storage_user_id(user_id)
         if not item_ids:
             return {}
-        async with self._read(user) as session:
+        async with self.db.read(user) as session:
             counts = await AccessRepository(session=session).counts(user, kind, item_ids)
         for item_id, extra in self.access_tracker.pending(user, kind, item_ids).items():
             counts[item_id] = counts.get(item_id, 0) + extra
@@ -109,9 +123,9 @@ class AgentAPI(StoreBase):
     ) -> list[AccessStat]:
         """The most-accessed items of a user (optionally of one kind), hottest first."""
         user = storage_user_id(user_id)
-        if kind is not None and kind not in _ACCESS_KINDS:
-            raise InvalidInput(f"kind must be one of {sorted(_ACCESS_KINDS)}")
+        if kind is not None and kind not in ACCESS_KINDS:
+            raise InvalidInput(f"kind must be one of {sorted(ACCESS_KINDS)}")
         check_limit("limit", limit)
         await self.flush_access()
-        async with self._read(user) as session:
+        async with self.db.read(user) as session:
             return await AccessRepository(session=session).hottest(user, kind, limit)

@@ -4,18 +4,27 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from memstore.api.base import StoreBase
+from memstore.db.unit import Database
 from memstore.errors import InvalidInput, NotFound
 from memstore.repositories.blocks import BlockRepository
 from memstore.tenancy import storage_user_id
 from memstore.types import BlockVersion, MemoryBlock
 from memstore.validation import MAX_TEXT_CHARS, check_identifier, check_text
 
-__all__ = ["BlockAPI"]
+__all__ = ["BlockService"]
 
 
-class BlockAPI(StoreBase):
+class BlockService:
     """Pinned working blocks with version history and optimistic concurrency."""
+
+    def __init__(
+        self,
+        *,
+        db: Database,
+        block_char_limit: int,
+    ) -> None:
+        self.db = db
+        self.block_char_limit = block_char_limit
 
     @property
     def _content_cap(self) -> int:
@@ -37,14 +46,14 @@ class BlockAPI(StoreBase):
             or expected_version < 0
         ):
             raise InvalidInput("expected_version must be a non-negative integer")
-        async with self._write(user) as session:
+        async with self.db.write(user) as session:
             return await BlockRepository(session=session).write(
                 user,
                 name,
                 edit,
                 char_limit=self.block_char_limit,
                 expected_version=expected_version,
-                now=self.now(),
+                now=self.db.now(),
             )
 
     async def update_block(
@@ -78,18 +87,18 @@ class BlockAPI(StoreBase):
     async def working(self, *, user_id: str | None = None) -> list[MemoryBlock]:
         """The user's pinned blocks, ordered by ``pinned_order``."""
         user = storage_user_id(user_id)
-        async with self._read(user) as session:
+        async with self.db.read(user) as session:
             return await BlockRepository(session=session).in_order(user)
 
     async def block_history(self, name: str, *, user_id: str | None = None) -> list[BlockVersion]:
         user = storage_user_id(user_id)
         check_identifier("block name", name)
-        async with self._read(user) as session:
+        async with self.db.read(user) as session:
             return await BlockRepository(session=session).history(user, name)
 
     async def delete_block(self, name: str, *, user_id: str | None = None) -> None:
         user = storage_user_id(user_id)
         check_identifier("block name", name)
-        async with self._write(user) as session:
+        async with self.db.write(user) as session:
             if not await BlockRepository(session=session).delete(user, name):
                 raise NotFound(f"no block {name!r} for this user")

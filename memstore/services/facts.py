@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from memstore.api.base import StoreBase
+from memstore.agent.access import AccessTracker
+from memstore.db.unit import Database
 from memstore.documents import fact_text
-from memstore.embeddings.base import embed_checked
+from memstore.embeddings.base import Embedder, embed_checked
 from memstore.errors import NotFound
 from memstore.fact_input import MAX_FACT_FIELD_CHARS, valid_fact
 from memstore.predicates import normalize_predicate
+from memstore.recall.hybrid import HybridRecall
+from memstore.recall.settings import EmbedderGuard
 from memstore.repositories.facts import AssertOutcome, FactRepository, fact_from_row
 from memstore.tenancy import storage_user_id
 from memstore.types import Fact
@@ -20,24 +23,39 @@ from memstore.validation import (
     check_text,
 )
 
-__all__ = ["FactAPI"]
+__all__ = ["FactService"]
 
 
-class FactAPI(StoreBase):
+class FactService:
     """Bi-temporal facts: assert, retract, history and recall as of any time."""
+
+    def __init__(
+        self,
+        *,
+        db: Database,
+        embedder: Embedder,
+        embedder_guard: EmbedderGuard,
+        recall: HybridRecall,
+        access_tracker: AccessTracker,
+    ) -> None:
+        self.db = db
+        self.embedder = embedder
+        self.embedder_guard = embedder_guard
+        self._recall = recall
+        self.access_tracker = access_tracker
 
     async def assert_fact(self, fact: Fact) -> AssertOutcome:
         """Like :meth:`add_fact`, but also says whether it added, reinforced or superseded."""
-        user, cleaned, single, valid_from = valid_fact(fact, now=self.now())
+        user, cleaned, single, valid_from = valid_fact(fact, now=self.db.now())
         (vector,) = await embed_checked(self.embedder, [fact_text(cleaned)])
-        async with self._write(user) as session:
+        async with self.db.write(user) as session:
             await self.embedder_guard.claim(session)
             return await FactRepository(session=session, embedder=self.embedder).assert_fact(
                 user,
                 cleaned,
                 single_valued=single,
                 valid_from=valid_from,
-                now=self.now(),
+                now=self.db.now(),
                 embedding=vector,
             )
 
@@ -49,8 +67,8 @@ class FactAPI(StoreBase):
         """Stop believing a fact from now on (closes transaction time; history stays)."""
         user = storage_user_id(user_id)
         check_identifier("fact_id", fact_id)
-        async with self._write(user) as session:
-            closed = await FactRepository(session=session).retract(user, fact_id, self.now())
+        async with self.db.write(user) as session:
+            closed = await FactRepository(session=session).retract(user, fact_id, self.db.now())
         if not closed:
             raise NotFound(f"no current fact {fact_id!r} for this user")
 
@@ -70,7 +88,7 @@ class FactAPI(StoreBase):
             predicate = normalize_predicate(check_text("predicate", predicate))
         if fact_id is not None:
             check_identifier("fact_id", fact_id)
-        async with self._read(user) as session:
+        async with self.db.read(user) as session:
             return await FactRepository(session=session).history(
                 user, subject=subject, predicate=predicate, fact_id=fact_id
             )
@@ -88,19 +106,19 @@ class FactAPI(StoreBase):
         user = storage_user_id(user_id)
         check_text("query", query, allow_empty=True, max_chars=10_000)
         check_limit("limit", limit)
-        now = self.now()
+        now = self.db.now()
         valid_at = check_aware("valid_at", valid_at) if valid_at is not None else now
         known_at = check_aware("known_at", known_at) if known_at is not None else now
         if not query.strip():
             # Nothing to rank by: the most recently recorded facts.
-            async with self._read(user) as session:
+            async with self.db.read(user) as session:
                 newest = await FactRepository(session=session).text_candidates(
                     user, [], valid_at=valid_at, known_at=known_at, limit=limit
                 )
             self.access_tracker.record(user, "fact", [f.fact_id or "" for f in newest], now)
             return newest
         qvec = await self._recall.embed_query(query)
-        async with self._read(user) as session:
+        async with self.db.read(user) as session:
             facts = FactRepository(session=session)
             ranked = await self._recall.facts(
                 session, user, query, where=facts.as_of(valid_at, known_at), qvec=qvec, limit=limit

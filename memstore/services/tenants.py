@@ -5,8 +5,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from memstore.api.base import StoreBase
+from memstore.agent.access import AccessTracker
 from memstore.db.scrub import purge_full_text, truncate_wal
+from memstore.db.unit import Database
 from memstore.repositories.access import AccessRepository
 from memstore.repositories.blocks import BlockRepository
 from memstore.repositories.episodes import EpisodeRepository
@@ -18,15 +19,24 @@ from memstore.tenancy import public_user_id, storage_user_id
 from memstore.types import Profile
 from memstore.validation import check_aware, check_identifier, check_limit
 
-__all__ = ["TenantAPI"]
+__all__ = ["TenantService"]
 
 
-class TenantAPI(StoreBase):
+class TenantService:
     """Tenant-wide reads and GDPR erasure."""
+
+    def __init__(
+        self,
+        *,
+        db: Database,
+        access_tracker: AccessTracker,
+    ) -> None:
+        self.db = db
+        self.access_tracker = access_tracker
 
     async def profile(self, *, user_id: str | None = None) -> Profile:
         user = storage_user_id(user_id)
-        async with self._read(user) as session:
+        async with self.db.read(user) as session:
             episodes = EpisodeRepository(session=session)
             facts = FactRepository(session=session)
             return Profile(
@@ -46,7 +56,7 @@ class TenantAPI(StoreBase):
         as ``memstore inspect``; agent code never needs it.
         """
         check_limit("limit", limit)
-        async with self._read() as session:
+        async with self.db.read() as session:
             stored = await TenantRepository(session=session).list_all_tenants_cross_tenant(
                 limit=limit
             )
@@ -66,14 +76,14 @@ class TenantAPI(StoreBase):
         check_limit("max_rows_per_table", max_rows_per_table, maximum=1_000_000)
         tables: dict[str, list[dict[str, Any]]] = {}
         totals: dict[str, int] = {}
-        async with self._read(user, snapshot=True) as session:
+        async with self.db.read(user, snapshot=True) as session:
             repo = SnapshotRepository(session=session)
             for table in reversed(tenant_tables()):
                 tables[table.name] = await repo.rows(user, table, max_rows_per_table)
                 totals[table.name] = await repo.count(user, table)
         return {
             "user_id": public_user_id(user),
-            "taken_at": self.now().isoformat(),
+            "taken_at": self.db.now().isoformat(),
             "tables": tables,
             "totals": totals,
         }
@@ -98,7 +108,7 @@ class TenantAPI(StoreBase):
             check_aware("before", before)
         if session_id is None and before is None:
             await self.access_tracker.discard(user)
-        async with self._write(user) as session:
+        async with self.db.write(user) as session:
             # Waits for an in-flight consolidation batch or access flush of this
             # tenant and keeps new ones out until the erase commits.
             await lock_for_erasure(session, user)
@@ -114,5 +124,5 @@ class TenantAPI(StoreBase):
                 if deleted:
                     await purge_full_text(session, ["episodes"])
         if deleted:
-            await truncate_wal(self.engine)
+            await truncate_wal(self.db.engine)
         return deleted

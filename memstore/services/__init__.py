@@ -1,0 +1,23 @@
+"""The services behind the MemoryStore facade, one per kind of memory.
+
+Each receives the :class:`~memstore.db.unit.Database` and its other collaborators
+by composition; ``memstore.store`` wires them together.
+"""
+
+from memstore.services.agent import AgentService
+from memstore.services.blocks import BlockService
+from memstore.services.episodes import EpisodeService
+from memstore.services.facts import FactService
+from memstore.services.tenants import TenantService
+from memstore.services.transfer import TransferService
+from memstore.services.working import WorkingService
+
+__all__ = [
+    "AgentService",
+    "BlockService",
+    "EpisodeService",
+    "FactService",
+    "TenantService",
+    "TransferService",
+    "WorkingService",
+]
