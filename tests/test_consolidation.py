@@ -217,8 +217,6 @@ async def test_forget_and_export_cover_consolidation_state(store: MemoryStore) -
 async def test_expired_lease_is_taken_over_and_late_worker_writes_nothing(
     db_url: str, backend: str
 ) -> None:
-    if backend != "sqlite":
-        pytest.skip("leases are the SQLite claim; Postgres claims with row locks")
     clock = [T0]
     async with MemoryStore.open(db_url, clock=lambda: clock[0]) as store:
         await store.remember_many(user_episodes("erin", 4))
@@ -238,21 +236,90 @@ async def test_expired_lease_is_taken_over_and_late_worker_writes_nothing(
         assert set((await consolidation_marks(store)).values()) == {1}
 
 
-async def test_postgres_claim_skips_locked_tenant(db_url: str, backend: str) -> None:
+async def test_a_claim_skips_a_tenant_whose_write_is_in_progress(db_url: str, backend: str) -> None:
+    """Postgres: the tenant lock of a write transaction makes a claim skip the tenant."""
     if backend != "postgres":
-        pytest.skip("row locking is the Postgres claim")
+        pytest.skip("SQLite write transactions are serial (BEGIN IMMEDIATE)")
     async with MemoryStore.open(db_url) as store:
         await store.remember_many(user_episodes("erin", 3) + user_episodes("fred", 2))
         async with store.db.write() as session:
             repo = ConsolidationRepository(session=session)
             assert await repo.try_lock_tenant("erin")
-            assert len(await repo.lock_pending("erin", 10)) == 3
             # Meanwhile another worker only gets the tenant that is not locked.
             other = await Consolidator(store).run()
             assert (other.processed, other.users) == (2, {"fred"})
-        # Lock released without marks (rolled back): erin's episodes are still pending.
+        # The lock ended with the transaction: erin's episodes are still pending.
         rest = await Consolidator(store).run()
         assert (rest.processed, rest.users) == (3, {"erin"})
+
+
+class _Probe:
+    """Rule extraction that first looks, from outside, at what the store holds."""
+
+    name = "probe"
+
+    def __init__(self, store: MemoryStore, db_url: str, backend: str) -> None:
+        self.store, self.db_url, self.backend = store, db_url, backend
+        self.seen: list[dict[str, object]] = []
+
+    async def extract(self, episodes: Sequence[Episode]) -> list[CandidateFact]:
+        from memstore.consolidation import RuleExtractor
+
+        held: dict[str, object] = {"checked_out": self.store.engine.pool.checkedout()}
+        if self.backend == "postgres":
+            held.update(await _postgres_activity(self.db_url))
+        else:
+            # No write lock: another store commits a write while we extract.
+            async with MemoryStore.open(self.db_url) as other:
+                # A block, not an episode: nothing new for the consolidator to pick up.
+                await other.update_block("persona", "writes meanwhile", user_id="someone-else")
+            held["other_writer_committed"] = True
+        self.seen.append(held)
+        return await RuleExtractor().extract(episodes)
+
+
+async def _postgres_activity(url: str) -> dict[str, object]:
+    from sqlalchemy import text
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    from memstore.db.engine import resolve_url
+
+    engine = create_async_engine(resolve_url(url))
+    try:
+        async with engine.connect() as conn:
+            in_transaction = await conn.scalar(
+                text(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                    "AND pid <> pg_backend_pid() AND xact_start IS NOT NULL"
+                )
+            )
+            locks = await conn.scalar(
+                text(
+                    "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
+                    "WHERE a.datname = current_database() AND l.pid <> pg_backend_pid() "
+                    "AND (l.locktype = 'advisory' OR l.mode LIKE 'Row%')"
+                )
+            )
+    finally:
+        await engine.dispose()
+    return {"in_transaction": in_transaction, "locks": locks}
+
+
+async def test_nothing_is_held_while_the_extractor_runs(
+    store: MemoryStore, db_url: str, backend: str
+) -> None:
+    """No transaction, lock or pooled connection of the store during extraction."""
+    await store.remember_many(user_episodes("erin", 3) + user_episodes("fred", 2))
+    probe = _Probe(store, db_url, backend)
+    result = await store.consolidate(extractor=probe, batch_size=10)
+    assert result.processed == 5 and len(probe.seen) == 2
+    for held in probe.seen:
+        assert held["checked_out"] == 0
+        if backend == "postgres":
+            assert held["in_transaction"] == 0 and held["locks"] == 0
+        else:
+            assert held["other_writer_committed"] is True
+    assert set((await consolidation_marks(store)).values()) == {1}
 
 
 def _cli(*args: str, env_url: str | None = None) -> subprocess.CompletedProcess[str]:

@@ -108,7 +108,7 @@ async def test_sigkill_mid_batch_then_rerun_equals_uninterrupted_run(
     # The next batch writes ~30 facts at 50 ms each: this lands inside it.
     await asyncio.sleep(0.5)
     if backend == "postgres":
-        # The worker's batch transaction is open (it pauses between fact writes).
+        # The worker's write transaction is open (it pauses between fact writes).
         async with store.engine.connect() as conn:
             open_batches = await conn.scalar(
                 text(
@@ -123,27 +123,25 @@ async def test_sigkill_mid_batch_then_rerun_equals_uninterrupted_run(
 
     marks = await consolidation_marks(store)
     assert 0 < len(marks) < len(episodes), "the kill must land mid-run"
-    if backend == "sqlite":
-        # The dead worker still holds the lease of the batch it was writing.
-        async with store.engine.connect() as conn:
-            leased = await conn.scalar(
-                select(func.count())
-                .select_from(EpisodeConsolidationRow)
-                .where(
-                    EpisodeConsolidationRow.claimed_by.is_not(None),
-                    EpisodeConsolidationRow.consolidated_at.is_(None),
-                )
+    # The dead worker still holds the lease of the batch it was writing.
+    async with store.engine.connect() as conn:
+        leased = await conn.scalar(
+            select(func.count())
+            .select_from(EpisodeConsolidationRow)
+            .where(
+                EpisodeConsolidationRow.claimed_by.is_not(None),
+                EpisodeConsolidationRow.consolidated_at.is_(None),
             )
-        assert leased == 20
+        )
+    assert leased == 20
     assert len(marks) % 20 == 0, "only whole batches are ever committed"
     async with store.engine.connect() as conn:
         sources = (await conn.execute(select(FactRow.sources))).scalars().all()
     # Nothing half-written: every fact comes from an episode marked consolidated.
     assert {s for row in sources for s in row} <= set(marks)
 
-    if backend == "sqlite":
-        # The dead worker's lease must run out before its episodes are claimed again.
-        await asyncio.sleep(max(0.0, lease + 0.1 - (time.monotonic() - claimed_at)))
+    # The dead worker's lease must run out before its episodes are claimed again.
+    await asyncio.sleep(max(0.0, lease + 0.1 - (time.monotonic() - claimed_at)))
     rerun = 0
     for _ in range(100):  # Postgres may take a moment to notice the dead connection
         rerun += (await store.consolidate(batch_size=20)).processed

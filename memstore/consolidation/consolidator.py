@@ -1,28 +1,25 @@
 """The consolidation job: claim episodes, extract facts, reconcile, mark — exactly once.
 
-Claiming, per database:
+Three steps, the same on both databases, and nothing is held during the second:
 
-* **Postgres** — one transaction per batch: ``pg_try_advisory_xact_lock`` on
-  the tenant (one consolidator per tenant at a time, so its episodes are
-  reconciled in time order), then ``SELECT … FOR UPDATE OF episodes SKIP
-  LOCKED`` of its oldest unconsolidated episodes, extraction, fact writes and
-  the consolidation marks, then COMMIT. A worker killed anywhere in between
-  loses its connection, the server rolls the transaction back and releases
-  its locks; the next run finds the episodes unconsolidated. The marks'
-  primary key refuses a second consolidation of the same episode.
-* **SQLite** — no row locks, and write transactions are serial
-  (``BEGIN IMMEDIATE``). A short transaction leases the tenant's oldest
-  unconsolidated episodes (``claimed_by``, ``claim_expires_at``; a tenant with
-  a live lease held by another worker is skipped); extraction runs with no
-  transaction open; a second transaction writes the facts only for episodes
-  still leased to this worker and marks them. A killed worker's uncommitted
-  transaction is discarded by SQLite's journal; its lease expires and the
-  episodes are claimed again.
+1. **Claim**, in a short transaction: lease the tenant's oldest unconsolidated
+   episodes (``claimed_by``, ``claim_expires_at``); a tenant with a live lease
+   held by another worker is skipped, so one worker at a time reconciles a
+   tenant's episodes in time order. On Postgres the claim first takes the
+   tenant's transaction-scoped advisory lock (try, skip if taken), so it never
+   races another worker's write of the same tenant.
+2. **Extract** and embed with no transaction, no pooled connection and no
+   lock held: an LLM may take half a minute.
+3. **Write**, in a second transaction: (Postgres: wait for the tenant lock)
+   take the tenant's erasure guard, keep only the episodes that still exist
+   and are still leased to this worker, reconcile their facts and mark them
+   consolidated.
 
-Erasure: the transaction that writes facts first takes the tenant's erasure
-guard (:mod:`memstore.repositories.erasure`) and then writes only for claimed
-episodes that still exist, so a ``forget(user_id=X)`` that ran meanwhile wins
-(a write phase in its own transaction must keep doing both).
+A worker killed anywhere loses its uncommitted transaction; its lease expires
+and the episodes are claimed again. A batch that fails releases its leases at
+once. Erasure: the write takes the erasure guard
+(:mod:`memstore.repositories.erasure`) before checking which episodes still
+exist, so a ``forget(user_id=X)`` that ran meanwhile wins.
 """
 
 from __future__ import annotations
@@ -125,10 +122,6 @@ class Consolidator:
         self.worker_id = worker_id or default_worker_id()
         self._after_fact = after_fact
 
-    @property
-    def _postgres(self) -> bool:
-        return self.store.db.postgres
-
     async def pending(self, user_id: str | None = None) -> int:
         """Episodes still waiting: of ``user_id``, or of every tenant when None."""
         user = None if user_id is None else storage_user_id(user_id)
@@ -183,10 +176,7 @@ class Consolidator:
         """One batch of one tenant (stored id ``user`` if given); None when nothing is free."""
         started = time.monotonic()
         try:
-            if self._postgres:
-                batch = await self._batch_postgres(size, user)
-            else:
-                batch = await self._batch_sqlite(size, user)
+            batch = await self._batch(size, user)
         except Exception as error:
             logger.warning(
                 "consolidation batch failed after %.3f s (worker %s, extractor %s): %s: %s; "
@@ -214,31 +204,7 @@ class Consolidator:
             )
         return batch
 
-    # ---- Postgres ---------------------------------------------------------------
-
-    async def _batch_postgres(self, size: int, only: str | None) -> BatchResult | None:
-        async with self.store.db.write() as session:
-            repo = ConsolidationRepository(session=session)
-            for user in await repo.pending_users(only):
-                if not await repo.try_lock_tenant(user):
-                    continue
-                # Held across extraction (this transaction also holds the row
-                # locks): a forget of the tenant waits for the batch, then erases
-                # its facts too; a batch after a forget finds no episodes.
-                await guard_against_erasure(session, [user])
-                episodes = await repo.lock_pending(user, size)
-                if not episodes:
-                    continue
-                candidates = await self._extract(episodes)
-                prepared = await self._prepare(user, candidates)
-                result = await self._write(session, user, episodes, prepared)
-                await repo.mark_consolidated(user, [e.id for e in episodes], self.store.now())
-                return result
-        return None
-
-    # ---- SQLite -------------------------------------------------------------------
-
-    async def _batch_sqlite(self, size: int, only: str | None) -> BatchResult | None:
+    async def _batch(self, size: int, only: str | None) -> BatchResult | None:
         claimed = await self.claim(size, only)
         if claimed is None:
             return None
@@ -247,10 +213,12 @@ class Consolidator:
             # Validated and embedded before the write lock is taken.
             prepared = await self._prepare(user, await self._extract(episodes))
             async with self.store.db.write() as session:
+                repo = ConsolidationRepository(session=session)
+                if self.store.db.postgres:
+                    await repo.lock_tenant(user)
                 # The sources may have been forgotten while extracting: write
                 # only for episodes that still exist and are still leased to us.
                 await guard_against_erasure(session, [user])
-                repo = ConsolidationRepository(session=session)
                 ours = await repo.still_leased(user, [e.id for e in episodes], self.worker_id)
                 kept = [e for e in episodes if e.id in ours]
                 kept_ids = {e.id for e in kept}
@@ -274,6 +242,8 @@ class Consolidator:
             repo = ConsolidationRepository(session=session)
             now = self.store.now()
             for user in await repo.pending_users(only):
+                if self.store.db.postgres and not await repo.try_lock_tenant(user):
+                    continue  # another worker is claiming or writing this tenant now
                 if await repo.has_live_foreign_lease(user, self.worker_id, now):
                     continue
                 episodes = await repo.lease_pending(
@@ -282,8 +252,6 @@ class Consolidator:
                 if episodes:
                     return user, episodes
         return None
-
-    # ---- shared -----------------------------------------------------------------------
 
     async def _extract(self, episodes: Sequence[Episode]) -> list[CandidateFact]:
         candidates = await self.extractor.extract(episodes)

@@ -1,10 +1,11 @@
 """Claims and consolidation marks of episodes, per tenant.
 
-Postgres claims with row locks (``FOR UPDATE SKIP LOCKED``) inside the very
-transaction that writes the facts, so a killed worker's claim vanishes with
-its rollback. SQLite has no row locks; there a claim is a lease row
-(``claimed_by``, ``claim_expires_at``) committed on its own, and the facts are
-written later in a transaction that first checks the lease is still ours.
+A claim is a lease row (``claimed_by``, ``claim_expires_at``) committed in a
+short transaction of its own; the facts are written later, in a second one
+that first checks the lease is still ours, so no transaction, lock or
+connection is held while an extractor runs. On Postgres a transaction-scoped
+advisory lock per tenant serialises the claim and write transactions of one
+tenant (SQLite's writers are serial already).
 """
 
 from __future__ import annotations
@@ -14,12 +15,11 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, exists, func, insert, select, text, update
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy import and_, exists, func, or_, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from memstore.db.crosstenant import cross_tenant
-from memstore.db.errors import translated
+from memstore.db.upsert import insert_for
 from memstore.models import EpisodeConsolidationRow as State
 from memstore.models import EpisodeRow
 from memstore.repositories.episodes import episode_from_row
@@ -58,8 +58,7 @@ class ConsolidationRepository:
         else:
             stmt = cross_tenant(stmt, "consolidation-scheduling")
         stmt = stmt.group_by(EpisodeRow.user_id).order_by(oldest, EpisodeRow.user_id)
-        with translated("find pending episodes"):
-            return list((await self._session.scalars(stmt)).all())
+        return list((await self._session.scalars(stmt)).all())
 
     async def count_pending(self, user_id: str | None = None) -> int:
         stmt = select(func.count()).select_from(EpisodeRow).where(~_consolidated())
@@ -67,8 +66,7 @@ class ConsolidationRepository:
             stmt = stmt.where(EpisodeRow.user_id == user_id)
         else:
             stmt = cross_tenant(stmt, "consolidation-scheduling")
-        with translated("count pending episodes"):
-            return int((await self._session.scalar(stmt)) or 0)
+        return int((await self._session.scalar(stmt)) or 0)
 
     def _oldest_pending(self, user_id: str, limit: int) -> Any:
         return (
@@ -78,39 +76,29 @@ class ConsolidationRepository:
             .limit(limit)
         )
 
-    # ---- Postgres: row locks held by the writing transaction -----------------
+    # ---- Postgres: one claim or write transaction per tenant at a time ----------
 
     async def try_lock_tenant(self, user_id: str) -> bool:
-        """Take the tenant's consolidation lock until commit, or say it is taken.
+        """Take the tenant's consolidation lock until this transaction ends, or say it is taken.
 
-        One consolidator per tenant at a time keeps each tenant's episodes
-        reconciled in time order (bi-temporal supersession depends on it).
+        Only ever held by a short claim or write transaction, never across an
+        extraction: it keeps a claim from racing another worker's write (which
+        would lease episodes that are being marked).
         """
-        with translated("lock tenant for consolidation"):
-            got = await self._session.scalar(
-                text("SELECT pg_try_advisory_xact_lock(:c, :k)"),
-                {"c": _ADVISORY_CLASS, "k": _tenant_lock_key(user_id)},
-            )
+        got = await self._session.scalar(
+            text("SELECT pg_try_advisory_xact_lock(:c, :k)"),
+            {"c": _ADVISORY_CLASS, "k": _tenant_lock_key(user_id)},
+        )
         return bool(got)
 
-    async def lock_pending(self, user_id: str, limit: int) -> list[Episode]:
-        """The tenant's oldest unconsolidated episodes, row-locked; locked ones skipped."""
-        stmt = self._oldest_pending(user_id, limit).with_for_update(skip_locked=True, of=EpisodeRow)
-        with translated("claim episodes"):
-            rows = (await self._session.scalars(stmt)).all()
-        return [episode_from_row(r) for r in rows]
+    async def lock_tenant(self, user_id: str) -> None:
+        """Wait for the tenant's consolidation lock (held until this transaction ends)."""
+        await self._session.execute(
+            text("SELECT pg_advisory_xact_lock(:c, :k)"),
+            {"c": _ADVISORY_CLASS, "k": _tenant_lock_key(user_id)},
+        )
 
-    async def mark_consolidated(
-        self, user_id: str, episode_ids: Sequence[str], now: datetime
-    ) -> None:
-        """Insert the marks; the primary key refuses a second consolidation (Conflict)."""
-        if not episode_ids:
-            return
-        rows = [{"user_id": user_id, "episode_id": e, "consolidated_at": now} for e in episode_ids]
-        with translated("mark episodes consolidated"):
-            await self._session.execute(insert(State), rows)
-
-    # ---- SQLite: leases -----------------------------------------------------------
+    # ---- leases -------------------------------------------------------------------
 
     async def has_live_foreign_lease(self, user_id: str, worker: str, now: datetime) -> bool:
         stmt = select(
@@ -122,37 +110,47 @@ class ConsolidationRepository:
                 State.claim_expires_at > now,
             )
         )
-        with translated("check leases"):
-            return bool(await self._session.scalar(stmt))
+        return bool(await self._session.scalar(stmt))
 
     async def lease_pending(
         self, user_id: str, limit: int, worker: str, now: datetime, expires_at: datetime
     ) -> list[Episode]:
-        """Lease the tenant's oldest unconsolidated episodes to ``worker`` (expired leases too)."""
-        with translated("claim episodes"):
-            rows = (await self._session.scalars(self._oldest_pending(user_id, limit))).all()
-            if not rows:
-                return []
-            values = [
-                {
-                    "user_id": user_id,
-                    "episode_id": r.id,
-                    "claimed_by": worker,
-                    "claim_expires_at": expires_at,
-                    "consolidated_at": None,
-                }
-                for r in rows
-            ]
-            stmt = sqlite_insert(State).values(values)
-            stmt = stmt.on_conflict_do_update(
-                index_elements=[State.user_id, State.episode_id],
-                set_={
-                    "claimed_by": stmt.excluded.claimed_by,
-                    "claim_expires_at": stmt.excluded.claim_expires_at,
-                },
-            )
-            await self._session.execute(stmt)
-        return [episode_from_row(r) for r in rows]
+        """Lease the tenant's oldest unconsolidated episodes to ``worker`` (expired leases too).
+
+        Returns only the episodes whose lease this statement really took: a row
+        consolidated or leased to a live worker meanwhile is left alone.
+        """
+        rows = (await self._session.scalars(self._oldest_pending(user_id, limit))).all()
+        if not rows:
+            return []
+        values = [
+            {
+                "user_id": user_id,
+                "episode_id": r.id,
+                "claimed_by": worker,
+                "claim_expires_at": expires_at,
+                "consolidated_at": None,
+            }
+            for r in rows
+        ]
+        stmt = insert_for(self._session)(State).values(values)
+        stmt = stmt.on_conflict_do_update(
+            index_elements=[State.user_id, State.episode_id],
+            set_={
+                "claimed_by": stmt.excluded.claimed_by,
+                "claim_expires_at": stmt.excluded.claim_expires_at,
+            },
+            where=and_(
+                State.consolidated_at.is_(None),
+                or_(
+                    State.claimed_by.is_(None),
+                    State.claimed_by == worker,
+                    State.claim_expires_at <= now,
+                ),
+            ),
+        ).returning(State.episode_id)
+        leased = set((await self._session.scalars(stmt)).all())
+        return [episode_from_row(r) for r in rows if r.id in leased]
 
     async def still_leased(self, user_id: str, episode_ids: Sequence[str], worker: str) -> set[str]:
         """Which of ``episode_ids`` still exist, are leased to ``worker`` and unconsolidated.
@@ -168,8 +166,7 @@ class ConsolidationRepository:
             State.consolidated_at.is_(None),
             exists().where(EpisodeRow.user_id == State.user_id, EpisodeRow.id == State.episode_id),
         )
-        with translated("check leases"):
-            return set((await self._session.scalars(stmt)).all())
+        return set((await self._session.scalars(stmt)).all())
 
     async def complete_leases(
         self, user_id: str, episode_ids: Sequence[str], worker: str, now: datetime
@@ -184,8 +181,7 @@ class ConsolidationRepository:
             )
             .values(consolidated_at=now, claimed_by=None, claim_expires_at=None)
         )
-        with translated("mark episodes consolidated"):
-            result = await self._session.execute(stmt)
+        result = await self._session.execute(stmt)
         return int(result.rowcount or 0)  # type: ignore[attr-defined]
 
     async def release_leases(self, user_id: str, episode_ids: Sequence[str], worker: str) -> None:
@@ -199,8 +195,7 @@ class ConsolidationRepository:
             )
             .values(claimed_by=None, claim_expires_at=None)
         )
-        with translated("release claims"):
-            await self._session.execute(stmt)
+        await self._session.execute(stmt)
 
     async def consolidated_ids(self, user_id: str) -> set[str]:
         stmt = select(State.episode_id).where(
