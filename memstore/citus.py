@@ -151,10 +151,10 @@ def _notes(anchor: str, tenant_names: list[str]) -> list[str]:
         "pg_try_advisory_xact_lock, the fact writers' pg_advisory_xact_lock and "
         "forget's erasure lock are taken on the node the client is connected to. Connect "
         "every consolidator, writer and forget through the coordinator; with "
-        "query-from-any-node, clients on different nodes do not exclude each other (row "
-        "locks FOR UPDATE SKIP LOCKED and the episode_consolidation primary key still "
-        "stop double consolidation, but one tenant's batches are no longer serialised in "
-        "time order, and forget no longer waits for in-flight derived writes).",
+        "query-from-any-node, clients on different nodes do not exclude each other (the "
+        "leases in episode_consolidation still stop double consolidation, but a claim may "
+        "then race another node's write of the same tenant, and forget no longer waits "
+        "for in-flight derived writes).",
         f"Triggers: {triggers or 'none'}. Citus distributes them only with "
         "citus.enable_unsafe_triggers (set above for this transaction); they run per shard.",
         "Row-level security: run `memstore rls enable` after distributing and check that "

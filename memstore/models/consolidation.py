@@ -13,8 +13,8 @@ class EpisodeConsolidationRow(Base):
     """Consolidation state of one episode, kept apart from the episode row itself.
 
     No row (or ``consolidated_at`` NULL) means the episode still awaits
-    consolidation. ``claimed_by`` / ``claim_expires_at`` are the SQLite lease;
-    Postgres claims with row locks instead and only ever writes ``consolidated_at``.
+    consolidation. ``claimed_by`` / ``claim_expires_at`` are a worker's lease on the episode
+    (see :mod:`memstore.consolidation.consolidator`).
     """
 
     __tablename__ = "episode_consolidation"
