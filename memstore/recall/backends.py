@@ -6,9 +6,9 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from memstore.recall.postgres import PostgresSearch
-from memstore.recall.search import SearchBackend
-from memstore.recall.sqlite import SqliteSearch
+from memstore.repositories.search import SearchBackend
+from memstore.repositories.search_postgres import PostgresSearch
+from memstore.repositories.search_sqlite import SqliteSearch
 
 __all__ = ["backend_for"]
 

@@ -9,14 +9,23 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 import numpy as np
-from sqlalchemy import ColumnElement, select, tuple_
+from sqlalchemy import ColumnElement
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from memstore.embeddings.base import Embedder, embed_checked
-from memstore.models import EpisodeRow, FactRow
+from memstore.lexical import bm25_scores, query_terms
 from memstore.recall.fusion import RecallTuning, standardise
-from memstore.recall.lexical import bm25_scores, query_terms
-from memstore.recall.search import RecallTable, SearchBackend, corpus_stats
+from memstore.repositories import search
+from memstore.repositories.search import (
+    EPISODES,
+    FACTS,
+    RecallTable,
+    SearchBackend,
+    corpus_stats,
+    neighbours,
+    occurred_at,
+    occurred_between,
+)
 
 __all__ = ["HybridRecall", "Scored"]
 
@@ -102,8 +111,8 @@ class HybridRecall:
         """Every candidate episode with its final score, best first (ties: caller sorts)."""
         where: list[ColumnElement[bool]] = []
         if time_range is not None:
-            where.append(EpisodeRow.occurred_at.between(*time_range))
-        scored, floor = await self._signals(session, EpisodeRow, user_id, query, qvec, where, limit)
+            where.append(occurred_between(time_range))
+        scored, floor = await self._signals(session, EPISODES, user_id, query, qvec, where, limit)
         if scored:
             await self._add_context(session, user_id, scored, floor, where)
         if recency_weight:
@@ -119,7 +128,7 @@ class HybridRecall:
         where: Sequence[ColumnElement[bool]],
     ) -> None:
         t = self.tuning
-        positions = await _positions(session, user_id, list(scored), where)
+        positions = await search.positions(session, user_id, list(scored), where)
         best = sorted(scored.values(), key=lambda s: -s.score)[: t.expand]
         placed = {
             doc_id: (sid, turn) for doc_id, (sid, turn) in positions.items() if turn is not None
@@ -132,7 +141,7 @@ class HybridRecall:
             if d
         }
         wanted -= set(placed.values())
-        for doc_id, pos in (await _neighbours(session, user_id, wanted, where)).items():
+        for doc_id, pos in (await neighbours(session, user_id, wanted, where)).items():
             positions[doc_id] = pos
             placed[doc_id] = pos
             scored[doc_id] = Scored(
@@ -183,11 +192,8 @@ class HybridRecall:
         now: datetime,
         weight: float,
     ) -> None:
-        stmt = select(EpisodeRow.id, EpisodeRow.occurred_at).where(
-            EpisodeRow.user_id == user_id, EpisodeRow.id.in_(list(scored))
-        )
         half_life = self.tuning.recency_half_life_days
-        for doc_id, occurred in (await session.execute(stmt)).all():
+        for doc_id, occurred in (await occurred_at(session, user_id, list(scored))).items():
             age_days = max(0.0, (now - occurred).total_seconds() / 86_400)
             recency = math.exp(-math.log(2) * age_days / half_life)
             scored[doc_id].parts["recency"] = recency
@@ -203,33 +209,5 @@ class HybridRecall:
         qvec: np.ndarray,
         limit: int,
     ) -> list[Scored]:
-        scored, _ = await self._signals(session, FactRow, user_id, query, qvec, where, limit)
+        scored, _ = await self._signals(session, FACTS, user_id, query, qvec, where, limit)
         return sorted(scored.values(), key=lambda s: -s.score)
-
-
-async def _positions(
-    session: AsyncSession,
-    user_id: str,
-    ids: list[str],
-    where: Sequence[ColumnElement[bool]],
-) -> dict[str, tuple[str, int | None]]:
-    stmt = select(EpisodeRow.id, EpisodeRow.session_id, EpisodeRow.turn).where(
-        EpisodeRow.user_id == user_id, EpisodeRow.id.in_(ids), *where
-    )
-    return {r[0]: (r[1], r[2]) for r in (await session.execute(stmt)).all()}
-
-
-async def _neighbours(
-    session: AsyncSession,
-    user_id: str,
-    places: set[tuple[str, int]],
-    where: Sequence[ColumnElement[bool]],
-) -> dict[str, tuple[str, int]]:
-    if not places:
-        return {}
-    stmt = select(EpisodeRow.id, EpisodeRow.session_id, EpisodeRow.turn).where(
-        EpisodeRow.user_id == user_id,
-        tuple_(EpisodeRow.session_id, EpisodeRow.turn).in_(sorted(places)),
-        *where,
-    )
-    return {r[0]: (r[1], int(r[2] or 0)) for r in (await session.execute(stmt)).all()}

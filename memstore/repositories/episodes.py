@@ -125,6 +125,15 @@ class EpisodeRepository:
         row = await self._session.get(EpisodeRow, (user_id, episode_id))
         return episode_from_row(row) if row is not None else None
 
+    async def by_ids(self, user_id: str, episode_ids: Sequence[str]) -> dict[str, Episode]:
+        """The tenant's episodes among ``episode_ids``, by id (missing ones left out)."""
+        if not episode_ids:
+            return {}
+        stmt = select(EpisodeRow).where(
+            EpisodeRow.user_id == user_id, EpisodeRow.id.in_(list(episode_ids))
+        )
+        return {r.id: episode_from_row(r) for r in (await self._session.scalars(stmt)).all()}
+
     async def keyword_candidates(
         self,
         user_id: str,

@@ -7,17 +7,15 @@ from collections.abc import Sequence
 from datetime import datetime
 
 import numpy as np
-from sqlalchemy import select
 
 from memstore.agent.access import AccessTracker
 from memstore.db.unit import Database
 from memstore.documents import episode_search_text, episode_text
 from memstore.embeddings.base import Embedder, embed_checked
 from memstore.errors import InvalidInput, NotFound
-from memstore.models import EpisodeRow
 from memstore.recall.hybrid import HybridRecall
 from memstore.recall.settings import EmbedderGuard
-from memstore.repositories.episodes import EpisodeRepository, episode_from_row
+from memstore.repositories.episodes import EpisodeRepository
 from memstore.services.limits import MAX_BATCH, MAX_EPISODE_ID_CHARS
 from memstore.tenancy import storage_user_id
 from memstore.types import Episode, EpisodeMatch, Message, Role
@@ -181,18 +179,7 @@ class EpisodeService:
             )
             # Load a few more than needed so ties can be broken newest-first.
             wanted = [s.id for s in ranked[: limit * 2 + 10]]
-            rows = (
-                (
-                    await session.scalars(
-                        select(EpisodeRow).where(
-                            EpisodeRow.user_id == user, EpisodeRow.id.in_(wanted)
-                        )
-                    )
-                ).all()
-                if wanted
-                else []
-            )
-        episodes = {r.id: episode_from_row(r) for r in rows}
+            episodes = await EpisodeRepository(session=session).by_ids(user, wanted)
         matches = [
             EpisodeMatch(episode=episodes[s.id], score=s.score, parts=s.parts)
             for s in ranked[: len(wanted)]

@@ -32,9 +32,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from memstore.db.crosstenant import cross_tenant
 from memstore.db.types import PgVector
+from memstore.lexical import tsquery
 from memstore.models import EpisodeRow
-from memstore.recall.lexical import tsquery
-from memstore.recall.search import RecallTable, row_text
+from memstore.repositories.search import RecallTable, row_text
 
 __all__ = ["DEFAULT_EXACT_THRESHOLD", "MAX_EF_SEARCH", "PostgresSearch"]
 

@@ -8,8 +8,8 @@ import numpy as np
 from sqlalchemy import ColumnElement, TableClause, column, select, table, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from memstore.recall.lexical import fts5_query
-from memstore.recall.search import RecallTable, row_text
+from memstore.lexical import fts5_query
+from memstore.repositories.search import RecallTable, row_text
 
 __all__ = ["SqliteSearch"]
 
