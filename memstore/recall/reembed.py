@@ -19,6 +19,7 @@ from memstore.embeddings.base import Embedder, embed_checked
 from memstore.embeddings.identity import embedder_identity
 from memstore.models import ConfigRow, EpisodeRow, FactRow
 from memstore.models.config import EMBEDDER_KEY, EMBEDDING_DIM_KEY
+from memstore.models.search import VECTOR_INDEX
 from memstore.recall.settings import set_embedder
 from memstore.types import Episode, Fact
 
@@ -47,7 +48,7 @@ def _fact_text(row: Any) -> str:
 
 async def _change_dimension(conn: AsyncConnection, dim: int) -> None:
     if conn.dialect.name == "postgresql":
-        await conn.execute(text("DROP INDEX IF EXISTS ix_episodes_embedding_hnsw"))
+        await conn.execute(text(f"DROP INDEX IF EXISTS {VECTOR_INDEX[0]}"))
         for table in ("episodes", "facts"):
             await conn.execute(
                 text(
@@ -119,12 +120,8 @@ async def reembed(
         episodes = await _refresh(conn, EpisodeRow, embedder, _episode_text, not all_rows)
         facts = await _refresh(conn, FactRow, embedder, _fact_text, not all_rows)
         if dim != recorded and conn.dialect.name == "postgresql":
-            await conn.execute(
-                text(
-                    "CREATE INDEX ix_episodes_embedding_hnsw ON episodes "
-                    "USING hnsw (embedding vector_cosine_ops)"
-                )
-            )
+            name, table, method = VECTOR_INDEX
+            await conn.execute(text(f"CREATE INDEX {name} ON {table} USING {method}"))
     # Pooled connections may have cached the old column type's statements.
     await engine.dispose()
     return ReembedResult(dim, recorded, episodes, facts, identity, previous)

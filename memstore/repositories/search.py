@@ -7,10 +7,11 @@ from datetime import datetime
 from typing import Any, Protocol
 
 import numpy as np
-from sqlalchemy import ColumnElement, func, select, tuple_
+from sqlalchemy import ColumnElement, func, literal_column, select, tuple_
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from memstore.models import EpisodeRow, FactRow
+from memstore.models.search import document
 
 __all__ = [
     "EPISODES",
@@ -59,9 +60,8 @@ class SearchBackend(Protocol):
 
 def row_text(model: RecallTable) -> ColumnElement[Any]:
     """The text keyword search scores, as SQL (the same text the FTS index holds)."""
-    if model is EpisodeRow:
-        return func.coalesce(EpisodeRow.search_text, "")
-    return FactRow.subject + " " + func.replace(FactRow.predicate, "_", " ") + " " + FactRow.object
+    name = model.__tablename__
+    return literal_column(document(name, prefix=f"{name}."))
 
 
 async def corpus_stats(

@@ -34,9 +34,10 @@ from memstore.db.crosstenant import cross_tenant
 from memstore.db.types import PgVector
 from memstore.lexical import tsquery
 from memstore.models import EpisodeRow
+from memstore.models.search import tsvector
 from memstore.repositories.search import RecallTable, row_text
 
-__all__ = ["DEFAULT_EXACT_THRESHOLD", "MAX_EF_SEARCH", "PostgresSearch"]
+__all__ = ["DEFAULT_EXACT_THRESHOLD", "MAX_EF_SEARCH", "PostgresSearch", "full_text_vector"]
 
 DEFAULT_EXACT_THRESHOLD = 20_000
 MAX_EF_SEARCH = 1000  # pgvector's upper bound for hnsw.ef_search
@@ -44,13 +45,11 @@ _OVERFETCH = 2.0
 # Floor for ef_search on the ANN paths (pgvector default 40 is tuned for speed).
 _MIN_EF_SEARCH = 100
 
-_TSV = {
-    "episodes": "to_tsvector('simple', coalesce(episodes.search_text, ''))",
-    "facts": (
-        "to_tsvector('simple', facts.subject || ' ' || replace(facts.predicate, '_', ' ') "
-        "|| ' ' || facts.object)"
-    ),
-}
+
+def full_text_vector(model: RecallTable) -> ColumnElement[Any]:
+    """The expression of the table's GIN index, so that the planner can use the index."""
+    name = model.__tablename__
+    return literal_column(tsvector(name, prefix=f"{name}."))
 
 
 def _version_tuple(version: str) -> tuple[int, ...]:
@@ -193,7 +192,7 @@ class PostgresSearch:
     ) -> list[tuple[str, str]]:
         if not terms:
             return []
-        tsv: ColumnElement[Any] = literal_column(_TSV[model.__tablename__])
+        tsv = full_text_vector(model)
         query = func.to_tsquery(literal_column("'simple'"), tsquery(terms))
         stmt = (
             select(model.id, row_text(model))

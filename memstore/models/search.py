@@ -1,0 +1,49 @@
+"""The SQL of the search indexes, defined once.
+
+Migrations create these indexes (``migrations/versions/0003_recall.py``); recall
+queries must repeat the very same expressions or Postgres will not use the
+index. The migration keeps its own frozen copy (a revision must not change
+meaning when this code changes); ``tests/test_search_expressions.py`` checks
+that a migrated database holds exactly what is defined here, and that the
+recall statements use these definitions.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "FTS5_TABLE_ARGS",
+    "FULL_TEXT_CONFIG",
+    "FULL_TEXT_INDEXES",
+    "VECTOR_INDEX",
+    "document",
+    "tsvector",
+]
+
+# Text search configuration: no stemming, no stop words (the same for every language).
+FULL_TEXT_CONFIG = "simple"
+
+# What each table's full-text index holds, over the row's columns; ``{r}`` is a
+# prefix for them ("" in an index, "new." in a trigger, "facts." in a query).
+_DOCUMENTS = {
+    "episodes": "coalesce({r}search_text, '')",
+    "facts": "{r}subject || ' ' || replace({r}predicate, '_', ' ') || ' ' || {r}object",
+}
+
+# Postgres: table -> name of its GIN full-text index.
+FULL_TEXT_INDEXES = {"episodes": "ix_episodes_search_fts", "facts": "ix_facts_search_fts"}
+
+# Postgres: (index name, table, access method and operator class) of the ANN index.
+VECTOR_INDEX = ("ix_episodes_embedding_hnsw", "episodes", "hnsw (embedding vector_cosine_ops)")
+
+# SQLite: the FTS5 virtual tables' declaration (``CREATE VIRTUAL TABLE x USING fts5(...)``).
+FTS5_TABLE_ARGS = "text, tokenize = 'unicode61'"
+
+
+def document(table: str, prefix: str = "") -> str:
+    """The full-text document of ``table``'s rows as SQL, columns prefixed by ``prefix``."""
+    return _DOCUMENTS[table].format(r=prefix)
+
+
+def tsvector(table: str, prefix: str = "") -> str:
+    """Postgres: the indexed ``to_tsvector`` expression of ``table``."""
+    return f"to_tsvector('{FULL_TEXT_CONFIG}', {document(table, prefix)})"
