@@ -10,10 +10,9 @@ embedder that writes to it (or that ``memstore reembed`` runs with).
 from __future__ import annotations
 
 from sqlalchemy import select
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession
 
+from memstore.db.upsert import insert_for
 from memstore.errors import DimensionMismatch, EmbedderMismatch
 from memstore.models import ConfigRow
 from memstore.models.config import EMBEDDER_KEY, EMBEDDING_DIM_KEY
@@ -74,7 +73,7 @@ async def claim_embedder(
     recorded = await session.scalar(select(ConfigRow.value).where(ConfigRow.key == EMBEDDER_KEY))
     committed = recorded is not None
     if recorded is None:
-        insert = pg_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
+        insert = insert_for(session)
         await session.execute(
             insert(ConfigRow).values(key=EMBEDDER_KEY, value=identity).on_conflict_do_nothing()
         )
@@ -87,7 +86,7 @@ async def claim_embedder(
 
 async def set_embedder(conn: AsyncConnection, identity: str) -> None:
     """Record ``identity`` as the embedder of every stored vector (after a re-embed)."""
-    insert = pg_insert if conn.dialect.name == "postgresql" else sqlite_insert
+    insert = insert_for(conn)
     stmt = insert(ConfigRow).values(key=EMBEDDER_KEY, value=identity)
     await conn.execute(
         stmt.on_conflict_do_update(index_elements=[ConfigRow.key], set_={"value": identity})

@@ -6,12 +6,10 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import BigInteger, String, and_, case, column, delete, exists, or_, select, values
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from memstore.db.errors import translated
 from memstore.db.types import UTCDateTime
+from memstore.db.upsert import insert_for
 from memstore.models import AccessStatRow, BlockRow, EpisodeRow, FactRow
 
 __all__ = ["AccessDelta", "AccessRepository", "AccessStat"]
@@ -77,8 +75,7 @@ class AccessRepository:
             await self._upsert(ordered[start : start + _ROWS_PER_STATEMENT])
 
     async def _upsert(self, deltas: Sequence[AccessDelta]) -> None:
-        dialect = self._session.get_bind().dialect.name
-        insert = pg_insert if dialect == "postgresql" else sqlite_insert
+        insert = insert_for(self._session)
         # INSERT … SELECT from the buffered rows, keeping only items that still
         # exist: counts buffered before a forget must not re-create the rows of
         # an erased item or tenant (checked in the same statement as the write).
@@ -112,8 +109,7 @@ class AccessRepository:
                 ),
             },
         )
-        with translated("record accesses"):
-            await self._session.execute(stmt)
+        await self._session.execute(stmt)
 
     async def counts(self, user_id: str, kind: str, item_ids: Sequence[str]) -> dict[str, int]:
         if not item_ids:
@@ -123,8 +119,7 @@ class AccessRepository:
             AccessStatRow.kind == kind,
             AccessStatRow.item_id.in_(sorted(set(item_ids))),
         )
-        with translated("read access counts"):
-            rows = (await self._session.execute(stmt)).all()
+        rows = (await self._session.execute(stmt)).all()
         return {r.item_id: int(r.access_count) for r in rows}
 
     async def hottest(self, user_id: str, kind: str | None, limit: int) -> list[AccessStat]:
@@ -138,8 +133,7 @@ class AccessRepository:
             AccessStatRow.kind,
             AccessStatRow.item_id,
         ).limit(limit)
-        with translated("read access counts"):
-            rows = (await self._session.scalars(stmt)).all()
+        rows = (await self._session.scalars(stmt)).all()
         return [
             AccessStat(
                 kind=r.kind,
@@ -158,6 +152,5 @@ class AccessRepository:
         stmt = delete(AccessStatRow).where(
             AccessStatRow.user_id == user_id, AccessStatRow.kind == "episode", gone
         )
-        with translated("prune access counts"):
-            result = await self._session.execute(stmt)
+        result = await self._session.execute(stmt)
         return int(result.rowcount or 0)  # type: ignore[attr-defined]

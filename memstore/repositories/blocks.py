@@ -7,7 +7,6 @@ from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from memstore.db.errors import translated
 from memstore.errors import Conflict, LimitExceeded
 from memstore.models import BlockRow, BlockVersionRow
 from memstore.tenancy import public_user_id
@@ -60,37 +59,34 @@ class BlockRepository:
         now: datetime,
     ) -> MemoryBlock:
         """Apply ``edit`` to the block's current content (``""`` if new) as one new version."""
-        with translated("write block"):
-            for _ in range(_MAX_ATTEMPTS):
-                current = await self.get(user_id, name)
-                if expected_version is not None:
-                    found = current.version if current is not None else 0
-                    if found != expected_version:
-                        raise Conflict(
-                            f"block {name!r} is at version {found}, not {expected_version}"
-                        )
-                content = edit(current.content if current is not None else "")
-                if len(content) > char_limit:
-                    raise LimitExceeded(
-                        f"block {name!r} would hold {len(content)} characters; "
-                        f"the limit is {char_limit}"
+        for _ in range(_MAX_ATTEMPTS):
+            current = await self.get(user_id, name)
+            if expected_version is not None:
+                found = current.version if current is not None else 0
+                if found != expected_version:
+                    raise Conflict(f"block {name!r} is at version {found}, not {expected_version}")
+            content = edit(current.content if current is not None else "")
+            if len(content) > char_limit:
+                raise LimitExceeded(
+                    f"block {name!r} would hold {len(content)} characters; "
+                    f"the limit is {char_limit}"
+                )
+            if current is None:
+                written = await self._try_create(user_id, name, content, now)
+            else:
+                written = await self._try_update(user_id, current, content, now)
+            if written is not None:
+                await self._session.execute(
+                    insert(BlockVersionRow).values(
+                        user_id=user_id,
+                        name=name,
+                        version=written.version,
+                        content=content,
+                        created_at=now,
                     )
-                if current is None:
-                    written = await self._try_create(user_id, name, content, now)
-                else:
-                    written = await self._try_update(user_id, current, content, now)
-                if written is not None:
-                    await self._session.execute(
-                        insert(BlockVersionRow).values(
-                            user_id=user_id,
-                            name=name,
-                            version=written.version,
-                            content=content,
-                            created_at=now,
-                        )
-                    )
-                    return written
-            raise Conflict(f"block {name!r} kept changing under us; try again")
+                )
+                return written
+        raise Conflict(f"block {name!r} kept changing under us; try again")
 
     async def _try_create(
         self, user_id: str, name: str, content: str, now: datetime

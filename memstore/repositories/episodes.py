@@ -5,10 +5,9 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import delete, func, insert, or_, select
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from memstore.db.errors import translated
+from memstore.db.upsert import insert_for
 from memstore.models import EpisodeRow, SessionTurnRow
 from memstore.tenancy import public_user_id
 from memstore.types import Episode
@@ -57,8 +56,7 @@ class EpisodeRepository:
 
     async def insert_rows(self, rows: Sequence[dict[str, Any]]) -> None:
         """One multi-row INSERT; rows may belong to several tenants (built by :meth:`row`)."""
-        with translated("remember episodes"):
-            await self._session.execute(insert(EpisodeRow), list(rows))
+        await self._session.execute(insert(EpisodeRow), list(rows))
 
     async def turn_counter(self, keys: Sequence[tuple[str, str]]) -> Callable[[str, str], int]:
         """Reserves the next turn numbers of (tenant, session) pairs, one per key, in one
@@ -75,10 +73,7 @@ class EpisodeRepository:
             wanted[key] = wanted.get(key, 0) + 1
         if not wanted:
             return _no_turns
-        dialect = self._session.get_bind().dialect.name
-        stmt: Any = (postgresql.insert if dialect == "postgresql" else sqlite.insert)(
-            SessionTurnRow
-        )
+        stmt: Any = insert_for(self._session)(SessionTurnRow)
         stmt = stmt.values(
             [
                 {"user_id": u, "session_id": sid, "next_turn": n}
@@ -89,8 +84,7 @@ class EpisodeRepository:
             index_elements=["user_id", "session_id"],
             set_={"next_turn": SessionTurnRow.next_turn + stmt.excluded.next_turn},
         ).returning(SessionTurnRow.user_id, SessionTurnRow.session_id, SessionTurnRow.next_turn)
-        with translated("reserve session turns"):
-            rows = (await self._session.execute(stmt)).all()
+        rows = (await self._session.execute(stmt)).all()
         following = {(u, sid): int(end) - wanted[(u, sid)] for u, sid, end in rows}
 
         def take(user_id: str, session_id: str) -> int:
@@ -109,17 +103,14 @@ class EpisodeRepository:
             .where(EpisodeRow.user_id == user_id, EpisodeRow.turn.is_not(None))
             .group_by(EpisodeRow.user_id, EpisodeRow.session_id)
         )
-        stmt: Any = (postgresql.insert if dialect == "postgresql" else sqlite.insert)(
-            SessionTurnRow
-        )
+        stmt: Any = insert_for(self._session)(SessionTurnRow)
         stmt = stmt.from_select(["user_id", "session_id", "next_turn"], source)
         bigger = func.greatest if dialect == "postgresql" else func.max
         stmt = stmt.on_conflict_do_update(
             index_elements=["user_id", "session_id"],
             set_={"next_turn": bigger(SessionTurnRow.next_turn, stmt.excluded.next_turn)},
         )
-        with translated("resync session turns"):
-            await self._session.execute(stmt)
+        await self._session.execute(stmt)
 
     async def get(self, user_id: str, episode_id: str) -> Episode | None:
         row = await self._session.get(EpisodeRow, (user_id, episode_id))
@@ -150,8 +141,7 @@ class EpisodeRepository:
             haystack = func.lower(EpisodeRow.input + " " + EpisodeRow.output)
             stmt = stmt.where(or_(*(haystack.contains(t, autoescape=True) for t in tokens)))
         stmt = stmt.order_by(EpisodeRow.occurred_at.desc(), EpisodeRow.id).limit(limit)
-        with translated("recall episodes"):
-            rows = (await self._session.scalars(stmt)).all()
+        rows = (await self._session.scalars(stmt)).all()
         return [episode_from_row(r) for r in rows]
 
     async def latest_in_session(self, user_id: str, session_id: str, limit: int) -> list[Episode]:
@@ -197,8 +187,7 @@ class EpisodeRepository:
             stmt = stmt.where(EpisodeRow.session_id == session_id)
         if before is not None:
             stmt = stmt.where(EpisodeRow.occurred_at < before)
-        with translated("forget episodes"):
-            result = await self._session.execute(stmt)
+        result = await self._session.execute(stmt)
         return int(result.rowcount or 0)  # type: ignore[attr-defined]
 
     async def stream(self, user_id: str) -> AsyncIterator[Episode]:

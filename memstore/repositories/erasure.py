@@ -32,8 +32,6 @@ from collections.abc import Iterable
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from memstore.db.errors import translated
-
 __all__ = ["guard_against_erasure", "lock_for_erasure"]
 
 # First key of the two-int advisory lock space ("era"): distinct from the
@@ -54,11 +52,10 @@ async def lock_for_erasure(session: AsyncSession, user_id: str) -> None:
     """Wait until no derived writer of ``user_id`` is in flight; block new ones until commit."""
     if not _postgres(session):
         return
-    with translated("lock tenant for erasure"):
-        await session.execute(
-            text("SELECT pg_advisory_xact_lock(:c, :k)"),
-            {"c": _ERASURE_CLASS, "k": _key(user_id)},
-        )
+    await session.execute(
+        text("SELECT pg_advisory_xact_lock(:c, :k)"),
+        {"c": _ERASURE_CLASS, "k": _key(user_id)},
+    )
 
 
 async def guard_against_erasure(session: AsyncSession, user_ids: Iterable[str]) -> None:
@@ -73,11 +70,9 @@ async def guard_against_erasure(session: AsyncSession, user_ids: Iterable[str]) 
     keys = sorted({_key(u) for u in user_ids})
     if not keys:
         return
-    with translated("guard tenants against erasure"):
-        await session.execute(
-            text(
-                "SELECT pg_advisory_xact_lock_shared(:c, k) "
-                "FROM unnest(CAST(:keys AS integer[])) AS k"
-            ),
-            {"c": _ERASURE_CLASS, "keys": keys},
-        )
+    await session.execute(
+        text(
+            "SELECT pg_advisory_xact_lock_shared(:c, k) FROM unnest(CAST(:keys AS integer[])) AS k"
+        ),
+        {"c": _ERASURE_CLASS, "keys": keys},
+    )

@@ -11,7 +11,6 @@ from sqlalchemy import and_, func, insert, or_, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.elements import ColumnElement
 
-from memstore.db.errors import translated
 from memstore.documents import fact_text
 from memstore.embeddings.base import Embedder, embed_checked
 from memstore.models import FactRow
@@ -131,66 +130,65 @@ class FactRepository:
         embedding: Any = None,
     ) -> AssertOutcome:
         """Record ``fact`` (already validated and normalised) as the tenant now believes it."""
-        with translated("add fact"):
-            await self._lock_key(user_id, fact.subject, fact.predicate)
-            current = await self._current(user_id, fact.subject, fact.predicate)
-            statement = {
-                "subject": fact.subject,
-                "predicate": fact.predicate,
-                "single_valued": single_valued,
-            }
+        await self._lock_key(user_id, fact.subject, fact.predicate)
+        current = await self._current(user_id, fact.subject, fact.predicate)
+        statement = {
+            "subject": fact.subject,
+            "predicate": fact.predicate,
+            "single_valued": single_valued,
+        }
 
-            identical = next(
-                (
-                    r
-                    for r in current
-                    if same_object(r.object, fact.object) and r.valid_to == fact.valid_to
-                ),
-                None,
-            )
-            if identical is not None:
-                sources = list(dict.fromkeys([*identical.sources, *fact.sources]))
-                confidence = reinforce(identical.confidence, fact.confidence)
-                earliest = min(identical.valid_from, valid_from)
-                if (
-                    sources == list(identical.sources)
-                    and confidence == identical.confidence
-                    and earliest == identical.valid_from
-                ):
-                    return AssertOutcome(FactChange.UNCHANGED, identical.fact_id)
-                await self._close(identical, now)
-                await self._insert(
-                    user_id,
-                    **statement,
-                    fact_id=identical.fact_id,
-                    object=identical.object,
-                    confidence=confidence,
-                    sources=sources,
-                    valid_from=earliest,
-                    valid_to=identical.valid_to,
-                    recorded_at=now,
-                    embedding=identical.embedding,
-                )
-                return AssertOutcome(FactChange.REINFORCED, identical.fact_id)
-
-            change = FactChange.ADDED
-            valid_to = fact.valid_to
-            if single_valued:
-                change, valid_to = await self._make_room(
-                    user_id, statement, current, valid_from, valid_to, now
-                )
-            fact_id = await self._insert(
+        identical = next(
+            (
+                r
+                for r in current
+                if same_object(r.object, fact.object) and r.valid_to == fact.valid_to
+            ),
+            None,
+        )
+        if identical is not None:
+            sources = list(dict.fromkeys([*identical.sources, *fact.sources]))
+            confidence = reinforce(identical.confidence, fact.confidence)
+            earliest = min(identical.valid_from, valid_from)
+            if (
+                sources == list(identical.sources)
+                and confidence == identical.confidence
+                and earliest == identical.valid_from
+            ):
+                return AssertOutcome(FactChange.UNCHANGED, identical.fact_id)
+            await self._close(identical, now)
+            await self._insert(
                 user_id,
                 **statement,
-                object=fact.object,
-                confidence=fact.confidence,
-                sources=list(dict.fromkeys(fact.sources)),
-                valid_from=valid_from,
-                valid_to=valid_to,
+                fact_id=identical.fact_id,
+                object=identical.object,
+                confidence=confidence,
+                sources=sources,
+                valid_from=earliest,
+                valid_to=identical.valid_to,
                 recorded_at=now,
-                embedding=embedding,
+                embedding=identical.embedding,
             )
-            return AssertOutcome(change, fact_id)
+            return AssertOutcome(FactChange.REINFORCED, identical.fact_id)
+
+        change = FactChange.ADDED
+        valid_to = fact.valid_to
+        if single_valued:
+            change, valid_to = await self._make_room(
+                user_id, statement, current, valid_from, valid_to, now
+            )
+        fact_id = await self._insert(
+            user_id,
+            **statement,
+            object=fact.object,
+            confidence=fact.confidence,
+            sources=list(dict.fromkeys(fact.sources)),
+            valid_from=valid_from,
+            valid_to=valid_to,
+            recorded_at=now,
+            embedding=embedding,
+        )
+        return AssertOutcome(change, fact_id)
 
     async def _make_room(
         self,
@@ -245,8 +243,7 @@ class FactRepository:
             )
             .values(superseded_at=now)
         )
-        with translated("retract fact"):
-            result = await self._session.execute(stmt)
+        result = await self._session.execute(stmt)
         return int(result.rowcount or 0)  # type: ignore[attr-defined]
 
     def as_of(self, valid_at: datetime, known_at: datetime) -> list[ColumnElement[bool]]:
@@ -281,8 +278,7 @@ class FactRepository:
             haystack = func.lower(FactRow.subject + " " + FactRow.predicate + " " + FactRow.object)
             stmt = stmt.where(or_(*(haystack.contains(t, autoescape=True) for t in tokens)))
         stmt = stmt.order_by(FactRow.recorded_at.desc(), FactRow.id).limit(limit)
-        with translated("recall facts"):
-            rows = (await self._session.scalars(stmt)).all()
+        rows = (await self._session.scalars(stmt)).all()
         return [fact_from_row(r) for r in rows]
 
     async def history(

@@ -6,10 +6,9 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import case, delete, func, or_, select, update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from memstore.db.errors import translated
+from memstore.db.upsert import insert_for
 from memstore.models import LangGraphItemRow
 
 __all__ = ["SEPARATOR", "LangGraphRepository"]
@@ -38,8 +37,7 @@ class LangGraphRepository:
         stmt = select(Row).where(
             Row.user_id == user_id, Row.namespace == namespace, Row.key == key, _alive(now)
         )
-        with translated("read langgraph item"):
-            return (await self._session.scalars(stmt)).first()
+        return (await self._session.scalars(stmt)).first()
 
     async def put(
         self,
@@ -53,8 +51,7 @@ class LangGraphRepository:
         ttl_minutes: float | None,
         expires_at: datetime | None,
     ) -> None:
-        name = self._session.get_bind().dialect.name
-        insert = postgresql.insert if name == "postgresql" else sqlite.insert
+        insert = insert_for(self._session)
         stmt = insert(Row).values(
             user_id=user_id,
             namespace=namespace,
@@ -79,13 +76,11 @@ class LangGraphRepository:
                 "created_at": case((expired, stmt.excluded.created_at), else_=Row.created_at),
             },
         )
-        with translated("write langgraph item"):
-            await self._session.execute(stmt)
+        await self._session.execute(stmt)
 
     async def delete(self, user_id: str, namespace: str, key: str) -> None:
         stmt = delete(Row).where(Row.user_id == user_id, Row.namespace == namespace, Row.key == key)
-        with translated("delete langgraph item"):
-            await self._session.execute(stmt)
+        await self._session.execute(stmt)
 
     async def under(
         self,
@@ -105,8 +100,7 @@ class LangGraphRepository:
             stmt = stmt.offset(offset)
         if limit is not None:
             stmt = stmt.limit(limit)
-        with translated("search langgraph items"):
-            return list((await self._session.scalars(stmt)).all())
+        return list((await self._session.scalars(stmt)).all())
 
     async def namespaces(self, user_id: str, now: datetime) -> list[str]:
         stmt = (
@@ -115,8 +109,7 @@ class LangGraphRepository:
             .group_by(Row.namespace)
             .order_by(Row.namespace)
         )
-        with translated("list langgraph namespaces"):
-            return list((await self._session.scalars(stmt)).all())
+        return list((await self._session.scalars(stmt)).all())
 
     async def refresh(
         self, user_id: str, items: list[tuple[str, str, datetime]], now: datetime
@@ -134,14 +127,12 @@ class LangGraphRepository:
                 )
                 .values(expires_at=expires_at)
             )
-            with translated("refresh langgraph ttl"):
-                await self._session.execute(stmt)
+            await self._session.execute(stmt)
 
     async def sweep(self, user_id: str, now: datetime) -> int:
         """Delete the tenant's expired items; returns how many."""
         stmt = delete(Row).where(
             Row.user_id == user_id, Row.expires_at.is_not(None), Row.expires_at <= now
         )
-        with translated("sweep langgraph items"):
-            result = await self._session.execute(stmt)
+        result = await self._session.execute(stmt)
         return int(result.rowcount or 0)  # type: ignore[attr-defined]

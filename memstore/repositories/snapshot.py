@@ -7,7 +7,6 @@ from typing import Any
 from sqlalchemy import Table, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from memstore.db.errors import translated
 from memstore.repositories.tenants import jsonable
 
 __all__ = ["SKIPPED_COLUMNS", "SnapshotRepository"]
@@ -39,11 +38,9 @@ class SnapshotRepository:
         stmt = select(*columns).where(table.c.user_id == user_id)
         stmt = stmt.order_by(order.desc()) if order is not None else stmt
         stmt = stmt.order_by(*table.primary_key.columns).limit(limit)
-        with translated(f"read {table.name}"):
-            result = await self._session.execute(stmt)
-            return [{k: jsonable(v) for k, v in row.items()} for row in result.mappings()]
+        result = await self._session.execute(stmt)
+        return [{k: jsonable(v) for k, v in row.items()} for row in result.mappings()]
 
     async def count(self, user_id: str, table: Table) -> int:
         stmt = select(func.count()).select_from(table).where(table.c.user_id == user_id)
-        with translated(f"count {table.name}"):
-            return int(await self._session.scalar(stmt) or 0)
+        return int(await self._session.scalar(stmt) or 0)

@@ -13,7 +13,6 @@ from sqlalchemy.types import TypeDecorator
 
 from memstore.db.base import Base
 from memstore.db.crosstenant import cross_tenant
-from memstore.db.errors import translated
 from memstore.errors import InvalidInput
 from memstore.import_checks import import_record
 from memstore.validation import check_storable
@@ -111,12 +110,9 @@ class TenantRepository:
 
     async def erase(self, user_id: str) -> dict[str, int]:
         removed: dict[str, int] = {}
-        with translated("forget tenant"):
-            for table in tenant_tables():
-                result = await self._session.execute(
-                    delete(table).where(table.c.user_id == user_id)
-                )
-                removed[table.name] = int(result.rowcount or 0)  # type: ignore[attr-defined]
+        for table in tenant_tables():
+            result = await self._session.execute(delete(table).where(table.c.user_id == user_id))
+            removed[table.name] = int(result.rowcount or 0)  # type: ignore[attr-defined]
         return removed
 
     async def rows(self, user_id: str, table: Table) -> AsyncIterator[dict[str, Any]]:
@@ -134,21 +130,19 @@ class TenantRepository:
         only what the connection's role may see.
         """
         ids: set[str] = set()
-        with translated("list tenants"):
-            for table in tenant_tables():
-                stmt = cross_tenant(
-                    select(table.c.user_id).distinct().order_by(table.c.user_id).limit(limit),
-                    "inspector-tenant-list",
-                )
-                ids.update(str(u) for u in (await self._session.scalars(stmt)).all())
+        for table in tenant_tables():
+            stmt = cross_tenant(
+                select(table.c.user_id).distinct().order_by(table.c.user_id).limit(limit),
+                "inspector-tenant-list",
+            )
+            ids.update(str(u) for u in (await self._session.scalars(stmt)).all())
         return sorted(ids)[:limit]
 
     async def has_rows(self, user_id: str) -> bool:
-        with translated("check tenant is empty"):
-            for table in tenant_tables():
-                stmt = select(table.c.user_id).where(table.c.user_id == user_id).limit(1)
-                if (await self._session.execute(stmt)).first() is not None:
-                    return True
+        for table in tenant_tables():
+            stmt = select(table.c.user_id).where(table.c.user_id == user_id).limit(1)
+            if (await self._session.execute(stmt)).first() is not None:
+                return True
         return False
 
     async def insert_rows(
@@ -172,8 +166,7 @@ class TenantRepository:
             import_record(table, start + i, row, user_id=user_id, dim=dim)
             for i, row in enumerate(rows)
         ]
-        with translated(f"import {table.name}"):
-            await self._session.execute(insert(table), values)
+        await self._session.execute(insert(table), values)
         return len(values)
 
     async def lock_for_import(self, user_id: str) -> None:
@@ -185,11 +178,10 @@ class TenantRepository:
         if self._session.get_bind().dialect.name != "postgresql":
             return
         digest = hashlib.blake2b(f"import\x1f{user_id}".encode(), digest_size=8).digest()
-        with translated("lock tenant for import"):
-            await self._session.execute(
-                text("SELECT pg_advisory_xact_lock(:k)"),
-                {"k": int.from_bytes(digest, "big", signed=True)},
-            )
+        await self._session.execute(
+            text("SELECT pg_advisory_xact_lock(:k)"),
+            {"k": int.from_bytes(digest, "big", signed=True)},
+        )
 
     async def advance_sequences(self, table: Table) -> None:
         """After explicit ids were imported, move Postgres sequences past them."""
@@ -198,23 +190,22 @@ class TenantRepository:
         for column in table.columns:
             if not isinstance(column.type, Integer):
                 continue
-            with translated(f"advance sequences of {table.name}"):
-                seq = await self._session.scalar(
-                    select(func.pg_get_serial_sequence(table.name, column.name))
-                )
-                if seq is None:
-                    continue
-                quote = self._session.get_bind().dialect.identifier_preparer.quote
-                # Never move a sequence backwards: other tenants' ids came from it.
-                await self._session.execute(
-                    cross_tenant(
-                        text(
-                            "SELECT setval(CAST(:seq AS regclass), GREATEST(m, "
-                            "COALESCE(pg_sequence_last_value(CAST(:seq AS regclass)), 0))) FROM "
-                            f"(SELECT max({quote(column.name)}) AS m FROM {quote(table.name)}) s "
-                            "WHERE m IS NOT NULL"
-                        ),
-                        "sequence-advance",
+            seq = await self._session.scalar(
+                select(func.pg_get_serial_sequence(table.name, column.name))
+            )
+            if seq is None:
+                continue
+            quote = self._session.get_bind().dialect.identifier_preparer.quote
+            # Never move a sequence backwards: other tenants' ids came from it.
+            await self._session.execute(
+                cross_tenant(
+                    text(
+                        "SELECT setval(CAST(:seq AS regclass), GREATEST(m, "
+                        "COALESCE(pg_sequence_last_value(CAST(:seq AS regclass)), 0))) FROM "
+                        f"(SELECT max({quote(column.name)}) AS m FROM {quote(table.name)}) s "
+                        "WHERE m IS NOT NULL"
                     ),
-                    {"seq": seq},
-                )
+                    "sequence-advance",
+                ),
+                {"seq": seq},
+            )

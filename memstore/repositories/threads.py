@@ -5,11 +5,10 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import delete, func, insert, or_, select
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from memstore.db.crosstenant import cross_tenant
-from memstore.db.errors import translated
+from memstore.db.upsert import insert_for
 from memstore.models import SlotRow, ThreadRow
 from memstore.slots import Slot, SlotMetadata, ThreadInfo
 from memstore.tenancy import public_user_id
@@ -57,8 +56,7 @@ class ThreadRepository:
         self._session = session
 
     def _upsert(self) -> Any:
-        name = self._session.get_bind().dialect.name
-        return (postgresql.insert if name == "postgresql" else sqlite.insert)(ThreadRow)
+        return insert_for(self._session)(ThreadRow)
 
     async def claim_index(
         self, user_id: str, thread_id: str, *, now: datetime, max_slots: int
@@ -84,8 +82,7 @@ class ThreadRepository:
             },
             where=ThreadRow.next_slot_index < max_slots,
         ).returning(ThreadRow.next_slot_index)
-        with translated("append slot"):
-            claimed = (await self._session.execute(stmt)).scalar_one_or_none()
+        claimed = (await self._session.execute(stmt)).scalar_one_or_none()
         return None if claimed is None else int(claimed) - 1
 
     async def add_slot(self, user_id: str, metadata: SlotMetadata, payload: Any) -> None:
@@ -103,8 +100,7 @@ class ThreadRepository:
             todo_nudge=metadata.todo_nudge,
             created_at=metadata.timestamp,
         )
-        with translated("append slot"):
-            await self._session.execute(stmt)
+        await self._session.execute(stmt)
 
     async def info(self, user_id: str, thread_id: str) -> ThreadInfo | None:
         row = await self._session.get(ThreadRow, (user_id, thread_id), populate_existing=True)
@@ -135,8 +131,7 @@ class ThreadRepository:
         stmt = stmt.order_by(SlotRow.slot_index)
         if limit is not None:
             stmt = stmt.limit(limit)
-        with translated("read slots"):
-            rows = (await self._session.scalars(stmt)).all()
+        rows = (await self._session.scalars(stmt)).all()
         return [slot_from_row(r) for r in rows]
 
     async def delete(self, user_id: str, thread_ids: Sequence[str]) -> dict[str, int]:
@@ -151,11 +146,9 @@ class ThreadRepository:
             .where(ThreadRow.user_id == user_id, ThreadRow.thread_id.in_(list(thread_ids)))
             .returning(ThreadRow.thread_id, ThreadRow.next_slot_index)
         )
-        with translated("delete thread"):
-            removed = {
-                r.thread_id: int(r.next_slot_index)
-                for r in (await self._session.execute(stmt)).all()
-            }
+        removed = {
+            r.thread_id: int(r.next_slot_index) for r in (await self._session.execute(stmt)).all()
+        }
         return removed
 
     async def delete_idle(self, user_id: str, cutoff: datetime) -> dict[str, int]:
@@ -166,11 +159,9 @@ class ThreadRepository:
             .where(ThreadRow.user_id == user_id, ThreadRow.last_activity_at < cutoff)
             .returning(ThreadRow.thread_id, ThreadRow.next_slot_index)
         )
-        with translated("collect idle threads"):
-            return {
-                r.thread_id: int(r.next_slot_index)
-                for r in (await self._session.execute(stmt)).all()
-            }
+        return {
+            r.thread_id: int(r.next_slot_index) for r in (await self._session.execute(stmt)).all()
+        }
 
     async def delete_beyond(self, user_id: str, keep: int) -> dict[str, int]:
         """Delete all but the ``keep`` newest threads (by creation, then id)."""

@@ -4,11 +4,10 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 from sqlalchemy import and_, delete, func, insert, or_, select
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from memstore.db.crosstenant import cross_tenant
-from memstore.db.errors import translated
+from memstore.db.upsert import insert_for
 from memstore.models import WorkingMemoryCheckpointRow, WorkingMemoryRow
 
 __all__ = ["ScopeKey", "StoredKey", "WorkingMemoryRepository"]
@@ -65,8 +64,7 @@ class WorkingMemoryRepository:
         self._session = session
 
     def _insert(self) -> Any:
-        name = self._session.get_bind().dialect.name
-        return (postgresql.insert if name == "postgresql" else sqlite.insert)(WorkingMemoryRow)
+        return insert_for(self._session)(WorkingMemoryRow)
 
     @staticmethod
     def _overwrite_on_conflict(stmt: Any) -> Any:
@@ -94,8 +92,7 @@ class WorkingMemoryRepository:
         )
         if lock:
             stmt = stmt.with_for_update()
-        with translated("read working memory"):
-            rows = (await self._session.execute(stmt)).all()
+        rows = (await self._session.execute(stmt)).all()
         return (True, rows[0].value) if rows else (False, None)
 
     async def live(
@@ -110,8 +107,7 @@ class WorkingMemoryRepository:
         elif internal is False:
             stmt = stmt.where(~_internal())
         stmt = stmt.order_by(WorkingMemoryRow.key)
-        with translated("read working memory"):
-            rows = (await self._session.execute(stmt)).all()
+        rows = (await self._session.execute(stmt)).all()
         return [StoredKey(r.key, r.value, r.expires_at) for r in rows]
 
     async def put(
@@ -135,8 +131,7 @@ class WorkingMemoryRepository:
             updated_at=now,
         )
         stmt = self._overwrite_on_conflict(stmt)
-        with translated("write working memory"):
-            await self._session.execute(stmt)
+        await self._session.execute(stmt)
 
     async def put_if_absent(
         self, user_id: str, scope: ScopeKey, key: str, value: Any, *, now: datetime
@@ -156,8 +151,7 @@ class WorkingMemoryRepository:
             )
             .on_conflict_do_nothing()
         )
-        with translated("write working memory"):
-            await self._session.execute(stmt)
+        await self._session.execute(stmt)
 
     async def delete(self, user_id: str, scope: ScopeKey, key: str, now: datetime) -> bool:
         """Delete a key; True if it was live (an expired row goes too, but silently)."""
@@ -166,8 +160,7 @@ class WorkingMemoryRepository:
             .where(*self._where(user_id, scope), WorkingMemoryRow.key == key)
             .returning(WorkingMemoryRow.expires_at)
         )
-        with translated("delete working memory"):
-            rows = (await self._session.execute(stmt)).all()
+        rows = (await self._session.execute(stmt)).all()
         return any(r.expires_at is None or r.expires_at > now for r in rows)
 
     async def delete_all(
@@ -180,8 +173,7 @@ class WorkingMemoryRepository:
         elif internal is False:
             conditions.append(~_internal())
         stmt = delete(WorkingMemoryRow).where(*conditions).returning(WorkingMemoryRow.expires_at)
-        with translated("clear working memory"):
-            rows = (await self._session.execute(stmt)).all()
+        rows = (await self._session.execute(stmt)).all()
         return sum(r.expires_at is None or r.expires_at > now for r in rows)
 
     async def insert_many(
@@ -206,8 +198,7 @@ class WorkingMemoryRepository:
         # insert is overwritten by the restore instead of failing it.
         stmt = self._insert()
         stmt = self._overwrite_on_conflict(stmt)
-        with translated("restore working memory"):
-            await self._session.execute(stmt, rows)
+        await self._session.execute(stmt, rows)
 
     async def sweep(self, user_id: str, now: datetime) -> int:
         """Delete the tenant's expired keys; returns how many."""
@@ -216,8 +207,7 @@ class WorkingMemoryRepository:
             WorkingMemoryRow.expires_at.is_not(None),
             WorkingMemoryRow.expires_at <= now,
         )
-        with translated("sweep working memory"):
-            result = await self._session.execute(stmt)
+        result = await self._session.execute(stmt)
         return int(result.rowcount or 0)  # type: ignore[attr-defined]
 
     async def tenants_with_expired(self, now: datetime) -> list[str]:
@@ -245,19 +235,18 @@ class WorkingMemoryRepository:
         data: dict[str, Any],
         now: datetime,
     ) -> None:
-        with translated("create checkpoint"):
-            await self._session.execute(
-                insert(WorkingMemoryCheckpointRow).values(
-                    user_id=user_id,
-                    project_id=scope.project_id,
-                    agent_id=scope.agent_id,
-                    session_id=scope.session_id,
-                    id=checkpoint_id,
-                    description=description,
-                    data=data,
-                    created_at=now,
-                )
+        await self._session.execute(
+            insert(WorkingMemoryCheckpointRow).values(
+                user_id=user_id,
+                project_id=scope.project_id,
+                agent_id=scope.agent_id,
+                session_id=scope.session_id,
+                id=checkpoint_id,
+                description=description,
+                data=data,
+                created_at=now,
             )
+        )
 
     async def checkpoint_data(
         self, user_id: str, scope: ScopeKey, checkpoint_id: str
@@ -266,8 +255,7 @@ class WorkingMemoryRepository:
             *self._checkpoint_where(user_id, scope),
             WorkingMemoryCheckpointRow.id == checkpoint_id,
         )
-        with translated("read checkpoint"):
-            rows = (await self._session.execute(stmt)).all()
+        rows = (await self._session.execute(stmt)).all()
         return dict(rows[0].data) if rows else None
 
     async def checkpoints(self, user_id: str, scope: ScopeKey) -> list[dict[str, Any]]:
@@ -280,8 +268,7 @@ class WorkingMemoryRepository:
             .where(*self._checkpoint_where(user_id, scope))
             .order_by(WorkingMemoryCheckpointRow.created_at, WorkingMemoryCheckpointRow.id)
         )
-        with translated("list checkpoints"):
-            rows = (await self._session.execute(stmt)).all()
+        rows = (await self._session.execute(stmt)).all()
         return [
             {"id": r.id, "description": r.description, "created_at": r.created_at} for r in rows
         ]
@@ -291,8 +278,7 @@ class WorkingMemoryRepository:
             *self._checkpoint_where(user_id, scope),
             WorkingMemoryCheckpointRow.id == checkpoint_id,
         )
-        with translated("delete checkpoint"):
-            result = await self._session.execute(stmt)
+        result = await self._session.execute(stmt)
         return bool(result.rowcount)  # type: ignore[attr-defined]
 
     async def count_checkpoints(self, user_id: str, scope: ScopeKey) -> int:

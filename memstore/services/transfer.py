@@ -122,6 +122,35 @@ class TransferService:
         recompute = isinstance(source, str) and source != embedder_identity(self.embedder)
         counts: dict[str, int] = {}
         dim = int(self.embedder.dim)
+        # What was being inserted when the database refused a key (see below).
+        inserting: list[str] = []
+        try:
+            await self._import_in_one_transaction(
+                user, rows, counts, inserting, recompute=recompute, dim=dim
+            )
+        except Conflict as exc:
+            if exc.constraint is None or not inserting:
+                raise
+            # The tenant was empty and is locked: the dump contradicts itself.
+            raise InvalidInput(
+                f"import: {inserting[0]} break a uniqueness rule ({exc}); nothing was "
+                "imported, fix the dump",
+                constraint=exc.constraint,
+                table=exc.table,
+            ) from exc
+        return counts
+
+    async def _import_in_one_transaction(
+        self,
+        user: str,
+        rows: Iterable[tuple[str, Mapping[str, Any]]]
+        | AsyncIterable[tuple[str, Mapping[str, Any]]],
+        counts: dict[str, int],
+        inserting: list[str],
+        *,
+        recompute: bool,
+        dim: int,
+    ) -> None:
         async with self.db.write(user) as session:
             await self.embedder_guard.claim(session)
             repo = TenantRepository(session=session)
@@ -138,19 +167,14 @@ class TransferService:
                 if current is None or not batch:
                     return
                 done = counts.get(current.name, 0)
-                try:
-                    rows_in = await fill_embeddings(
-                        self.embedder, current.name, batch, recompute=recompute
-                    )
-                    counts[current.name] = done + await repo.insert_rows(
-                        user, current, rows_in, start=done, dim=dim
-                    )
-                except Conflict as exc:
-                    # The tenant was empty and is locked: the dump contradicts itself.
-                    raise InvalidInput(
-                        f"import: {current.name} rows {done}..{done + len(batch) - 1} break "
-                        f"a uniqueness rule ({exc}); nothing was imported, fix the dump"
-                    ) from exc
+                rows_in = await fill_embeddings(
+                    self.embedder, current.name, batch, recompute=recompute
+                )
+                inserting[:] = [f"{current.name} rows {done}..{done + len(batch) - 1}"]
+                counts[current.name] = done + await repo.insert_rows(
+                    user, current, rows_in, start=done, dim=dim
+                )
+                inserting.clear()
 
             slots = _SlotCounters()
             async for name, row in _aiter(rows):
@@ -164,7 +188,6 @@ class TransferService:
                 await repo.advance_sequences(tenant_table(name))
             # Dumps without (or with stale) turn counters: move them past every turn.
             await EpisodeRepository(session=session).resync_turn_counters(user)
-        return counts
 
 
 class _SlotCounters:
