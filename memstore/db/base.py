@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+from typing import Any, ClassVar
+
 from sqlalchemy import MetaData
 from sqlalchemy.orm import DeclarativeBase
+
+from memstore.db.types import UTCDateTime
 
 __all__ = ["NAMING_CONVENTION", "Base"]
 
@@ -18,3 +23,5 @@ NAMING_CONVENTION = {
 
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
+    # Every timestamp is timezone-aware UTC on both databases.
+    type_annotation_map: ClassVar[dict[Any, Any]] = {datetime: UTCDateTime}

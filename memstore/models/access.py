@@ -6,7 +6,7 @@ from sqlalchemy import BigInteger, Index, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from memstore.db.base import Base
-from memstore.db.types import UTCDateTime
+from memstore.db.columns import TenantId
 
 
 class AccessStatRow(Base):
@@ -19,11 +19,11 @@ class AccessStatRow(Base):
 
     __tablename__ = "access_stats"
 
-    user_id: Mapped[str] = mapped_column(String(255), primary_key=True)
+    user_id: Mapped[TenantId]
     kind: Mapped[str] = mapped_column(String(16), primary_key=True)
     item_id: Mapped[str] = mapped_column(String(255), primary_key=True)
     access_count: Mapped[int] = mapped_column(BigInteger)
-    last_accessed_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    last_accessed_at: Mapped[datetime]
 
     __table_args__ = (
         # Prefetch asks for "the hottest items of this kind for this user".

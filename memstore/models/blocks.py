@@ -6,7 +6,7 @@ from sqlalchemy import ForeignKeyConstraint, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from memstore.db.base import Base
-from memstore.db.types import UTCDateTime
+from memstore.db.columns import TenantId
 
 
 class BlockRow(Base):
@@ -14,12 +14,12 @@ class BlockRow(Base):
 
     __tablename__ = "blocks"
 
-    user_id: Mapped[str] = mapped_column(String(255), primary_key=True)
+    user_id: Mapped[TenantId]
     name: Mapped[str] = mapped_column(String(255), primary_key=True)
     content: Mapped[str] = mapped_column(Text)
     pinned_order: Mapped[int] = mapped_column(Integer)
     version: Mapped[int] = mapped_column(Integer)
-    updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    updated_at: Mapped[datetime]
 
 
 class BlockVersionRow(Base):
@@ -27,11 +27,11 @@ class BlockVersionRow(Base):
 
     __tablename__ = "block_versions"
 
-    user_id: Mapped[str] = mapped_column(String(255), primary_key=True)
+    user_id: Mapped[TenantId]
     name: Mapped[str] = mapped_column(String(255), primary_key=True)
     version: Mapped[int] = mapped_column(Integer, primary_key=True)
     content: Mapped[str] = mapped_column(Text)
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    created_at: Mapped[datetime]
 
     __table_args__ = (
         ForeignKeyConstraint(

@@ -6,7 +6,7 @@ from sqlalchemy import ForeignKeyConstraint, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from memstore.db.base import Base
-from memstore.db.types import UTCDateTime
+from memstore.db.columns import TenantId
 
 
 class EpisodeConsolidationRow(Base):
@@ -19,11 +19,11 @@ class EpisodeConsolidationRow(Base):
 
     __tablename__ = "episode_consolidation"
 
-    user_id: Mapped[str] = mapped_column(String(255), primary_key=True)
+    user_id: Mapped[TenantId]
     episode_id: Mapped[str] = mapped_column(String(36), primary_key=True)
     claimed_by: Mapped[str | None] = mapped_column(String(255), nullable=True)
-    claim_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
-    consolidated_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    claim_expires_at: Mapped[datetime | None]
+    consolidated_at: Mapped[datetime | None]
 
     __table_args__ = (
         # Forgetting an episode (by session or age) drops its state with it.

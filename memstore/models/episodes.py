@@ -7,7 +7,8 @@ from sqlalchemy import Index, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from memstore.db.base import Base
-from memstore.db.types import JSONDoc, UTCDateTime, Vector
+from memstore.db.columns import TenantId
+from memstore.db.types import JSONDoc, Vector
 
 __all__ = ["EpisodeRow", "SessionTurnRow"]
 
@@ -17,15 +18,15 @@ class EpisodeRow(Base):
 
     __tablename__ = "episodes"
 
-    user_id: Mapped[str] = mapped_column(String(255), primary_key=True)
+    user_id: Mapped[TenantId]
     id: Mapped[str] = mapped_column(String(36), primary_key=True)
     session_id: Mapped[str] = mapped_column(String(255))
     input: Mapped[str] = mapped_column(Text)
     output: Mapped[str] = mapped_column(Text)
     tool_calls: Mapped[list[Any]] = mapped_column(JSONDoc)
     meta: Mapped[dict[str, Any]] = mapped_column("metadata", JSONDoc)
-    occurred_at: Mapped[datetime] = mapped_column(UTCDateTime)
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    occurred_at: Mapped[datetime]
+    created_at: Mapped[datetime]
     # Recall (migration 0003). NULL for rows written before it existed.
     embedding: Mapped[Any] = mapped_column(Vector, nullable=True)
     # What keyword search indexes: the text plus the date it happened in words.
@@ -51,6 +52,6 @@ class SessionTurnRow(Base):
 
     __tablename__ = "session_turns"
 
-    user_id: Mapped[str] = mapped_column(String(255), primary_key=True)
+    user_id: Mapped[TenantId]
     session_id: Mapped[str] = mapped_column(String(255), primary_key=True)
     next_turn: Mapped[int] = mapped_column(Integer)

@@ -8,7 +8,8 @@ from sqlalchemy import Boolean, CheckConstraint, Float, Index, String, Text, tex
 from sqlalchemy.orm import Mapped, mapped_column
 
 from memstore.db.base import Base
-from memstore.db.types import JSONDoc, UTCDateTime, Vector
+from memstore.db.columns import TenantId
+from memstore.db.types import JSONDoc, Vector
 
 __all__ = ["FactRow", "subject_key"]
 
@@ -36,7 +37,7 @@ class FactRow(Base):
 
     __tablename__ = "facts"
 
-    user_id: Mapped[str] = mapped_column(String(255), primary_key=True)
+    user_id: Mapped[TenantId]
     id: Mapped[str] = mapped_column(String(36), primary_key=True)
     fact_id: Mapped[str] = mapped_column(String(36))
     subject: Mapped[str] = mapped_column(Text)
@@ -49,10 +50,10 @@ class FactRow(Base):
     single_valued: Mapped[bool] = mapped_column(Boolean)
     confidence: Mapped[float] = mapped_column(Float)
     sources: Mapped[list[str]] = mapped_column(JSONDoc)
-    valid_from: Mapped[datetime] = mapped_column(UTCDateTime)
-    valid_to: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
-    recorded_at: Mapped[datetime] = mapped_column(UTCDateTime)
-    superseded_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    valid_from: Mapped[datetime]
+    valid_to: Mapped[datetime | None]
+    recorded_at: Mapped[datetime]
+    superseded_at: Mapped[datetime | None]
     # Embedding of "subject predicate object" (migration 0003); NULL for older rows.
     embedding: Mapped[Any] = mapped_column(Vector, nullable=True)
 

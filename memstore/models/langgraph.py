@@ -7,7 +7,8 @@ from sqlalchemy import Float, Index, LargeBinary, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from memstore.db.base import Base
-from memstore.db.types import JSONDoc, UTCDateTime
+from memstore.db.columns import TenantId
+from memstore.db.types import JSONDoc
 
 __all__ = ["LangGraphItemRow"]
 
@@ -23,16 +24,16 @@ class LangGraphItemRow(Base):
 
     __tablename__ = "langgraph_items"
 
-    user_id: Mapped[str] = mapped_column(String(255), primary_key=True)
+    user_id: Mapped[TenantId]
     namespace: Mapped[str] = mapped_column(String(1024), primary_key=True)
     key: Mapped[str] = mapped_column(String(1024), primary_key=True)
     value: Mapped[Any] = mapped_column(JSONDoc)
     # float32 unit vectors of the indexed fields, concatenated; NULL = not indexed.
     vectors: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
-    updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    created_at: Mapped[datetime]
+    updated_at: Mapped[datetime]
     # LangGraph TTLs are in minutes; kept so a read can push expires_at forward.
     ttl_minutes: Mapped[float | None] = mapped_column(Float, nullable=True)
-    expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    expires_at: Mapped[datetime | None]
 
     __table_args__ = (Index(None, "user_id", "expires_at"),)

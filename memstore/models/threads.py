@@ -7,7 +7,8 @@ from sqlalchemy import Boolean, ForeignKeyConstraint, Index, Integer, String, Te
 from sqlalchemy.orm import Mapped, mapped_column
 
 from memstore.db.base import Base
-from memstore.db.types import JSONDoc, UTCDateTime
+from memstore.db.columns import TenantId
+from memstore.db.types import JSONDoc
 
 __all__ = ["SlotRow", "ThreadRow"]
 
@@ -22,11 +23,11 @@ class ThreadRow(Base):
 
     __tablename__ = "threads"
 
-    user_id: Mapped[str] = mapped_column(String(255), primary_key=True)
+    user_id: Mapped[TenantId]
     thread_id: Mapped[str] = mapped_column(String(255), primary_key=True)
     next_slot_index: Mapped[int] = mapped_column(Integer)
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
-    last_activity_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    created_at: Mapped[datetime]
+    last_activity_at: Mapped[datetime]
 
     __table_args__ = (
         # GC scans a tenant's threads by age (idle TTL) and by creation (count limit).
@@ -40,7 +41,7 @@ class SlotRow(Base):
 
     __tablename__ = "slots"
 
-    user_id: Mapped[str] = mapped_column(String(255), primary_key=True)
+    user_id: Mapped[TenantId]
     thread_id: Mapped[str] = mapped_column(String(255), primary_key=True)
     slot_index: Mapped[int] = mapped_column(Integer, primary_key=True)
     from_id: Mapped[str] = mapped_column(String(255))
@@ -51,7 +52,7 @@ class SlotRow(Base):
     is_self_call: Mapped[bool] = mapped_column(Boolean)
     usage_instructions: Mapped[str] = mapped_column(Text)
     todo_nudge: Mapped[str] = mapped_column(Text)
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    created_at: Mapped[datetime]
 
     __table_args__ = (
         # Deleting a thread (delete_thread, GC) takes its slots with it, including

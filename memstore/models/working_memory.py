@@ -7,7 +7,8 @@ from sqlalchemy import Index, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from memstore.db.base import Base
-from memstore.db.types import JSONDoc, UTCDateTime
+from memstore.db.columns import TenantId
+from memstore.db.types import JSONDoc
 
 __all__ = ["NO_SCOPE", "WorkingMemoryCheckpointRow", "WorkingMemoryRow"]
 
@@ -21,15 +22,15 @@ class WorkingMemoryRow(Base):
 
     __tablename__ = "working_memory"
 
-    user_id: Mapped[str] = mapped_column(String(255), primary_key=True)
+    user_id: Mapped[TenantId]
     project_id: Mapped[str] = mapped_column(String(255), primary_key=True)
     agent_id: Mapped[str] = mapped_column(String(255), primary_key=True)
     session_id: Mapped[str] = mapped_column(String(255), primary_key=True)
     key: Mapped[str] = mapped_column(String(255), primary_key=True)
     value: Mapped[Any] = mapped_column(JSONDoc)
     # NULL = never expires. Reads filter on expires_at > now; the sweep deletes the rest.
-    expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
-    updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    expires_at: Mapped[datetime | None]
+    updated_at: Mapped[datetime]
 
     __table_args__ = (Index(None, "user_id", "expires_at"),)
 
@@ -39,11 +40,11 @@ class WorkingMemoryCheckpointRow(Base):
 
     __tablename__ = "working_memory_checkpoints"
 
-    user_id: Mapped[str] = mapped_column(String(255), primary_key=True)
+    user_id: Mapped[TenantId]
     project_id: Mapped[str] = mapped_column(String(255), primary_key=True)
     agent_id: Mapped[str] = mapped_column(String(255), primary_key=True)
     session_id: Mapped[str] = mapped_column(String(255), primary_key=True)
     id: Mapped[str] = mapped_column(String(36), primary_key=True)
     description: Mapped[str] = mapped_column(Text)
     data: Mapped[Any] = mapped_column(JSONDoc)
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    created_at: Mapped[datetime]
