@@ -14,7 +14,6 @@ from typing import Any, cast
 
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
-from memstore.agent.access import AccessTracker
 from memstore.agent.context import Context, ContextItem
 from memstore.agent.tokens import TokenCounter
 from memstore.consolidation.types import ConsolidationResult, Extractor
@@ -42,6 +41,7 @@ from memstore.services import (
     TransferService,
     WorkingService,
 )
+from memstore.services.access import AccessTracker
 from memstore.services.limits import DEFAULT_BLOCK_CHAR_LIMIT, EXPORT_FORMAT, FROM_DUMP, FromDump
 from memstore.threads import DEFAULT_MAX_SLOTS_PER_THREAD, DEFAULT_MAX_THREADS, ThreadBuffer
 from memstore.types import (

@@ -1,6 +1,6 @@
 """The agent-facing layer: per-turn context packing, memory tools, access tracking."""
 
-from memstore.agent.access import ACCESS_PRIOR_WEIGHT, AccessStat, AccessTracker, access_prior
+from memstore.agent.access import ACCESS_PRIOR_WEIGHT, AccessStat, access_prior
 from memstore.agent.context import Context, ContextItem, ItemKind, pack
 from memstore.agent.tokens import ApproxTokenCounter, CharTokenCounter, TokenCounter
 from memstore.agent.tools import TOOL_SCHEMAS, parse_memory_id, tool_definitions, validate_arguments
@@ -9,7 +9,6 @@ __all__ = [
     "ACCESS_PRIOR_WEIGHT",
     "TOOL_SCHEMAS",
     "AccessStat",
-    "AccessTracker",
     "ApproxTokenCounter",
     "CharTokenCounter",
     "Context",

@@ -1,34 +1,19 @@
-"""Access tracking: buffered counters of what an agent recalls and loads.
+"""The access prior: how much being recalled or loaded often lifts an item's rank.
 
-Recording an access is a dictionary update in memory; the counts reach the
-database in one upsert per ``flush_every`` events (in a background task, so
-the recall that triggered it does not wait), when the store closes, or when
-someone reads the counters. A crash loses at most the buffered increments,
-which is acceptable for a ranking prior.
+The counters are kept by :class:`memstore.services.access.AccessTracker`.
 """
 
 from __future__ import annotations
 
-import asyncio
-import logging
 import math
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
-from datetime import datetime
 
-from memstore.db.unit import Database
-from memstore.repositories.access import AccessDelta, AccessRepository, AccessStat
-from memstore.repositories.erasure import guard_against_erasure
+from memstore.repositories.access import AccessStat
 
 __all__ = [
     "ACCESS_PRIOR_WEIGHT",
     "AccessStat",
-    "AccessTracker",
     "access_prior",
 ]
-
-log = logging.getLogger(__name__)
 
 # The prior is deliberately small: at most this much is added to a relevance
 # score in [0, ~1], so access frequency breaks near-ties but never outranks a
@@ -36,9 +21,6 @@ log = logging.getLogger(__name__)
 ACCESS_PRIOR_WEIGHT = 0.05
 # Access count at which the prior saturates.
 _PRIOR_SATURATION = 100
-# Beyond this many distinct buffered items (e.g. the database is down) new
-# increments are dropped rather than letting memory grow without bound.
-_MAX_PENDING_ITEMS = 100_000
 
 
 def access_prior(count: int) -> float:
@@ -46,125 +28,3 @@ def access_prior(count: int) -> float:
     if count <= 0:
         return 0.0
     return ACCESS_PRIOR_WEIGHT * min(1.0, math.log1p(count) / math.log1p(_PRIOR_SATURATION))
-
-
-Key = tuple[str, str, str]  # (stored user id, kind, item id)
-
-
-class AccessTracker:
-    """Per-store buffer of access increments, flushed in batches."""
-
-    def __init__(
-        self,
-        db: Database,
-        *,
-        flush_every: int = 256,
-    ) -> None:
-        self._db = db
-        self.flush_every = flush_every
-        self._pending: dict[Key, tuple[int, datetime]] = {}
-        self._events = 0
-        self._task: asyncio.Task[None] | None = None
-        self._lock = asyncio.Lock()
-        self._muted: ContextVar[bool] = ContextVar(
-            f"memstore_access_muted_{id(self)}", default=False
-        )
-
-    @contextmanager
-    def muted(self) -> Iterator[None]:
-        """Do not count accesses made inside this block (by this task)."""
-        token = self._muted.set(True)
-        try:
-            yield
-        finally:
-            self._muted.reset(token)
-
-    def record(self, user_id: str, kind: str, item_ids: Iterable[str], now: datetime) -> None:
-        """Count one access of each item; never touches the database itself."""
-        if self._muted.get():
-            return
-        for item_id in item_ids:
-            if not item_id:
-                continue
-            key = (user_id, kind, item_id)
-            count, _ = self._pending.get(key, (0, now))
-            if count == 0 and len(self._pending) >= _MAX_PENDING_ITEMS:
-                continue
-            self._pending[key] = (count + 1, now)
-            self._events += 1
-        if self._events >= self.flush_every and (self._task is None or self._task.done()):
-            self._events = 0
-            self._task = asyncio.get_running_loop().create_task(self._background_flush())
-
-    def pending(self, user_id: str, kind: str, item_ids: Iterable[str]) -> dict[str, int]:
-        """Buffered (not yet flushed) counts of the given items."""
-        out: dict[str, int] = {}
-        for item_id in item_ids:
-            entry = self._pending.get((user_id, kind, item_id))
-            if entry is not None:
-                out[item_id] = entry[0]
-        return out
-
-    async def discard(self, user_id: str) -> None:
-        """Drop buffered increments of a tenant (its memory is being erased).
-
-        Waits for a flush in flight first, so it cannot write them back after
-        the erase.
-        """
-        task = self._task
-        if task is not None and not task.done():
-            await asyncio.gather(task, return_exceptions=True)
-        for key in [k for k in self._pending if k[0] == user_id]:
-            del self._pending[key]
-
-    async def background_flush_done(self) -> bool:
-        """Wait for a background flush in flight; False if none was started."""
-        task = self._task
-        if task is None:
-            return False
-        await asyncio.gather(task, return_exceptions=True)
-        return True
-
-    async def _background_flush(self) -> None:
-        try:
-            await self.flush()
-        except Exception:  # a ranking prior is not worth crashing the agent for
-            log.warning("memstore: flushing access counts failed; will retry", exc_info=True)
-
-    async def flush(self) -> None:
-        """Write every buffered increment in one transaction."""
-        async with self._lock:
-            taken, self._pending = self._pending, {}
-            self._events = 0
-            if not taken:
-                return
-            deltas = [
-                AccessDelta(user_id=u, kind=k, item_id=i, count=c, last_accessed_at=at)
-                for (u, k, i), (c, at) in taken.items()
-            ]
-            try:
-                async with self._db.write() as session:
-                    # A forget of one of these tenants either finishes first (then
-                    # the upsert sees its items gone) or waits for this flush.
-                    await guard_against_erasure(session, {d.user_id for d in deltas})
-                    repo = AccessRepository(session=session)
-                    # Each tenant's part is named for the row-level security policies.
-                    for user in sorted({d.user_id for d in deltas}):
-                        await self._db.set_tenant(session, user)
-                        await repo.add([d for d in deltas if d.user_id == user])
-            except BaseException:
-                # Put the increments back so the next flush retries them.
-                for key, (count, at) in taken.items():
-                    newer_count, newer_at = self._pending.get(key, (0, at))
-                    self._pending[key] = (count + newer_count, max(at, newer_at))
-                raise
-
-    async def close(self) -> None:
-        """Wait for a running background flush, then flush what is left."""
-        task, self._task = self._task, None
-        if task is not None and not task.done():
-            await asyncio.gather(task, return_exceptions=True)
-        try:
-            await self.flush()
-        except Exception:  # closing must not fail (or mask an error) over counters
-            log.warning("memstore: access counts lost on close", exc_info=True)

@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from memstore.agent.access import AccessTracker
 from memstore.agent.context import Context, ContextItem
 from memstore.agent.memory import AgentMemory
 from memstore.agent.tokens import TokenCounter
 from memstore.db.unit import Database
 from memstore.errors import InvalidInput
 from memstore.repositories.access import AccessRepository, AccessStat
+from memstore.services.access import AccessTracker
 from memstore.services.limits import ACCESS_KINDS
 from memstore.tenancy import storage_user_id
 from memstore.validation import check_limit

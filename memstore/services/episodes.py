@@ -8,7 +8,6 @@ from datetime import datetime
 
 import numpy as np
 
-from memstore.agent.access import AccessTracker
 from memstore.db.unit import Database
 from memstore.documents import episode_search_text, episode_text
 from memstore.embeddings.base import Embedder, embed_checked
@@ -16,6 +15,7 @@ from memstore.errors import InvalidInput, NotFound
 from memstore.recall.hybrid import HybridRecall
 from memstore.recall.settings import EmbedderGuard
 from memstore.repositories.episodes import EpisodeRepository
+from memstore.services.access import AccessTracker
 from memstore.services.limits import MAX_BATCH, MAX_EPISODE_ID_CHARS
 from memstore.tenancy import storage_user_id
 from memstore.types import Episode, EpisodeMatch, Message, Role

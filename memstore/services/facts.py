@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from memstore.agent.access import AccessTracker
 from memstore.db.unit import Database
 from memstore.documents import fact_text
 from memstore.embeddings.base import Embedder, embed_checked
@@ -14,6 +13,7 @@ from memstore.predicates import normalize_predicate
 from memstore.recall.hybrid import HybridRecall
 from memstore.recall.settings import EmbedderGuard
 from memstore.repositories.facts import AssertOutcome, FactRepository, fact_from_row
+from memstore.services.access import AccessTracker
 from memstore.tenancy import storage_user_id
 from memstore.types import Fact
 from memstore.validation import (

@@ -5,7 +5,6 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from memstore.agent.access import AccessTracker
 from memstore.db.scrub import purge_full_text, truncate_wal
 from memstore.db.unit import Database
 from memstore.repositories.access import AccessRepository
@@ -15,6 +14,7 @@ from memstore.repositories.erasure import lock_for_erasure
 from memstore.repositories.facts import FactRepository
 from memstore.repositories.snapshot import SnapshotRepository
 from memstore.repositories.tenants import TenantRepository, tenant_tables
+from memstore.services.access import AccessTracker
 from memstore.tenancy import public_user_id, storage_user_id
 from memstore.types import Profile
 from memstore.validation import check_aware, check_identifier, check_limit
