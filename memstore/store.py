@@ -351,6 +351,30 @@ class MemoryStore:
             user_id=user_id, subject=subject, predicate=predicate, fact_id=fact_id
         )
 
+    async def facts(
+        self,
+        *,
+        user_id: str | None = None,
+        subject: str | None = None,
+        predicate: str | None = None,
+        valid_at: datetime | None = None,
+        known_at: datetime | None = None,
+        limit: int = 100,
+    ) -> list[Fact]:
+        """Facts true at ``valid_at`` as believed at ``known_at`` (both default to now).
+
+        No search: every such fact of the tenant, or of ``subject`` / ``predicate``
+        when given, most recently recorded first, at most ``limit``.
+        """
+        return await self._facts.facts(
+            user_id=user_id,
+            subject=subject,
+            predicate=predicate,
+            valid_at=valid_at,
+            known_at=known_at,
+            limit=limit,
+        )
+
     async def recall_facts(
         self,
         query: str,

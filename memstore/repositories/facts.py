@@ -39,6 +39,42 @@ def fact_from_row(row: FactRow) -> Fact:
     )
 
 
+# The columns a Fact is made of, read as Core rows (no ORM identity map).
+_FACT_COLUMNS = (
+    FactRow.id,
+    FactRow.fact_id,
+    FactRow.user_id,
+    FactRow.subject,
+    FactRow.predicate,
+    FactRow.object,
+    FactRow.single_valued,
+    FactRow.confidence,
+    FactRow.sources,
+    FactRow.valid_from,
+    FactRow.valid_to,
+    FactRow.recorded_at,
+    FactRow.superseded_at,
+)
+
+
+def _fact_from_core(row: Any) -> Fact:
+    return Fact(
+        id=row.id,
+        fact_id=row.fact_id,
+        user_id=public_user_id(row.user_id),
+        subject=row.subject,
+        predicate=row.predicate,
+        object=row.object,
+        single_valued=row.single_valued,
+        confidence=row.confidence,
+        sources=tuple(row.sources or ()),
+        valid_from=row.valid_from,
+        valid_to=row.valid_to,
+        recorded_at=row.recorded_at,
+        superseded_at=row.superseded_at,
+    )
+
+
 def same_object(a: str, b: str) -> bool:
     return " ".join(a.casefold().split()) == " ".join(b.casefold().split())
 
@@ -297,11 +333,35 @@ class FactRepository:
         if fact_id is not None:
             conditions.append(FactRow.fact_id == fact_id)
         stmt = (
-            select(FactRow)
+            select(*_FACT_COLUMNS)
             .where(and_(*conditions))
             .order_by(FactRow.valid_from, FactRow.recorded_at, FactRow.id)
         )
-        return [fact_from_row(r) for r in (await self._session.scalars(stmt)).all()]
+        return [_fact_from_core(r) for r in (await self._session.execute(stmt)).all()]
+
+    async def believed(
+        self,
+        user_id: str,
+        *,
+        subject: str | None,
+        predicate: str | None,
+        valid_at: datetime,
+        known_at: datetime,
+        limit: int,
+    ) -> list[Fact]:
+        """Facts true at ``valid_at`` as recorded by ``known_at``, newest first."""
+        conditions = [FactRow.user_id == user_id, *self._as_of(valid_at, known_at)]
+        if subject is not None:
+            conditions += [FactRow.subject_key == subject_key(subject), FactRow.subject == subject]
+        if predicate is not None:
+            conditions.append(FactRow.predicate == predicate)
+        stmt = (
+            select(*_FACT_COLUMNS)
+            .where(*conditions)
+            .order_by(FactRow.recorded_at.desc(), FactRow.id)
+            .limit(limit)
+        )
+        return [_fact_from_core(r) for r in (await self._session.execute(stmt)).all()]
 
     async def get_version(self, user_id: str, version_id: str) -> Fact | None:
         row = await self._session.get(FactRow, (user_id, version_id))

@@ -23,7 +23,10 @@ from memstore.validation import (
     check_text,
 )
 
-__all__ = ["FactService"]
+__all__ = ["MAX_FACTS_LISTED", "FactService"]
+
+# store.facts(limit=...) upper bound: a page, not a dump (export is for that).
+MAX_FACTS_LISTED = 10_000
 
 
 class FactService:
@@ -92,6 +95,42 @@ class FactService:
             return await FactRepository(session=session).history(
                 user, subject=subject, predicate=predicate, fact_id=fact_id
             )
+
+    async def facts(
+        self,
+        *,
+        user_id: str | None = None,
+        subject: str | None = None,
+        predicate: str | None = None,
+        valid_at: datetime | None = None,
+        known_at: datetime | None = None,
+        limit: int = 100,
+    ) -> list[Fact]:
+        """Facts true at ``valid_at`` as believed at ``known_at`` (both default to now).
+
+        No search: every such fact of the tenant, or of ``subject`` / ``predicate``
+        when given, most recently recorded first, at most ``limit``.
+        """
+        user = storage_user_id(user_id)
+        if subject is not None:
+            subject = check_text("subject", subject, max_chars=MAX_FACT_FIELD_CHARS).strip()
+        if predicate is not None:
+            predicate = normalize_predicate(check_text("predicate", predicate))
+        check_limit("limit", limit, maximum=MAX_FACTS_LISTED)
+        now = self.db.now()
+        valid_at = check_aware("valid_at", valid_at) if valid_at is not None else now
+        known_at = check_aware("known_at", known_at) if known_at is not None else now
+        async with self.db.read(user) as session:
+            found = await FactRepository(session=session).believed(
+                user,
+                subject=subject,
+                predicate=predicate,
+                valid_at=valid_at,
+                known_at=known_at,
+                limit=limit,
+            )
+        self.access_tracker.record(user, "fact", [f.fact_id or "" for f in found], now)
+        return found
 
     async def recall_facts(
         self,
