@@ -21,6 +21,7 @@ __all__ = [
     "bm25_scores",
     "doc_terms",
     "fts5_query",
+    "is_prefix",
     "query_terms",
     "stem",
     "tsquery",
@@ -66,21 +67,22 @@ def _term_counts(text: str) -> Counter[str]:
     return counts
 
 
-def _is_prefix(term: str) -> bool:
+def is_prefix(term: str) -> bool:
+    """Whether ``term`` matches words it begins (long enough) or only itself."""
     return len(term) >= _MIN_PREFIX
 
 
 def fts5_query(terms: Sequence[str]) -> str:
     # Terms are [^\W_]+ words, so quoting cannot be broken out of.
-    return " OR ".join(f'"{t}"*' if _is_prefix(t) else f'"{t}"' for t in terms)
+    return " OR ".join(f'"{t}"*' if is_prefix(t) else f'"{t}"' for t in terms)
 
 
 def tsquery(terms: Sequence[str]) -> str:
-    return " | ".join(f"{t}:*" if _is_prefix(t) else t for t in terms)
+    return " | ".join(f"{t}:*" if is_prefix(t) else t for t in terms)
 
 
 def _matches(token: str, term: str) -> bool:
-    return token.startswith(term) if _is_prefix(term) else token == term
+    return token.startswith(term) if is_prefix(term) else token == term
 
 
 def bm25_scores(

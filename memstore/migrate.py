@@ -41,9 +41,10 @@ logger = logging.getLogger(__name__)
 
 # Search structures that only migrations manage, because the ORM cannot express
 # them portably: SQLite FTS5 tables (and their shadow and key-map tables) and
-# the Postgres HNSW / full-text GIN indexes of revision 0003. Autogenerate and
+# the Postgres HNSW / full-text GIN indexes of revision 0003, SQLite's search
+# versions of revision 0008. Autogenerate and
 # `alembic check` would otherwise report them as objects to drop.
-MIGRATION_ONLY = ("_fts", "_embedding_hnsw")
+MIGRATION_ONLY = ("_fts", "_embedding_hnsw", "search_versions")
 
 
 def include_object(

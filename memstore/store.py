@@ -26,12 +26,13 @@ from memstore.errors import DimensionMismatch
 from memstore.fact_input import MAX_FACT_FIELD_CHARS
 from memstore.gc import GcReport
 from memstore.migrate import check_schema, needs_upgrade, upgrade
-from memstore.recall.backends import backend_for
+from memstore.recall.backends import backend_for, episode_search_for
 from memstore.recall.fusion import RecallTuning
 from memstore.recall.hybrid import HybridRecall
 from memstore.recall.settings import EmbedderGuard, check_embedder, recorded_settings
 from memstore.repositories.access import AccessStat
 from memstore.repositories.facts import AssertOutcome
+from memstore.repositories.search import EpisodeSearchBackend
 from memstore.services import (
     AgentService,
     BlockService,
@@ -83,9 +84,11 @@ class MemoryStore:
         allow_embedder_change: bool = False,
         db: Database | None = None,
         access_tracker: AccessTracker | None = None,
+        episode_search: EpisodeSearchBackend | None = None,
     ) -> None:
-        # ``db`` and ``access_tracker`` are given by :meth:`bind`: a view joined
-        # to a caller's session that buffers accesses in the binding store.
+        # ``db``, ``access_tracker`` and ``episode_search`` are given by
+        # :meth:`bind`: a view joined to a caller's session that buffers
+        # accesses and caches vectors in the binding store.
         self._options: dict[str, Any] = {
             "block_char_limit": block_char_limit,
             "clock": clock,
@@ -112,7 +115,14 @@ class MemoryStore:
         options = {} if exact_scan_threshold is None else {"exact_threshold": exact_scan_threshold}
         self.search = backend_for(engine, **options)
         self.recall_engine = HybridRecall(
-            embedder=self.embedder, backend=self.search, tuning=recall_tuning
+            embedder=self.embedder,
+            backend=self.search,
+            episode_search=(
+                episode_search
+                if episode_search is not None
+                else episode_search_for(engine, self.search)
+            ),
+            tuning=recall_tuning,
         )
         self.block_char_limit = block_char_limit
         # Thread context buffers (seed 000/001); limits validated there.
@@ -146,7 +156,9 @@ class MemoryStore:
         self._working = WorkingService(
             db=db, threads=self.threads, scratchpad_limit=self.scratchpad_limit, host=self
         )
-        self._tenants = TenantService(db=db, access_tracker=tracker)
+        self._tenants = TenantService(
+            db=db, access_tracker=tracker, episode_search=self.recall_engine.episode_search
+        )
         self._transfer = TransferService(
             db=db, embedder=self.embedder, embedder_guard=self.embedder_guard
         )
@@ -180,6 +192,7 @@ class MemoryStore:
             embedder=self.embedder,
             db=self.db.joined(session),
             access_tracker=self.access_tracker,
+            episode_search=self.recall_engine.episode_search,
         )
 
     @classmethod

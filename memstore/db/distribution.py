@@ -45,6 +45,14 @@ MIGRATION_ONLY_TABLES: dict[str, str] = {
         "SQLite only: maps FTS5 integer rowids to (user_id, id); its rowid key is "
         "SQLite's own row address, the (user_id, id) unique key is the tenant key"
     ),
+    r"episodes_fts_instances": (
+        "SQLite only: a read-only fts5vocab view of the FTS5 index's term occurrences "
+        "(revision 0008); it stores nothing of its own"
+    ),
+    r"search_versions": (
+        "SQLite only: each tenant's search version for the in-process vector cache "
+        "(revision 0008), keyed by (user_id, tbl)"
+    ),
 }
 
 

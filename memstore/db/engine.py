@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 from typing import Any
@@ -190,6 +191,7 @@ def _configure_sqlite(engine: AsyncEngine, *, busy_timeout_ms: int) -> None:
         # Deleted content is overwritten with zeros, so erased text does not
         # linger in freed pages or free space of the file (forget).
         cursor.execute("PRAGMA secure_delete = ON")
+        _ensure_math_functions(dbapi_connection, cursor)
         cursor.close()
 
     @event.listens_for(engine.sync_engine, "begin")
@@ -201,6 +203,24 @@ def _configure_sqlite(engine: AsyncEngine, *, busy_timeout_ms: int) -> None:
             connection.exec_driver_sql("BEGIN")
         else:
             connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def _ensure_math_functions(dbapi_connection: Any, cursor: Any) -> None:
+    """Recall's statement uses sqrt() and exp(), optional in SQLite builds before 3.35."""
+    try:
+        cursor.execute("SELECT sqrt(1.0), exp(0.0)")
+        cursor.fetchall()
+    except Exception:
+        for name, fn in (("sqrt", _sqrt), ("exp", _exp)):
+            dbapi_connection.create_function(name, 1, fn, deterministic=True)
+
+
+def _sqrt(x: float | None) -> float | None:
+    return None if x is None or x < 0 else math.sqrt(x)
+
+
+def _exp(x: float | None) -> float | None:
+    return None if x is None else math.exp(min(x, 700.0))
 
 
 def _configure_postgres(engine: AsyncEngine) -> None:

@@ -1,4 +1,4 @@
-"""The search backend for a database's dialect."""
+"""The search backends for a database's dialect."""
 
 from __future__ import annotations
 
@@ -6,14 +6,21 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from memstore.repositories.search import SearchBackend
-from memstore.repositories.search_postgres import PostgresSearch
-from memstore.repositories.search_sqlite import SqliteSearch
+from memstore.repositories import search_postgres, search_sqlite
+from memstore.repositories.search import EpisodeSearchBackend, SearchBackend
+from memstore.repositories.vector_cache import VectorCache
 
-__all__ = ["backend_for"]
+__all__ = ["backend_for", "episode_search_for"]
 
 
 def backend_for(engine: AsyncEngine, **options: Any) -> SearchBackend:
     if engine.dialect.name == "postgresql":
-        return PostgresSearch(**options)
-    return SqliteSearch()
+        return search_postgres.PostgresSearch(**options)
+    return search_sqlite.SqliteSearch()
+
+
+def episode_search_for(engine: AsyncEngine, backend: SearchBackend) -> EpisodeSearchBackend:
+    """Episode recall in one statement; on Postgres it shares ``backend``'s plan state."""
+    if isinstance(backend, search_postgres.PostgresSearch):
+        return search_postgres.EpisodeSearch(vectors=backend)
+    return search_sqlite.EpisodeSearch(cache=VectorCache())

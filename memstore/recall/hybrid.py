@@ -1,9 +1,13 @@
-"""The recall pipeline: embed the query, gather candidates per signal, fuse, add context."""
+"""The recall pipeline: embed the query, then search.
+
+Episodes are recalled by one statement per backend
+(memstore/repositories/recall_statement.py). Facts, always filtered by valid
+and transaction time and far fewer per tenant, gather candidates per signal
+here and fuse them in Python.
+"""
 
 from __future__ import annotations
 
-import math
-from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -13,18 +17,15 @@ from sqlalchemy import ColumnElement
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from memstore.embeddings.base import Embedder, embed_checked
-from memstore.lexical import bm25_scores, query_terms
+from memstore.lexical import BM25_B, BM25_K1, bm25_scores, query_terms
 from memstore.recall.fusion import RecallTuning, standardise
-from memstore.repositories import search
+from memstore.repositories.recall_statement import EpisodeRecall, Fusion, RecallHit
 from memstore.repositories.search import (
-    EPISODES,
     FACTS,
+    EpisodeSearchBackend,
     RecallTable,
     SearchBackend,
     corpus_stats,
-    neighbours,
-    occurred_at,
-    occurred_between,
 )
 
 __all__ = ["HybridRecall", "Scored"]
@@ -43,10 +44,16 @@ class Scored:
 
 class HybridRecall:
     def __init__(
-        self, *, embedder: Embedder, backend: SearchBackend, tuning: RecallTuning | None = None
+        self,
+        *,
+        embedder: Embedder,
+        backend: SearchBackend,
+        episode_search: EpisodeSearchBackend,
+        tuning: RecallTuning | None = None,
     ) -> None:
         self.embedder = embedder
         self.backend = backend
+        self.episode_search = episode_search
         self.tuning = tuning or RecallTuning()
 
     async def embed_query(self, query: str) -> np.ndarray:
@@ -107,97 +114,29 @@ class HybridRecall:
         recency_weight: float,
         qvec: np.ndarray,
         limit: int,
-    ) -> list[Scored]:
-        """Every candidate episode with its final score, best first (ties: caller sorts)."""
-        where: list[ColumnElement[bool]] = []
-        if time_range is not None:
-            where.append(occurred_between(time_range))
-        scored, floor = await self._signals(session, EPISODES, user_id, query, qvec, where, limit)
-        if scored:
-            await self._add_context(session, user_id, scored, floor, where)
-        if recency_weight:
-            await self._add_recency(session, user_id, scored, now, recency_weight)
-        return sorted(scored.values(), key=lambda s: -s.score)
-
-    async def _add_context(
-        self,
-        session: AsyncSession,
-        user_id: str,
-        scored: dict[str, Scored],
-        floor: float,
-        where: Sequence[ColumnElement[bool]],
-    ) -> None:
+    ) -> list[RecallHit]:
+        """The ``limit`` best episodes with their scores' parts, best first."""
         t = self.tuning
-        positions = await search.positions(session, user_id, list(scored), where)
-        best = sorted(scored.values(), key=lambda s: -s.score)[: t.expand]
-        placed = {
-            doc_id: (sid, turn) for doc_id, (sid, turn) in positions.items() if turn is not None
-        }
-        wanted = {
-            (placed[s.id][0], placed[s.id][1] + d)
-            for s in best
-            if s.id in placed
-            for d in range(-t.neighbour_width, t.neighbour_width + 1)
-            if d
-        }
-        wanted -= set(placed.values())
-        for doc_id, pos in (await neighbours(session, user_id, wanted, where)).items():
-            positions[doc_id] = pos
-            placed[doc_id] = pos
-            scored[doc_id] = Scored(
-                doc_id,
-                floor,
-                {
-                    "dense": 0.0,
-                    "keyword": 0.0,
-                    "dense_z": 0.0,
-                    "keyword_z": 0.0,
-                    "fused": floor,
-                },
-            )
-        by_place = {pos: doc_id for doc_id, pos in placed.items()}
-        base = {doc_id: s.score for doc_id, s in scored.items()}
-        for doc_id, s in scored.items():
-            near = 0.0
-            if doc_id in placed:
-                session_id, turn = placed[doc_id]
-                for d in range(-t.neighbour_width, t.neighbour_width + 1):
-                    other = by_place.get((session_id, turn + d)) if d else None
-                    if other is not None:
-                        near = max(near, base[other])
-            s.parts["neighbour"] = t.neighbour_weight * near
-            s.score = base[doc_id] + s.parts["neighbour"]
-        sessions: dict[str, list[float]] = defaultdict(list)
-        for doc_id, s in scored.items():
-            if doc_id in positions:
-                sessions[positions[doc_id][0]].append(s.score)
-        session_score = {}
-        for session_id, values in sessions.items():
-            top = sorted(values, reverse=True)[: t.session_top]
-            top += [floor] * (t.session_top - len(top))
-            session_score[session_id] = sum(top) / len(top)
-        for doc_id, s in scored.items():
-            s.parts["session"] = (
-                t.session_weight * session_score[positions[doc_id][0]]
-                if doc_id in positions
-                else 0.0
-            )
-            s.score += s.parts["session"]
-
-    async def _add_recency(
-        self,
-        session: AsyncSession,
-        user_id: str,
-        scored: dict[str, Scored],
-        now: datetime,
-        weight: float,
-    ) -> None:
-        half_life = self.tuning.recency_half_life_days
-        for doc_id, occurred in (await occurred_at(session, user_id, list(scored))).items():
-            age_days = max(0.0, (now - occurred).total_seconds() / 86_400)
-            recency = math.exp(-math.log(2) * age_days / half_life)
-            scored[doc_id].parts["recency"] = recency
-            scored[doc_id].score += weight * recency
+        request = EpisodeRecall(
+            user_id=user_id,
+            terms=tuple(query_terms(query)),
+            time_range=time_range,
+            now=now,
+            recency_weight=recency_weight,
+            limit=limit,
+            fusion=Fusion(
+                depth=max(t.depth, limit),
+                dense_weight=t.dense_weight,
+                keyword_weight=t.keyword_weight,
+                neighbour_weight=t.neighbour_weight,
+                width=t.neighbour_width,
+                session_weight=t.session_weight,
+                session_top=t.session_top,
+                expand=t.expand,
+                half_life_days=t.recency_half_life_days,
+            ),
+        )
+        return await self.episode_search.recall(session, request, qvec, k1=BM25_K1, b=BM25_B)
 
     async def facts(
         self,

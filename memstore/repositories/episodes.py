@@ -12,11 +12,25 @@ from memstore.models import EpisodeRow, SessionTurnRow
 from memstore.tenancy import public_user_id
 from memstore.types import Episode
 
-__all__ = ["EpisodeRepository", "episode_from_row"]
+__all__ = ["EpisodeRepository", "episode_from_columns", "episode_from_row"]
 
 
 def _no_turns(user_id: str, session_id: str) -> int:
     raise KeyError((user_id, session_id))
+
+
+def episode_from_columns(row: Any) -> Episode:
+    """An episode from a Core row of the episodes columns (``metadata`` under its SQL name)."""
+    return Episode(
+        id=row.id,
+        user_id=public_user_id(row.user_id),
+        session_id=row.session_id,
+        input=row.input,
+        output=row.output,
+        tool_calls=list(row.tool_calls or []),
+        metadata=dict(row.metadata or {}),
+        occurred_at=row.occurred_at,
+    )
 
 
 def episode_from_row(row: EpisodeRow) -> Episode:

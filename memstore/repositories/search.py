@@ -12,10 +12,12 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from memstore.models import EpisodeRow, FactRow
 from memstore.models.search import document
+from memstore.repositories.recall_statement import EpisodeRecall, RecallHit
 
 __all__ = [
     "EPISODES",
     "FACTS",
+    "EpisodeSearchBackend",
     "RecallTable",
     "SearchBackend",
     "corpus_stats",
@@ -55,6 +57,24 @@ class SearchBackend(Protocol):
         where: Sequence[ColumnElement[bool]],
     ) -> list[tuple[str, str]]:
         """(id, text) of the tenant's rows containing any term (as a prefix), best ``cap``."""
+        ...
+
+
+class EpisodeSearchBackend(Protocol):
+    async def recall(
+        self,
+        session: AsyncSession,
+        request: EpisodeRecall,
+        qvec: np.ndarray,
+        *,
+        k1: float,
+        b: float,
+    ) -> list[RecallHit]:
+        """The request's final rows, best first, in one statement (plus cached reads)."""
+        ...
+
+    def drop(self, user_id: str) -> None:
+        """Forget whatever is cached in this process about the tenant."""
         ...
 
 

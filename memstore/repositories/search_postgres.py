@@ -23,21 +23,51 @@ scanned exactly.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
-from sqlalchemy import ColumnElement, Float, bindparam, cast, func, literal_column, select, text
+from sqlalchemy import (
+    ARRAY,
+    Boolean,
+    ColumnElement,
+    Float,
+    Integer,
+    String,
+    bindparam,
+    cast,
+    func,
+    literal_column,
+    select,
+    text,
+)
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from memstore.db.crosstenant import cross_tenant
 from memstore.db.types import PgVector
-from memstore.lexical import tsquery
+from memstore.lexical import is_prefix, tsquery
 from memstore.models import EpisodeRow
-from memstore.models.search import tsvector
-from memstore.repositories.search import RecallTable, row_text
+from memstore.models.search import document, tsvector
+from memstore.repositories.recall_statement import (
+    Dialect,
+    EpisodeRecall,
+    RecallHit,
+    episode_statement,
+    hits,
+    shared_params,
+)
+from memstore.repositories.search import EPISODES, RecallTable, row_text
 
-__all__ = ["DEFAULT_EXACT_THRESHOLD", "MAX_EF_SEARCH", "PostgresSearch", "full_text_vector"]
+__all__ = [
+    "DEFAULT_EXACT_THRESHOLD",
+    "MAX_EF_SEARCH",
+    "PG_DIALECT",
+    "EpisodeSearch",
+    "PostgresSearch",
+    "full_text_vector",
+]
 
 DEFAULT_EXACT_THRESHOLD = 20_000
 MAX_EF_SEARCH = 1000  # pgvector's upper bound for hnsw.ef_search
@@ -92,6 +122,15 @@ class PostgresSearch:
         )
         if tenant_rows <= self.exact_threshold:
             return await self._exact(session, model, user_id, distance, depth, where)
+        return await self.dense_large(session, user_id, query, depth, tenant_rows)
+
+    async def dense_large(
+        self, session: AsyncSession, user_id: str, query: np.ndarray, depth: int, tenant_rows: int
+    ) -> dict[str, float]:
+        """Episodes of a tenant too big to scan on every query: through the HNSW index."""
+        model = EPISODES
+        vector = bindparam("qvec", query.astype(np.float32), type_=PgVector())
+        distance = model.embedding.op("<=>", return_type=Float)(cast(vector, PgVector()))
         if await self._pgvector_version(session) >= (0, 8):
             return await self._iterative(session, model, user_id, distance, depth)
         return await self._overfetch(session, model, user_id, distance, depth, tenant_rows)
@@ -201,3 +240,137 @@ class PostgresSearch:
             .limit(cap)
         )
         return [(r[0], r[1]) for r in (await session.execute(stmt)).all()]
+
+
+_PG_DENSE_EXACT = """
+SELECT e.id, 1 - (e.embedding <=> :qvec) FROM episodes AS e
+WHERE e.user_id = :user_id AND e.embedding IS NOT NULL {time_filter}
+ORDER BY (e.embedding <=> :qvec) + 0, e.id
+LIMIT :depth"""
+
+_PG_DENSE_GIVEN = "SELECT * FROM unnest(CAST(:dense_ids AS text[]), CAST(:dense_sims AS float8[]))"
+
+# Term counts read from the indexed tsvector of the tenant's matching rows.
+_PG_TERM_COUNTS = """
+terms AS (
+  SELECT t.term, t.prefix, t.i
+  FROM unnest(CAST(:terms AS text[]), CAST(:prefixes AS boolean[]))
+    WITH ORDINALITY AS t(term, prefix, i)
+),
+kwd AS (
+  SELECT e.id, {tsv} AS v, length({doc}) AS dl FROM episodes AS e
+  WHERE e.user_id = :user_id AND {tsv} @@ to_tsquery('simple', :tsq) {time_filter}
+  LIMIT :cap
+),
+tf AS (
+  SELECT d.id, d.dl, t.i, sum(coalesce(array_length(u.positions, 1), 1)) AS n
+  FROM kwd AS d CROSS JOIN LATERAL unnest(d.v) AS u
+  JOIN terms AS t ON CASE WHEN t.prefix THEN starts_with(u.lexeme, t.term)
+                          ELSE u.lexeme = t.term END
+  GROUP BY d.id, d.dl, t.i
+),"""
+
+PG_DIALECT = Dialect(
+    dense=_PG_DENSE_EXACT,
+    term_counts="",
+    stddev="stddev_pop({x})",
+    positive="greatest({x}, 0)",
+    greatest="greatest",
+    float="float8",
+    age_days="greatest(extract(epoch FROM (:now - e.occurred_at)) / 86400.0, 0)",
+    time_filter=(
+        "AND (CAST(:t0 AS timestamptz) IS NULL "
+        "OR e.occurred_at BETWEEN CAST(:t0 AS timestamptz) AND CAST(:t1 AS timestamptz))"
+    ),
+)
+
+# Keyword candidates scored per query: BM25 is exact while a tenant has fewer
+# rows matching any query term than this.
+KEYWORD_CAP = 5_000
+# Seconds a tenant's corpus statistics (row count, mean text length) are reused.
+STATS_TTL = 60.0
+
+
+@dataclass(frozen=True)
+class CorpusStats:
+    rows: int
+    mean_chars: float
+    taken: float
+
+
+class EpisodeSearch:
+    """Postgres episode recall in one statement (two when a big tenant goes through HNSW)."""
+
+    def __init__(self, *, vectors: PostgresSearch) -> None:
+        self.vectors = vectors
+        self._stats: dict[str, CorpusStats] = {}
+
+    async def stats(self, session: AsyncSession, user_id: str) -> CorpusStats:
+        """The tenant's searchable rows and mean text length, refreshed every STATS_TTL s."""
+        now = time.monotonic()
+        cached = self._stats.get(user_id)
+        if cached is not None and now - cached.taken < STATS_TTL:
+            return cached
+        stmt = select(func.count(), func.avg(func.length(row_text(EpisodeRow)))).where(
+            EpisodeRow.user_id == user_id
+        )
+        count, mean = (await session.execute(stmt)).one()
+        fresh = CorpusStats(int(count or 0), float(mean or 0.0), now)
+        if len(self._stats) > 10_000:
+            self._stats.clear()
+        self._stats[user_id] = fresh
+        return fresh
+
+    def drop(self, user_id: str) -> None:
+        self._stats.pop(user_id, None)
+
+    async def recall(
+        self,
+        session: AsyncSession,
+        request: EpisodeRecall,
+        qvec: np.ndarray,
+        *,
+        k1: float,
+        b: float,
+    ) -> list[RecallHit]:
+        stats = await self.stats(session, request.user_id)
+        dialect = PG_DIALECT
+        params: dict[str, tuple[Any, Any]] = {
+            "qvec": (qvec.astype(np.float32), PgVector()),
+        }
+        if stats.rows > self.vectors.exact_threshold and request.time_range is None:
+            dense = await self.vectors.dense_large(
+                session, request.user_id, qvec, request.fusion.depth, stats.rows
+            )
+            dialect = replace(dialect, dense=_PG_DENSE_GIVEN)
+            params = {
+                "dense_ids": (list(dense), ARRAY(String())),
+                "dense_sims": (list(dense.values()), ARRAY(Float())),
+            }
+        else:
+            self.vectors.last_plan = "exact"
+            dialect = replace(
+                dialect, dense=_PG_DENSE_EXACT.format(time_filter=dialect.time_filter)
+            )
+        if request.terms:
+            dialect = replace(
+                dialect,
+                term_counts=_PG_TERM_COUNTS.format(
+                    tsv=tsvector("episodes", prefix="e."),
+                    doc=document("episodes", prefix="e."),
+                    time_filter=dialect.time_filter,
+                ),
+            )
+            params.update(
+                terms=(list(request.terms), ARRAY(String())),
+                prefixes=([is_prefix(t) for t in request.terms], ARRAY(Boolean())),
+                tsq=(tsquery(request.terms), String()),
+                cap=(KEYWORD_CAP, Integer()),
+                corpus_docs=(float(stats.rows), Float()),
+                corpus_chars=(stats.mean_chars, Float()),
+                k1=(k1, Float()),
+                b=(b, Float()),
+            )
+        stmt = episode_statement(dialect, params)
+        rows = await session.execute(stmt, shared_params(request))
+        return hits(rows, recency=bool(request.recency_weight))

@@ -2,16 +2,28 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
 
 import numpy as np
-from sqlalchemy import ColumnElement, TableClause, column, select, table, text
+from sqlalchemy import ColumnElement, Float, String, TableClause, column, select, table, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from memstore.lexical import fts5_query
+from memstore.lexical import fts5_query, is_prefix
+from memstore.repositories.recall_statement import (
+    Dialect,
+    EpisodeRecall,
+    RecallHit,
+    episode_statement,
+    hits,
+    shared_params,
+)
 from memstore.repositories.search import RecallTable, row_text
+from memstore.repositories.vector_cache import VectorCache
 
-__all__ = ["SqliteSearch"]
+__all__ = ["SQLITE_DIALECT", "EpisodeSearch", "SqliteSearch", "term_range"]
 
 
 def _fts_tables(model: RecallTable) -> tuple[TableClause, TableClause]:
@@ -73,3 +85,84 @@ class SqliteSearch:
             .limit(cap)
         )
         return [(r[0], r[1]) for r in (await session.execute(stmt)).all()]
+
+
+# Term counts from the FTS5 index's instance list (fts5vocab, revision 0008):
+# each term is a range of index terms, [lo, hi), so a prefix term finds every
+# word it begins and the scan is a seek, not a pass over the vocabulary.
+_SQLITE_TERM_COUNTS = """
+terms AS (
+  SELECT CAST(key AS INTEGER) + 1 AS i, json_extract(value, '$[0]') AS lo,
+         json_extract(value, '$[1]') AS hi
+  FROM json_each(:terms)
+),
+hits AS (
+  SELECT k.id, t.i, count(*) AS n
+  FROM terms AS t
+  JOIN episodes_fts_instances AS v ON v.term >= t.lo AND v.term < t.hi
+  JOIN episodes_fts_keys AS k ON k.rowid = v.doc
+  WHERE k.user_id = :user_id
+  GROUP BY k.id, t.i
+),
+tf AS (
+  SELECT h.id, length(coalesce(e.search_text, '')) AS dl, h.i, h.n
+  FROM hits AS h JOIN episodes AS e ON e.user_id = :user_id AND e.id = h.id
+  WHERE 1 = 1 {time_filter}
+),"""
+
+
+def term_range(term: str) -> tuple[str, str]:
+    """The index terms ``term`` matches, as [lo, hi): words it begins, or itself."""
+    if is_prefix(term):
+        return term, term[:-1] + chr(ord(term[-1]) + 1)
+    return term, term + "\x01"
+
+
+SQLITE_DIALECT = Dialect(
+    dense="SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(:dense)",
+    term_counts="",
+    stddev="sqrt(max(avg({x} * {x}) - avg({x}) * avg({x}), 0))",
+    positive="max({x}, 0)",
+    greatest="max",
+    float="REAL",
+    age_days="max(julianday(:now) - julianday(e.occurred_at), 0)",
+    time_filter="AND (:t0 IS NULL OR e.occurred_at BETWEEN :t0 AND :t1)",
+)
+
+
+class EpisodeSearch:
+    """SQLite episode recall: nearest vectors from the cached matrix, the rest in one statement."""
+
+    def __init__(self, *, cache: VectorCache) -> None:
+        self.cache = cache
+
+    async def recall(
+        self,
+        session: AsyncSession,
+        request: EpisodeRecall,
+        qvec: np.ndarray,
+        *,
+        k1: float,
+        b: float,
+    ) -> list[RecallHit]:
+        vectors = await self.cache.vectors(session, request.user_id)
+        dense = vectors.nearest(qvec, request.fusion.depth, request.time_range)
+        dialect = SQLITE_DIALECT
+        params: dict[str, tuple[Any, Any]] = {"dense": (json.dumps(dense), String())}
+        if request.terms:
+            dialect = replace(
+                dialect, term_counts=_SQLITE_TERM_COUNTS.format(time_filter=dialect.time_filter)
+            )
+            params.update(
+                terms=(json.dumps([term_range(t) for t in request.terms]), String()),
+                corpus_docs=(float(vectors.rows), Float()),
+                corpus_chars=(vectors.mean_chars, Float()),
+                k1=(k1, Float()),
+                b=(b, Float()),
+            )
+        stmt = episode_statement(dialect, params)
+        rows = await session.execute(stmt, shared_params(request))
+        return hits(rows, recency=bool(request.recency_weight))
+
+    def drop(self, user_id: str) -> None:
+        self.cache.drop(user_id)

@@ -177,15 +177,7 @@ class EpisodeService:
                 qvec=qvec,
                 limit=limit,
             )
-            # Load a few more than needed so ties can be broken newest-first.
-            wanted = [s.id for s in ranked[: limit * 2 + 10]]
-            episodes = await EpisodeRepository(session=session).by_ids(user, wanted)
-        matches = [
-            EpisodeMatch(episode=episodes[s.id], score=s.score, parts=s.parts)
-            for s in ranked[: len(wanted)]
-            if s.id in episodes
-        ]
-        matches.sort(key=lambda m: (-m.score, -m.episode.occurred_at.timestamp(), m.episode.id))
+        matches = [EpisodeMatch(episode=h.episode, score=h.score, parts=h.parts) for h in ranked]
         self.access_tracker.record(user, "episode", [m.episode.id for m in matches[:limit]], now)
         return matches[:limit]
 

@@ -12,8 +12,10 @@ from memstore.repositories.blocks import BlockRepository
 from memstore.repositories.episodes import EpisodeRepository
 from memstore.repositories.erasure import lock_for_erasure
 from memstore.repositories.facts import FactRepository
+from memstore.repositories.search import EpisodeSearchBackend
 from memstore.repositories.snapshot import SnapshotRepository
 from memstore.repositories.tenants import TenantRepository, tenant_tables
+from memstore.repositories.vector_cache import forget_search_version
 from memstore.services.access import AccessTracker
 from memstore.tenancy import public_user_id, storage_user_id
 from memstore.types import Profile
@@ -30,9 +32,11 @@ class TenantService:
         *,
         db: Database,
         access_tracker: AccessTracker,
+        episode_search: EpisodeSearchBackend,
     ) -> None:
         self.db = db
         self.access_tracker = access_tracker
+        self.episode_search = episode_search
 
     async def profile(self, *, user_id: str | None = None) -> Profile:
         user = storage_user_id(user_id)
@@ -114,6 +118,7 @@ class TenantService:
             await lock_for_erasure(session, user)
             if session_id is None and before is None:
                 removed = await TenantRepository(session=session).erase(user)
+                await forget_search_version(session, user)
                 await purge_full_text(session, [t for t, n in removed.items() if n])
                 deleted = sum(removed.values())
             else:
@@ -123,6 +128,7 @@ class TenantService:
                 await AccessRepository(session=session).prune_episodes(user)
                 if deleted:
                     await purge_full_text(session, ["episodes"])
+        self.episode_search.drop(user)
         if deleted:
             await truncate_wal(self.db.engine)
         return deleted

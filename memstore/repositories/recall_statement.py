@@ -1,0 +1,278 @@
+"""Episode recall as one SQL statement: candidates, scores, fusion and context.
+
+Each backend supplies two CTEs, ``dense(id, s)`` (cosine similarity of the
+tenant's nearest rows) and ``kw(id, s)`` (keyword score of its best matches),
+and a few dialect spellings; everything after them is shared:
+
+1. each signal is standardised over its own candidates (z-scores), and a row
+   missing from a signal gets that signal's weakest z (``floor``);
+2. ``base`` = weighted sum of the two z-scores;
+3. the turns around the best ``expand`` candidates join the pool at ``floor``;
+4. ``neighbour`` = weight x the best positive ``base`` within ``width`` turns
+   of the same session (a turn next to a strong hit often answers it);
+5. ``session`` = weight x the mean of the session's best ``session_top``
+   scores, padded with ``floor`` (a session with several hits is on topic);
+6. ``recency`` halves every ``half_life`` days.
+
+The statement returns the final rows, best first, with every part of the score.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Float, TextualSelect, bindparam, column, text
+
+from memstore.db.types import UTCDateTime
+from memstore.models import EpisodeRow
+from memstore.repositories.episodes import episode_from_columns
+from memstore.types import Episode
+
+__all__ = [
+    "BM25",
+    "Dialect",
+    "EpisodeRecall",
+    "Fusion",
+    "RecallHit",
+    "episode_statement",
+    "hits",
+    "shared_params",
+]
+
+
+@dataclass(frozen=True)
+class Fusion:
+    """The numbers of the shared part of the statement (see the module docstring)."""
+
+    depth: int
+    dense_weight: float
+    keyword_weight: float
+    neighbour_weight: float
+    width: int
+    session_weight: float
+    session_top: int
+    expand: int
+    half_life_days: float
+
+
+@dataclass(frozen=True)
+class EpisodeRecall:
+    """One recall request: whose episodes, which terms, filters and how many rows."""
+
+    user_id: str
+    terms: tuple[str, ...]
+    time_range: tuple[datetime, datetime] | None
+    now: datetime
+    recency_weight: float
+    limit: int
+    fusion: Fusion
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """How a backend spells the parts of the statement that differ."""
+
+    dense: str  # CTE body: (id, s) of the nearest rows
+    # CTEs ending in tf(id, dl, i, n): occurrences n of query term i in the
+    # tenant's row id of dl characters; "" when the query has no terms
+    term_counts: str
+    stddev: str  # population standard deviation of ``s``, a format string over {x}
+    positive: str  # max(x, 0), a format string over {x}
+    greatest: str  # the n-ary maximum function
+    float: str  # the name of the double precision type
+    age_days: str  # days from e.occurred_at to :now, >= 0
+    time_filter: str  # AND ... keeping e.occurred_at within :t0 .. :t1 when :t0 is set
+
+
+@dataclass(frozen=True)
+class RecallHit:
+    episode: Episode
+    score: float
+    parts: dict[str, float]
+
+
+# Okapi BM25 of the term counts; :corpus_docs and :corpus_chars (the tenant's
+# rows and their mean length) come from a per-tenant cache, never counted per query.
+BM25 = """
+df AS (SELECT i, count(*) AS n FROM tf GROUP BY i),
+corpus AS (
+  SELECT {greatest}(CAST(:corpus_docs AS {float}), (SELECT count(DISTINCT id) FROM tf), 1) AS docs,
+         {greatest}(CAST(:corpus_chars AS {float}), 1) AS avgdl
+),
+kw(id, s) AS (
+  SELECT tf.id, sum(
+    ln(1 + (c.docs - df.n + 0.5) / (df.n + 0.5)) * tf.n * (:k1 + 1)
+    / (tf.n + :k1 * (1 - :b + :b * tf.dl / c.avgdl))) AS s
+  FROM tf JOIN df ON df.i = tf.i CROSS JOIN corpus AS c
+  GROUP BY tf.id ORDER BY s DESC, tf.id LIMIT :depth
+),"""
+
+_SHARED = """
+ds AS (SELECT avg(s) AS m, {sd_s} AS sd, min(s) AS lo FROM dense),
+ks AS (SELECT avg(s) AS m, {sd_s} AS sd, min(s) AS lo FROM kw),
+floors AS (
+  SELECT
+    CASE WHEN ds.sd > 1e-12 THEN (ds.lo - ds.m) / ds.sd ELSE 0 END AS dz0,
+    CASE WHEN ks.sd > 1e-12 THEN (ks.lo - ks.m) / ks.sd ELSE 0 END AS kz0
+  FROM ds CROSS JOIN ks
+),
+fl AS (SELECT :dw * dz0 + :kw * kz0 AS v FROM floors),
+cand AS (
+  SELECT c.id,
+    coalesce(d.s, 0) AS dense, coalesce(k.s, 0) AS keyword,
+    CASE WHEN d.id IS NULL THEN f.dz0
+         WHEN ds.sd > 1e-12 THEN (d.s - ds.m) / ds.sd ELSE 0 END AS dz,
+    CASE WHEN k.id IS NULL THEN f.kz0
+         WHEN ks.sd > 1e-12 THEN (k.s - ks.m) / ks.sd ELSE 0 END AS kz
+  FROM (SELECT id FROM dense UNION SELECT id FROM kw) AS c
+  CROSS JOIN ds CROSS JOIN ks CROSS JOIN floors AS f
+  LEFT JOIN dense AS d ON d.id = c.id
+  LEFT JOIN kw AS k ON k.id = c.id
+),
+fused AS (
+  SELECT cand.id, cand.dense, cand.keyword, cand.dz, cand.kz,
+    :dw * cand.dz + :kw * cand.kz AS base, e.session_id, e.turn
+  FROM cand JOIN episodes AS e ON e.user_id = :user_id AND e.id = cand.id
+),
+best AS (
+  SELECT session_id, turn FROM fused WHERE turn IS NOT NULL
+  ORDER BY base DESC, id LIMIT :expand
+),
+around AS (
+  SELECT DISTINCT e.id, e.session_id, e.turn
+  FROM best AS b JOIN episodes AS e
+    ON e.user_id = :user_id AND e.session_id = b.session_id
+   AND e.turn BETWEEN b.turn - :width AND b.turn + :width
+  WHERE e.id NOT IN (SELECT id FROM fused) {time_filter}
+),
+pool AS (
+  SELECT id, dense, keyword, dz, kz, base, session_id, turn FROM fused
+  UNION ALL
+  SELECT a.id, 0, 0, 0, 0, fl.v, a.session_id, a.turn FROM around AS a CROSS JOIN fl
+),
+nb AS (
+  SELECT p.id, p.dense, p.keyword, p.dz, p.kz, p.base, p.session_id, p.turn,
+    :nw * {near} AS neighbour
+  FROM pool AS p LEFT JOIN pool AS q
+    ON q.session_id = p.session_id AND q.turn <> p.turn
+   AND q.turn BETWEEN p.turn - :width AND p.turn + :width
+  GROUP BY p.id, p.dense, p.keyword, p.dz, p.kz, p.base, p.session_id, p.turn
+),
+ranked AS (
+  SELECT nb.*, base + neighbour AS s1,
+    row_number() OVER (PARTITION BY session_id ORDER BY base + neighbour DESC, id) AS rk
+  FROM nb
+),
+sess AS (
+  SELECT r.session_id,
+    :sw * (sum(r.s1) + fl.v * (:stop - count(*))) / :stop AS session_score
+  FROM ranked AS r CROSS JOIN fl WHERE r.rk <= :stop GROUP BY r.session_id, fl.v
+),
+scored AS (
+  SELECT r.id, r.dense, r.keyword, r.dz, r.kz, r.base, r.neighbour,
+    s.session_score, r.s1 + s.session_score AS s2
+  FROM ranked AS r JOIN sess AS s ON s.session_id = r.session_id
+)
+SELECT e.user_id, e.id, e.session_id, e.input, e.output, e.tool_calls, e.metadata,
+  e.occurred_at, sc.dense, sc.keyword, sc.dz, sc.kz, sc.base, sc.neighbour,
+  sc.session_score, {recency} AS recency,
+  sc.s2 + :rw * {recency} AS score
+FROM scored AS sc JOIN episodes AS e ON e.user_id = :user_id AND e.id = sc.id
+ORDER BY score DESC, e.occurred_at DESC, e.id
+LIMIT :limit
+"""
+
+
+def episode_statement(dialect: Dialect, params: Mapping[str, tuple[Any, Any]]) -> TextualSelect:
+    """The whole recall as one statement; ``params``: the dialect CTEs' own (value, type)."""
+    keyword = (
+        dialect.term_counts + BM25
+        if dialect.term_counts
+        else "kw(id, s) AS (SELECT id, s FROM dense WHERE 1 = 0),"
+    )
+    recency = f"exp(-0.6931471805599453 * {dialect.age_days} / :half_life)"
+    body = _SHARED.format(
+        sd_s=dialect.stddev.format(x="s"),
+        near=dialect.positive.format(x="coalesce(max(q.base), 0)"),
+        time_filter=dialect.time_filter,
+        recency=recency,
+    )
+    keyword = keyword.format(greatest=dialect.greatest, float=dialect.float)
+    sql = f"WITH dense(id, s) AS ({dialect.dense}),\n{keyword}\n{body}"
+    binds = [
+        bindparam("t0", type_=UTCDateTime()),
+        bindparam("t1", type_=UTCDateTime()),
+        bindparam("now", type_=UTCDateTime()),
+        *(bindparam(k, v, type_=t) for k, (v, t) in params.items()),
+    ]
+    return (
+        text(sql)
+        .bindparams(*binds)
+        .columns(
+            EpisodeRow.user_id,
+            EpisodeRow.id,
+            EpisodeRow.session_id,
+            EpisodeRow.input,
+            EpisodeRow.output,
+            EpisodeRow.tool_calls,
+            EpisodeRow.meta,
+            EpisodeRow.occurred_at,
+            *(
+                column(name, Float)
+                for name in (
+                    "dense",
+                    "keyword",
+                    "dz",
+                    "kz",
+                    "base",
+                    "neighbour",
+                    "session_score",
+                    "recency",
+                    "score",
+                )
+            ),
+        )
+    )
+
+
+def shared_params(request: EpisodeRecall) -> dict[str, Any]:
+    f = request.fusion
+    t0, t1 = request.time_range if request.time_range is not None else (None, None)
+    return {
+        "user_id": request.user_id,
+        "t0": t0,
+        "t1": t1,
+        "now": request.now,
+        "dw": f.dense_weight,
+        "kw": f.keyword_weight,
+        "nw": f.neighbour_weight,
+        "sw": f.session_weight,
+        "stop": f.session_top,
+        "width": f.width,
+        "expand": f.expand,
+        "half_life": f.half_life_days,
+        "rw": request.recency_weight,
+        "limit": request.limit,
+        "depth": f.depth,
+    }
+
+
+def hits(rows: Any, *, recency: bool) -> list[RecallHit]:
+    out: list[RecallHit] = []
+    for r in rows:
+        parts = {
+            "dense": float(r.dense),
+            "keyword": float(r.keyword),
+            "dense_z": float(r.dz),
+            "keyword_z": float(r.kz),
+            "fused": float(r.base),
+            "neighbour": float(r.neighbour),
+            "session": float(r.session_score),
+        }
+        if recency:
+            parts["recency"] = float(r.recency)
+        out.append(RecallHit(episode_from_columns(r), float(r.score), parts))
+    return out

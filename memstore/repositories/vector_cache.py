@@ -1,0 +1,126 @@
+"""SQLite: each tenant's episode vectors as one in-process matrix, checked against a version.
+
+SQLite has no vector index, and reading a tenant's embedding blobs on every
+query costs more than scoring them. So the matrix is built once and reused
+while the tenant's *search version* is unchanged. Triggers on ``episodes``
+(migration 0008) give the tenant a new random version on every insert, update
+and delete, in the writing transaction, so a reader in any process sees a
+version that matches the rows its own snapshot sees: a stale matrix is never
+used, whichever process wrote.
+
+Memory is bounded by ``max_rows`` over all cached tenants (least recently used
+tenants are dropped first); ``forget`` drops a tenant at once.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+from datetime import datetime
+
+import numpy as np
+from sqlalchemy import func, select, text
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from memstore.models import EpisodeRow
+from memstore.repositories.search import row_text
+
+__all__ = ["DEFAULT_CACHED_ROWS", "TenantVectors", "VectorCache", "forget_search_version"]
+
+DEFAULT_CACHED_ROWS = 200_000
+
+
+@dataclass(frozen=True)
+class TenantVectors:
+    version: int | None
+    ids: list[str]
+    matrix: np.ndarray  # float32, one unit-length row per id
+    occurred: np.ndarray  # float64 seconds since the epoch (UTC), per id
+    rows: int  # all the tenant's episodes, with or without a vector (BM25's corpus size)
+    mean_chars: float  # their mean searchable text length (BM25's average length)
+
+    def nearest(
+        self, query: np.ndarray, depth: int, time_range: tuple[datetime, datetime] | None
+    ) -> list[tuple[str, float]]:
+        """(id, cosine) of the ``depth`` rows most similar to ``query``, best first."""
+        if not self.ids:
+            return []
+        sims = self.matrix @ query.astype(np.float32)
+        if time_range is not None:
+            lo, hi = (t.timestamp() for t in time_range)
+            sims = np.where((self.occurred >= lo) & (self.occurred <= hi), sims, -np.inf)
+        take = min(depth, len(self.ids))
+        top = np.argpartition(-sims, take - 1)[:take] if take < len(self.ids) else np.arange(take)
+        top = top[np.lexsort((top, -sims[top]))]
+        return [(self.ids[i], float(sims[i])) for i in top if np.isfinite(sims[i])]
+
+
+class VectorCache:
+    def __init__(self, *, max_rows: int = DEFAULT_CACHED_ROWS) -> None:
+        self.max_rows = max_rows
+        self._tenants: OrderedDict[str, TenantVectors] = OrderedDict()
+        self._rows = 0
+
+    async def vectors(self, session: AsyncSession, user_id: str) -> TenantVectors:
+        """The tenant's vectors as of ``session``'s snapshot (from the cache when current)."""
+        version = await _version(session, user_id)
+        cached = self._tenants.get(user_id)
+        if cached is not None and cached.version == version and version is not None:
+            self._tenants.move_to_end(user_id)
+            return cached
+        fresh = await _load(session, user_id, version)
+        self.drop(user_id)
+        if version is not None and len(fresh.ids) <= self.max_rows:
+            self._tenants[user_id] = fresh
+            self._rows += len(fresh.ids)
+            while self._rows > self.max_rows:
+                _, evicted = self._tenants.popitem(last=False)
+                self._rows -= len(evicted.ids)
+        return fresh
+
+    def drop(self, user_id: str) -> None:
+        gone = self._tenants.pop(user_id, None)
+        if gone is not None:
+            self._rows -= len(gone.ids)
+
+
+async def _version(session: AsyncSession, user_id: str) -> int | None:
+    value = await session.scalar(
+        text("SELECT version FROM search_versions WHERE user_id = :u AND tbl = 'episodes'"),
+        {"u": user_id},
+    )
+    return None if value is None else int(value)
+
+
+async def _load(session: AsyncSession, user_id: str, version: int | None) -> TenantVectors:
+    stmt = select(EpisodeRow.id, EpisodeRow.embedding, EpisodeRow.occurred_at).where(
+        EpisodeRow.user_id == user_id, EpisodeRow.embedding.is_not(None)
+    )
+    rows = (await session.execute(stmt)).all()
+    count, mean = (
+        await session.execute(
+            select(func.count(), func.avg(func.length(row_text(EpisodeRow)))).where(
+                EpisodeRow.user_id == user_id
+            )
+        )
+    ).one()
+    if not rows:
+        return TenantVectors(
+            version, [], np.zeros((0, 0), np.float32), np.zeros(0), int(count), float(mean or 0)
+        )
+    return TenantVectors(
+        version,
+        [r[0] for r in rows],
+        np.stack([np.asarray(r[1], dtype=np.float32) for r in rows]),
+        np.array([r[2].timestamp() for r in rows], dtype=np.float64),
+        int(count),
+        float(mean or 0.0),
+    )
+
+
+async def forget_search_version(session: AsyncSession, user_id: str) -> None:
+    """Erase the tenant's search version (SQLite; Postgres keeps none)."""
+    if session.get_bind().dialect.name == "sqlite":
+        await session.execute(
+            text("DELETE FROM search_versions WHERE user_id = :u"), {"u": user_id}
+        )
