@@ -51,10 +51,13 @@ SIZES = {
         "HNSW index (incremental HNSW inserts are slow)",
     ),
     "ingest_tenants": (100, 10, "tenants in the ingest workload"),
-    "recall_rows_pg": (1_000_000, 6_000, "episodes in the Postgres recall store"),
-    "recall_tenants_pg": (1_000, 10, "tenants in the Postgres recall store"),
-    "recall_rows_sqlite": (100_000, 6_000, "episodes in the SQLite recall store"),
-    "recall_tenants_sqlite": (100, 10, "tenants in the SQLite recall store"),
+    "recall_rows_pg": (
+        200_000,
+        6_000,
+        "episodes in the Postgres recall store (one 10,000-row tenant, one of 1,000, "
+        "the rest of about 400; smaller in --quick)",
+    ),
+    "recall_rows_sqlite": (100_000, 6_000, "episodes in the SQLite recall store (as above)"),
     "queries": (200, 20, "timed queries per path"),
     "large_facts": (200_000, 5_000, "episodes and facts of the single large tenant (Postgres)"),
     "large_queries": (60, 10, "timed queries per path on the large tenant (exact scans are slow)"),

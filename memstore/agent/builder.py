@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from memstore.agent.access import access_prior
@@ -15,7 +16,7 @@ from memstore.agent.context import (
 from memstore.agent.memory import AgentMemory
 from memstore.agent.tokens import TokenCounter
 from memstore.errors import InvalidInput
-from memstore.types import Episode, Fact, MemoryBlock
+from memstore.types import Episode, Fact, MemoryBlock, Message
 from memstore.validation import check_limit
 
 __all__ = ["MAX_CONTEXT_TOKENS", "block_item", "build_context", "episode_item", "fact_item"]
@@ -85,26 +86,29 @@ async def build_context(
     if counter is not None and not isinstance(counter, TokenCounter):
         raise InvalidInput("counter must have a count(text) -> int method")
 
+    async def no_messages() -> list[Message]:
+        return []
+
     # Gathering candidates is not "using" them: only what is packed is counted.
+    # The reads are independent, so they run concurrently (each on its own
+    # connection); the tasks inherit the unrecorded-reads setting.
     with store.reads_unrecorded():
-        blocks = await store.working(user_id=user_id)
-        facts = await store.recall_facts(query, user_id=user_id, limit=fact_limit * _OVERFETCH)
         own_turns = message_limit // 2 + 1 if session_id is not None else 0
-        matches = await store.recall_scored(
-            query, user_id=user_id, limit=episode_limit * _OVERFETCH + own_turns
-        )
-        messages = (
-            await store.session_messages(session_id, user_id=user_id, limit=message_limit)
+        blocks, facts, matches, messages = await asyncio.gather(
+            store.working(user_id=user_id),
+            store.recall_facts(query, user_id=user_id, limit=fact_limit * _OVERFETCH),
+            store.recall_scored(
+                query, user_id=user_id, limit=episode_limit * _OVERFETCH + own_turns
+            ),
+            store.session_messages(session_id, user_id=user_id, limit=message_limit)
             if session_id is not None
-            else []
+            else no_messages(),
         )
 
     episodes = [m for m in matches if m.episode.session_id != session_id]
-    fact_counts = await store.access_counts(
-        "fact", [f.fact_id for f in facts if f.fact_id], user_id=user_id
-    )
-    episode_counts = await store.access_counts(
-        "episode", [m.episode.id for m in episodes], user_id=user_id
+    fact_counts, episode_counts = await asyncio.gather(
+        store.access_counts("fact", [f.fact_id for f in facts if f.fact_id], user_id=user_id),
+        store.access_counts("episode", [m.episode.id for m in episodes], user_id=user_id),
     )
     # recall_facts returns a ranking without scores; a reciprocal-rank score
     # keeps its order unless access frequency separates near neighbours.

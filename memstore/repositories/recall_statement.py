@@ -37,6 +37,7 @@ __all__ = [
     "EpisodeRecall",
     "Fusion",
     "RecallHit",
+    "dense_only",
     "episode_statement",
     "hits",
     "shared_params",
@@ -85,6 +86,7 @@ class Dialect:
     float: str  # the name of the double precision type
     age_days: str  # days from e.occurred_at to :now, >= 0
     time_filter: str  # AND ... keeping e.occurred_at within :t0 .. :t1 when :t0 is set
+    join_in_order: str = "JOIN"  # a join whose left side stays the outer loop
 
 
 @dataclass(frozen=True)
@@ -143,7 +145,7 @@ best AS (
 ),
 around AS (
   SELECT DISTINCT e.id, e.session_id, e.turn
-  FROM best AS b JOIN episodes AS e
+  FROM best AS b {join_in_order} episodes AS e
     ON e.user_id = :user_id AND e.session_id = b.session_id
    AND e.turn BETWEEN b.turn - :width AND b.turn + :width
   WHERE e.id NOT IN (SELECT id FROM fused) {time_filter}
@@ -186,28 +188,62 @@ LIMIT :limit
 """
 
 
-def episode_statement(dialect: Dialect, params: Mapping[str, tuple[Any, Any]]) -> TextualSelect:
-    """The whole recall as one statement; ``params``: the dialect CTEs' own (value, type)."""
-    keyword = (
-        dialect.term_counts + BM25
-        if dialect.term_counts
-        else "kw(id, s) AS (SELECT id, s FROM dense WHERE 1 = 0),"
-    )
-    recency = f"exp(-0.6931471805599453 * {dialect.age_days} / :half_life)"
-    body = _SHARED.format(
-        sd_s=dialect.stddev.format(x="s"),
-        near=dialect.positive.format(x="coalesce(max(q.base), 0)"),
-        time_filter=dialect.time_filter,
-        recency=recency,
-    )
-    keyword = keyword.format(greatest=dialect.greatest, float=dialect.float)
-    sql = f"WITH dense(id, s) AS ({dialect.dense}),\n{keyword}\n{body}"
-    binds = [
-        bindparam("t0", type_=UTCDateTime()),
-        bindparam("t1", type_=UTCDateTime()),
-        bindparam("now", type_=UTCDateTime()),
-        *(bindparam(k, v, type_=t) for k, (v, t) in params.items()),
-    ]
+# Dense similarity only (no keyword, neighbour, session or recency weight): the
+# same scores as the full statement would give, without the parts that add nothing.
+_DENSE_ONLY = """
+ds AS (SELECT avg(s) AS m, {sd_s} AS sd FROM dense),
+dz AS (
+  SELECT d.id, d.s, CASE WHEN ds.sd > 1e-12 THEN (d.s - ds.m) / ds.sd ELSE 0 END AS z
+  FROM dense AS d CROSS JOIN ds
+)
+SELECT e.user_id, e.id, e.session_id, e.input, e.output, e.tool_calls, e.metadata,
+  e.occurred_at, dz.s AS dense, 0 AS keyword, dz.z AS dz, 0 AS kz, :dw * dz.z AS base,
+  0 AS neighbour, 0 AS session_score, 0 AS recency, :dw * dz.z AS score
+FROM dz JOIN episodes AS e ON e.user_id = :user_id AND e.id = dz.id
+ORDER BY score DESC, e.occurred_at DESC, e.id
+LIMIT :limit
+"""
+
+_statements: dict[tuple[Dialect, bool, tuple[str, ...]], TextualSelect] = {}
+
+
+def episode_statement(
+    dialect: Dialect, types: Mapping[str, Any], *, dense_only: bool = False
+) -> TextualSelect:
+    """The whole recall as one statement, built once per shape.
+
+    ``types``: the SQL type of each parameter the dialect's CTEs add (their
+    values go to ``execute`` with :func:`shared_params`).
+    """
+    key = (dialect, dense_only, tuple(sorted(types)))
+    cached = _statements.get(key)
+    if cached is None:
+        cached = _statements[key] = _build(dialect, types, dense_only=dense_only)
+    return cached
+
+
+def _build(dialect: Dialect, types: Mapping[str, Any], *, dense_only: bool) -> TextualSelect:
+    sd_s = dialect.stddev.format(x="s")
+    if dense_only:
+        sql = f"WITH dense(id, s) AS ({dialect.dense}),\n{_DENSE_ONLY.format(sd_s=sd_s)}"
+    else:
+        keyword = (
+            dialect.term_counts + BM25
+            if dialect.term_counts
+            else "kw(id, s) AS (SELECT id, s FROM dense WHERE 1 = 0),"
+        )
+        recency = f"exp(-0.6931471805599453 * {dialect.age_days} / :half_life)"
+        body = _SHARED.format(
+            sd_s=sd_s,
+            near=dialect.positive.format(x="coalesce(max(q.base), 0)"),
+            time_filter=dialect.time_filter,
+            recency=recency,
+            join_in_order=dialect.join_in_order,
+        )
+        keyword = keyword.format(greatest=dialect.greatest, float=dialect.float)
+        sql = f"WITH dense(id, s) AS ({dialect.dense}),\n{keyword}\n{body}"
+    shared = {"t0": UTCDateTime(), "t1": UTCDateTime(), "now": UTCDateTime()}
+    binds = [bindparam(k, type_=t) for k, t in {**shared, **types}.items() if f":{k}" in sql]
     return (
         text(sql)
         .bindparams(*binds)
@@ -235,6 +271,17 @@ def episode_statement(dialect: Dialect, params: Mapping[str, tuple[Any, Any]]) -
                 )
             ),
         )
+    )
+
+
+def dense_only(request: EpisodeRecall) -> bool:
+    """Whether only the dense signal can move the ranking of ``request``."""
+    f = request.fusion
+    return (
+        (not request.terms or f.keyword_weight == 0)
+        and f.neighbour_weight == 0
+        and f.session_weight == 0
+        and request.recency_weight == 0
     )
 
 

@@ -54,6 +54,7 @@ from memstore.repositories.recall_statement import (
     Dialect,
     EpisodeRecall,
     RecallHit,
+    dense_only,
     episode_statement,
     hits,
     shared_params,
@@ -335,24 +336,24 @@ class EpisodeSearch:
     ) -> list[RecallHit]:
         stats = await self.stats(session, request.user_id)
         dialect = PG_DIALECT
-        params: dict[str, tuple[Any, Any]] = {
-            "qvec": (qvec.astype(np.float32), PgVector()),
-        }
+        values: dict[str, Any] = shared_params(request)
+        types: dict[str, Any] = {}
         if stats.rows > self.vectors.exact_threshold and request.time_range is None:
             dense = await self.vectors.dense_large(
                 session, request.user_id, qvec, request.fusion.depth, stats.rows
             )
             dialect = replace(dialect, dense=_PG_DENSE_GIVEN)
-            params = {
-                "dense_ids": (list(dense), ARRAY(String())),
-                "dense_sims": (list(dense.values()), ARRAY(Float())),
-            }
+            values.update(dense_ids=list(dense), dense_sims=list(dense.values()))
+            types.update(dense_ids=ARRAY(String()), dense_sims=ARRAY(Float()))
         else:
             self.vectors.last_plan = "exact"
             dialect = replace(
                 dialect, dense=_PG_DENSE_EXACT.format(time_filter=dialect.time_filter)
             )
-        if request.terms:
+            values["qvec"] = qvec.astype(np.float32)
+            types["qvec"] = PgVector()
+        only_dense = dense_only(request)
+        if request.terms and not only_dense:
             dialect = replace(
                 dialect,
                 term_counts=_PG_TERM_COUNTS.format(
@@ -361,16 +362,26 @@ class EpisodeSearch:
                     time_filter=dialect.time_filter,
                 ),
             )
-            params.update(
-                terms=(list(request.terms), ARRAY(String())),
-                prefixes=([is_prefix(t) for t in request.terms], ARRAY(Boolean())),
-                tsq=(tsquery(request.terms), String()),
-                cap=(KEYWORD_CAP, Integer()),
-                corpus_docs=(float(stats.rows), Float()),
-                corpus_chars=(stats.mean_chars, Float()),
-                k1=(k1, Float()),
-                b=(b, Float()),
+            values.update(
+                terms=list(request.terms),
+                prefixes=[is_prefix(t) for t in request.terms],
+                tsq=tsquery(request.terms),
+                cap=KEYWORD_CAP,
+                corpus_docs=float(stats.rows),
+                corpus_chars=stats.mean_chars,
+                k1=k1,
+                b=b,
             )
-        stmt = episode_statement(dialect, params)
-        rows = await session.execute(stmt, shared_params(request))
+            types.update(
+                terms=ARRAY(String()),
+                prefixes=ARRAY(Boolean()),
+                tsq=String(),
+                cap=Integer(),
+                corpus_docs=Float(),
+                corpus_chars=Float(),
+                k1=Float(),
+                b=Float(),
+            )
+        stmt = episode_statement(dialect, types, dense_only=only_dense)
+        rows = await session.execute(stmt, values)
         return hits(rows, recency=bool(request.recency_weight))

@@ -16,6 +16,7 @@ from memstore.repositories.recall_statement import (
     Dialect,
     EpisodeRecall,
     RecallHit,
+    dense_only,
     episode_statement,
     hits,
     shared_params,
@@ -90,6 +91,8 @@ class SqliteSearch:
 # Term counts from the FTS5 index's instance list (fts5vocab, revision 0008):
 # each term is a range of index terms, [lo, hi), so a prefix term finds every
 # word it begins and the scan is a seek, not a pass over the vocabulary.
+# CROSS JOIN fixes the loop order (SQLite's rule): with the vocabulary table
+# outside, the planner would read every instance of every term in the store.
 _SQLITE_TERM_COUNTS = """
 terms AS (
   SELECT CAST(key AS INTEGER) + 1 AS i, json_extract(value, '$[0]') AS lo,
@@ -99,7 +102,7 @@ terms AS (
 hits AS (
   SELECT k.id, t.i, count(*) AS n
   FROM terms AS t
-  JOIN episodes_fts_instances AS v ON v.term >= t.lo AND v.term < t.hi
+  CROSS JOIN episodes_fts_instances AS v ON v.term >= t.lo AND v.term < t.hi
   JOIN episodes_fts_keys AS k ON k.rowid = v.doc
   WHERE k.user_id = :user_id
   GROUP BY k.id, t.i
@@ -127,6 +130,8 @@ SQLITE_DIALECT = Dialect(
     float="REAL",
     age_days="max(julianday(:now) - julianday(e.occurred_at), 0)",
     time_filter="AND (:t0 IS NULL OR e.occurred_at BETWEEN :t0 AND :t1)",
+    # the few best hits drive the seek into the (user, session, turn) index
+    join_in_order="CROSS JOIN",
 )
 
 
@@ -148,20 +153,25 @@ class EpisodeSearch:
         vectors = await self.cache.vectors(session, request.user_id)
         dense = vectors.nearest(qvec, request.fusion.depth, request.time_range)
         dialect = SQLITE_DIALECT
-        params: dict[str, tuple[Any, Any]] = {"dense": (json.dumps(dense), String())}
-        if request.terms:
+        values: dict[str, Any] = {**shared_params(request), "dense": json.dumps(dense)}
+        types: dict[str, Any] = {"dense": String()}
+        only_dense = dense_only(request)
+        if request.terms and not only_dense:
             dialect = replace(
                 dialect, term_counts=_SQLITE_TERM_COUNTS.format(time_filter=dialect.time_filter)
             )
-            params.update(
-                terms=(json.dumps([term_range(t) for t in request.terms]), String()),
-                corpus_docs=(float(vectors.rows), Float()),
-                corpus_chars=(vectors.mean_chars, Float()),
-                k1=(k1, Float()),
-                b=(b, Float()),
+            values.update(
+                terms=json.dumps([term_range(t) for t in request.terms]),
+                corpus_docs=float(vectors.rows),
+                corpus_chars=vectors.mean_chars,
+                k1=k1,
+                b=b,
             )
-        stmt = episode_statement(dialect, params)
-        rows = await session.execute(stmt, shared_params(request))
+            types.update(
+                terms=String(), corpus_docs=Float(), corpus_chars=Float(), k1=Float(), b=Float()
+            )
+        stmt = episode_statement(dialect, types, dense_only=only_dense)
+        rows = await session.execute(stmt, values)
         return hits(rows, recency=bool(request.recency_weight))
 
     def drop(self, user_id: str) -> None:

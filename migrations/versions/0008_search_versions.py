@@ -42,7 +42,7 @@ def upgrade() -> None:
     )
     op.execute(
         "INSERT INTO search_versions (user_id, tbl, version) "
-        "SELECT DISTINCT user_id, 'episodes', random() FROM episodes"
+        "SELECT user_id, 'episodes', random() FROM (SELECT DISTINCT user_id FROM episodes)"
     )
     op.execute(
         "CREATE TRIGGER episodes_search_version_insert AFTER INSERT ON episodes BEGIN "

@@ -79,10 +79,17 @@ class Chunk:
 
 
 class Workload:
-    """``n_rows`` episodes over ``n_tenants``; tenant 0 holds ``big_share`` of the rows."""
+    """``n_rows`` episodes over ``n_tenants``; tenant 0 holds ``big_share`` of the rows
+    (or tenants 0, 1, ... hold the ``leading`` shares)."""
 
     def __init__(
-        self, n_rows: int, n_tenants: int, *, seed: int = 7, big_share: float = 0.01
+        self,
+        n_rows: int,
+        n_tenants: int,
+        *,
+        seed: int = 7,
+        big_share: float = 0.01,
+        leading: tuple[float, ...] = (),
     ) -> None:
         self.n_rows, self.n_tenants, self.seed = n_rows, n_tenants, seed
         rng = np.random.default_rng([seed, 0])
@@ -95,10 +102,11 @@ class Workload:
             words[t * WORDS_PER_TOPIC : (t + 1) * WORDS_PER_TOPIC] for t in range(N_TOPICS)
         ]
         self.common = ["user", "said", "asked", "about", "today", "plan", "note", "agent"]
-        share = min(max(big_share, 1.0 / n_tenants), 1.0)
-        rest = (1.0 - share) / max(1, n_tenants - 1)
+        # ``leading``: explicit shares of tenants 0, 1, ...; the rest split the remainder.
+        shares = leading or (min(max(big_share, 1.0 / n_tenants), 1.0),)
+        rest = (1.0 - sum(shares)) / max(1, n_tenants - len(shares))
         self.p_tenant = np.full(n_tenants, rest)
-        self.p_tenant[0] = share
+        self.p_tenant[: len(shares)] = shares
         self.p_tenant /= self.p_tenant.sum()
 
     def _sentence(self, rng: np.random.Generator, topic: int, n: int) -> str:

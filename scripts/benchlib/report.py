@@ -22,9 +22,7 @@ SIZE_KEYS = {
     "1": ("ingest_rows", "ingest_rows_pg", "ingest_tenants"),
     "2": (
         "recall_rows_pg",
-        "recall_tenants_pg",
         "recall_rows_sqlite",
-        "recall_tenants_sqlite",
         "queries",
     ),
     "3": ("large_facts", "large_queries"),

@@ -1,0 +1,115 @@
+"""Recall in one statement (issue 13): round trips, the dense-only shape, the vector cache."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+from sqlalchemy import event
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from memstore import Episode, MemoryStore
+from memstore.embeddings import HashingEmbedder
+from memstore.recall import RecallTuning
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+DIM = 384
+
+
+class FixedEmbedder:
+    """``v<n>`` embeds to row n of a seeded matrix; other texts to a hash."""
+
+    dim = DIM
+
+    def __init__(self) -> None:
+        self.vectors = np.random.default_rng(3).standard_normal((200, DIM)).astype(np.float32)
+        self.vectors /= np.linalg.norm(self.vectors, axis=1, keepdims=True)
+        self.fallback = HashingEmbedder(DIM)
+
+    async def embed(self, texts: Sequence[str]) -> np.ndarray:
+        out = self.fallback.embed_sync(texts)
+        for i, t in enumerate(texts):
+            if t.startswith("v") and t[1:].isdigit():
+                out[i] = self.vectors[int(t[1:])]
+        return out
+
+
+def episodes(user: str, rows: range) -> list[Episode]:
+    return [
+        Episode(
+            user_id=user,
+            session_id=f"s{i // 10}",
+            input=f"v{i}",
+            occurred_at=T0 + timedelta(minutes=i),
+        )
+        for i in rows
+    ]
+
+
+@contextmanager
+def statements(engine: AsyncEngine) -> Iterator[list[str]]:
+    seen: list[str] = []
+
+    def record(conn: object, cursor: object, sql: str, *args: object) -> None:
+        seen.append(sql)
+
+    event.listen(engine.sync_engine, "before_cursor_execute", record)
+    try:
+        yield seen
+    finally:
+        event.remove(engine.sync_engine, "before_cursor_execute", record)
+
+
+async def test_recall_reads_rows_in_one_statement(db_url: str) -> None:
+    async with MemoryStore.open(db_url, embedder=FixedEmbedder()) as store:
+        await store.remember_many(episodes("alice", range(60)))
+        await store.recall("v1 v2", user_id="alice")  # caches warm
+        with statements(store.engine) as seen:
+            found = await store.recall("v1 v2", user_id="alice", limit=5)
+        reads = [s for s in seen if s.strip().upper() not in ("BEGIN", "COMMIT")]
+        # the recall statement, plus (SQLite) the one-row version of the vector cache
+        assert [s for s in reads if "episodes" in s and "WITH dense" in s] != []
+        assert len(reads) <= (2 if store.engine.dialect.name == "sqlite" else 1), reads
+        assert len(found) == 5
+
+
+async def test_dense_only_tuning_ranks_by_cosine(db_url: str) -> None:
+    embedder = FixedEmbedder()
+    tuning = RecallTuning(keyword_weight=0.0, neighbour_weight=0.0, session_weight=0.0)
+    async with MemoryStore.open(db_url, embedder=embedder, recall_tuning=tuning) as store:
+        await store.remember_many(episodes("alice", range(80)))
+        await store.remember_many(episodes("bob", range(80, 160)))
+        for q in (0, 7, 150):
+            hits = await store.recall_scored(f"v{q}", user_id="alice", limit=10)
+            sims = embedder.vectors[:80] @ embedder.vectors[q]
+            expected = [f"v{i}" for i in np.argsort(-sims, kind="stable")[:10]]
+            assert [h.episode.input for h in hits] == expected
+            assert [h.parts["dense"] for h in hits] == sorted(
+                (h.parts["dense"] for h in hits), reverse=True
+            )
+            assert abs(hits[0].parts["dense"] - float(np.max(sims))) < 1e-4
+
+
+async def test_writes_through_another_store_reach_recall(db_url: str) -> None:
+    """Each store caches vectors; a write by any store (or process) invalidates them."""
+    embedder = FixedEmbedder()
+    async with (
+        MemoryStore.open(db_url, embedder=embedder) as reader,
+        MemoryStore.open(db_url, embedder=embedder) as writer,
+    ):
+        await writer.remember_many(episodes("alice", range(40)))
+        before = await reader.recall("v120", user_id="alice", limit=3)
+        assert "v120" not in [e.input for e in before]
+
+        await writer.remember_many(episodes("alice", range(120, 121)))
+        after = await reader.recall("v120", user_id="alice", limit=3)
+        assert after[0].input == "v120"
+
+        await writer.forget(user_id="alice", session_id="s12")
+        gone = await reader.recall("v120", user_id="alice", limit=3)
+        assert "v120" not in [e.input for e in gone]
+
+        await writer.forget(user_id="alice")
+        assert await reader.recall("v3", user_id="alice", limit=3) == []
