@@ -150,7 +150,8 @@ def _create(
     elif backend == "postgresql":
         kwargs.setdefault("pool_size", 5)
         kwargs.setdefault("max_overflow", 10)
-        kwargs.setdefault("pool_pre_ping", True)
+        # No pool_pre_ping: the checkout hook's RESET is already a round trip
+        # that fails on a dead connection, and the pool then replaces it.
         kwargs.setdefault("pool_recycle", 1800)
         kwargs.setdefault("json_serializer", jsontext.dumps)
         connect_args = dict(kwargs.pop("connect_args", None) or {})

@@ -7,6 +7,7 @@ from typing import Any
 from sqlalchemy import delete, func, insert, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from memstore.db.copy import copy_rows
 from memstore.db.upsert import insert_for
 from memstore.models import EpisodeRow, SessionTurnRow
 from memstore.tenancy import public_user_id
@@ -68,9 +69,13 @@ class EpisodeRepository:
             **extra,
         }
 
-    async def insert_rows(self, rows: Sequence[dict[str, Any]]) -> None:
-        """One multi-row INSERT; rows may belong to several tenants (built by :meth:`row`)."""
-        await self._session.execute(insert(EpisodeRow), list(rows))
+    async def insert_rows(self, rows: Sequence[dict[str, Any]], *, copy: bool = False) -> None:
+        """One multi-row INSERT, or a COPY (Postgres) with ``copy``; rows may belong to
+        several tenants (built by :meth:`row`)."""
+        if copy:
+            await copy_rows(self._session, EpisodeRow, rows)
+        else:
+            await self._session.execute(insert(EpisodeRow), list(rows))
 
     async def turn_counter(self, keys: Sequence[tuple[str, str]]) -> Callable[[str, str], int]:
         """Reserves the next turn numbers of (tenant, session) pairs, one per key, in one

@@ -28,7 +28,11 @@ from memstore.validation import (
     check_time_range,
 )
 
-__all__ = ["EpisodeService"]
+__all__ = ["COPY_MIN_ROWS", "EpisodeService"]
+
+# Batches at least this large go to Postgres by COPY (a multi-row INSERT below:
+# COPY's setup costs more than it saves on a few rows).
+COPY_MIN_ROWS = 200
 
 
 class EpisodeService:
@@ -103,6 +107,7 @@ class EpisodeService:
             for batch in batches:
                 if self.db.rls:
                     await self.db.set_tenant(session, batch[0][0])
+                # The counter upsert also begins the transaction the COPY joins.
                 turns = await repo.turn_counter([(u, e.session_id) for u, e, _ in batch])
                 await repo.insert_rows(
                     [
@@ -115,9 +120,16 @@ class EpisodeService:
                             turn=turns(u, e.session_id),
                         )
                         for u, e, vector in batch
-                    ]
+                    ],
+                    copy=self._copies(len(batch)),
                 )
         return [e.id for _, e in checked]
+
+    def _copies(self, rows: int) -> bool:
+        # COPY is refused on tables under row-level security, and an application's
+        # own session (bind) may use another driver than asyncpg.
+        db = self.db
+        return db.postgres and not db.rls and db.joined_session is None and rows >= COPY_MIN_ROWS
 
     async def get_episode(self, episode_id: str, *, user_id: str | None = None) -> Episode:
         user = storage_user_id(user_id)
