@@ -1,7 +1,7 @@
 """Subprocess side of the fault tests (run as ``python tests/fault_worker.py MODE URL ...``).
 
 Modes:
-  pause-batch URL N   remember_many(N episodes); freeze after the first INSERT (prints PAUSED)
+  pause-batch URL N   remember_many(N episodes); freeze just before its COMMIT (prints PAUSED)
   pause-fact URL      correct alice's lives_in; freeze after its first fact INSERT (PAUSED)
   stream URL          endless batches / corrections / block appends, ``ACK i`` after each
   contend URL NAME K  print READY, wait for a line on stdin, then K rounds of writes
@@ -36,9 +36,30 @@ def freeze_after_first(store: MemoryStore, prefix: str) -> None:
             time.sleep(3600)  # the parent SIGKILLs us here
 
 
+def freeze_before_commit_of(store: MemoryStore, prefix: str) -> None:
+    """Block the process just before committing a transaction that ran ``prefix``.
+
+    Rows a batch writes may go by COPY (Postgres, large batches), which no
+    cursor event sees; the commit event sees every path.
+    """
+    armed: list[bool] = []
+
+    @event.listens_for(store.engine.sync_engine, "after_cursor_execute")
+    def after(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        if statement.lstrip().upper().startswith(prefix):
+            armed.append(True)
+
+    @event.listens_for(store.engine.sync_engine, "commit")
+    def commit(_conn: Any) -> None:
+        if armed:
+            say("PAUSED")
+            time.sleep(3600)  # the parent SIGKILLs us here
+
+
 async def pause_batch(url: str, n: int) -> None:
     async with MemoryStore.open(url) as store:
-        freeze_after_first(store, "INSERT INTO EPISODES")
+        # the turn counter upsert opens the transaction that writes the batch
+        freeze_before_commit_of(store, "INSERT INTO SESSION_TURNS")
         await store.remember_many(
             [Episode(user_id="alice", session_id="big", input=f"turn {i}") for i in range(n)]
         )

@@ -109,7 +109,7 @@ kw(id, s) AS (
     ln(1 + (c.docs - df.n + 0.5) / (df.n + 0.5)) * tf.n * (:k1 + 1)
     / (tf.n + :k1 * (1 - :b + :b * tf.dl / c.avgdl))) AS s
   FROM tf JOIN df ON df.i = tf.i CROSS JOIN corpus AS c
-  GROUP BY tf.id ORDER BY s DESC, tf.id LIMIT :depth
+  GROUP BY tf.id ORDER BY s DESC, tf.id LIMIT {depth}
 ),"""
 
 _SHARED = """
@@ -141,7 +141,7 @@ fused AS (
 ),
 best AS (
   SELECT session_id, turn FROM fused WHERE turn IS NOT NULL
-  ORDER BY base DESC, id LIMIT :expand
+  ORDER BY base DESC, id LIMIT {expand}
 ),
 around AS (
   SELECT DISTINCT e.id, e.session_id, e.turn
@@ -204,25 +204,32 @@ ORDER BY score DESC, e.occurred_at DESC, e.id
 LIMIT :limit
 """
 
-_statements: dict[tuple[Dialect, bool, tuple[str, ...]], TextualSelect] = {}
+_statements: dict[tuple[Dialect, bool, tuple[str, ...], int, int], TextualSelect] = {}
 
 
 def episode_statement(
-    dialect: Dialect, types: Mapping[str, Any], *, dense_only: bool = False
+    dialect: Dialect,
+    types: Mapping[str, Any],
+    *,
+    fusion: Fusion,
+    dense_only: bool = False,
 ) -> TextualSelect:
     """The whole recall as one statement, built once per shape.
 
     ``types``: the SQL type of each parameter the dialect's CTEs add (their
     values go to ``execute`` with :func:`shared_params`).
     """
-    key = (dialect, dense_only, tuple(sorted(types)))
+    limits = (int(fusion.expand), int(fusion.depth))
+    key = (dialect, dense_only, tuple(sorted(types)), *limits)
     cached = _statements.get(key)
     if cached is None:
-        cached = _statements[key] = _build(dialect, types, dense_only=dense_only)
+        cached = _statements[key] = _build(dialect, types, limits, dense_only=dense_only)
     return cached
 
 
-def _build(dialect: Dialect, types: Mapping[str, Any], *, dense_only: bool) -> TextualSelect:
+def _build(
+    dialect: Dialect, types: Mapping[str, Any], limits: tuple[int, int], *, dense_only: bool
+) -> TextualSelect:
     sd_s = dialect.stddev.format(x="s")
     if dense_only:
         sql = f"WITH dense(id, s) AS ({dialect.dense}),\n{_DENSE_ONLY.format(sd_s=sd_s)}"
@@ -239,8 +246,9 @@ def _build(dialect: Dialect, types: Mapping[str, Any], *, dense_only: bool) -> T
             time_filter=dialect.time_filter,
             recency=recency,
             join_in_order=dialect.join_in_order,
+            expand=limits[0],
         )
-        keyword = keyword.format(greatest=dialect.greatest, float=dialect.float)
+        keyword = keyword.format(greatest=dialect.greatest, float=dialect.float, depth=limits[1])
         sql = f"WITH dense(id, s) AS ({dialect.dense}),\n{keyword}\n{body}"
     shared = {"t0": UTCDateTime(), "t1": UTCDateTime(), "now": UTCDateTime()}
     binds = [bindparam(k, type_=t) for k, t in {**shared, **types}.items() if f":{k}" in sql]
@@ -299,7 +307,6 @@ def shared_params(request: EpisodeRecall) -> dict[str, Any]:
         "sw": f.session_weight,
         "stop": f.session_top,
         "width": f.width,
-        "expand": f.expand,
         "half_life": f.half_life_days,
         "rw": request.recency_weight,
         "limit": request.limit,

@@ -382,6 +382,6 @@ class EpisodeSearch:
                 k1=Float(),
                 b=Float(),
             )
-        stmt = episode_statement(dialect, types, dense_only=only_dense)
+        stmt = episode_statement(dialect, types, fusion=request.fusion, dense_only=only_dense)
         rows = await session.execute(stmt, values)
         return hits(rows, recency=bool(request.recency_weight))

@@ -170,7 +170,7 @@ class EpisodeSearch:
             types.update(
                 terms=String(), corpus_docs=Float(), corpus_chars=Float(), k1=Float(), b=Float()
             )
-        stmt = episode_statement(dialect, types, dense_only=only_dense)
+        stmt = episode_statement(dialect, types, fusion=request.fusion, dense_only=only_dense)
         rows = await session.execute(stmt, values)
         return hits(rows, recency=bool(request.recency_weight))
 

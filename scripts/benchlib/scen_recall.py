@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from .context import Context
+from .contextrun import CONTEXT_LIMIT_MS, measure_context
 from .data import Workload, episode_id, tenant_name
 from .loader import load_episodes
 from .recallrun import BASELINE, Truth, measure_recall
@@ -136,4 +137,17 @@ def run(ctx: Context) -> Section:
         )
         _targets(section, backend, results)
         _recall_targets(section, backend)
+        big_cls = f"{big:,}-row tenant"
+        ctx.log(f"  recall {backend}: timing context() on the {big_cls}")
+        samples = asyncio.run(
+            measure_context(
+                target, tenant_name(0), classes_q[big_cls], section, label=label, cls=big_cls
+            )
+        )
+        p50 = samples.p50 * 1000
+        section.target(
+            f"context() {backend}, {big_cls}: p50 <= {CONTEXT_LIMIT_MS:.0f} ms",
+            f"{p50:.1f} ms",
+            p50 <= CONTEXT_LIMIT_MS,
+        )
     return section
