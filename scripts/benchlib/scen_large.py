@@ -107,6 +107,7 @@ async def _load_facts(target: Target, work: Workload) -> float:
     from sqlalchemy.dialects import postgresql
 
     from memstore.models import FactRow
+    from memstore.models.facts import subject_key
 
     table = FactRow.__table__
     dialect = postgresql.asyncpg.dialect()
@@ -124,6 +125,7 @@ async def _load_facts(target: Target, work: Workload) -> float:
                         "id": f"fa-{row:010d}",
                         "fact_id": f"fa-{row:010d}",
                         "subject": USER,
+                        "subject_key": subject_key(USER),
                         "predicate": f"mentioned_{words[0]}",
                         "object": chunk.inputs[i],
                         "single_valued": False,
