@@ -17,7 +17,9 @@ from memstore.models import EpisodeRow, FactRow
 from memstore.models.search import (
     FTS5_TABLE_ARGS,
     FULL_TEXT_INDEXES,
+    STORED_TSVECTORS,
     VECTOR_INDEX,
+    computed_tsvector,
     document,
     tsvector,
 )
@@ -48,6 +50,20 @@ async def test_postgres_indexes_match_the_code(db_url: str, backend: str) -> Non
                 for table, name in FULL_TEXT_INDEXES.items():
                     expected = await _as_postgres_writes_it(conn, table, f"gin ({tsvector(table)})")
                     assert await _indexdef(conn, name) == expected.format(name=name)
+                for table, column in STORED_TSVECTORS.items():
+                    # The stored column holds what the expression computes.
+                    probe = await _as_postgres_writes_it(
+                        conn, table, f"gin ({computed_tsvector(table)})"
+                    )
+                    printed = probe[probe.index("gin (") + 5 : -1]
+                    generated = await conn.scalar(
+                        text(
+                            "SELECT generation_expression FROM information_schema.columns "
+                            "WHERE table_name = :t AND column_name = :c"
+                        ),
+                        {"t": table, "c": column},
+                    )
+                    assert generated == printed
                 name, table, method = VECTOR_INDEX
                 expected = await _as_postgres_writes_it(conn, table, method)
                 assert await _indexdef(conn, name) == expected.format(name=name)

@@ -157,6 +157,13 @@ def _create(
         connect_args = dict(kwargs.pop("connect_args", None) or {})
         connect_args.setdefault("timeout", connect_timeout)
         connect_args.setdefault("command_timeout", command_timeout)
+        # asyncpg prepares every statement; after five runs Postgres may switch
+        # to a generic plan that ignores the tenant's size, which made recall on
+        # a 400-row tenant 2x slower (docs/bench-notes.md). Planning per call
+        # costs well under a millisecond.
+        server_settings = dict(connect_args.get("server_settings") or {})
+        server_settings.setdefault("plan_cache_mode", "force_custom_plan")
+        connect_args["server_settings"] = server_settings
         engine = create_async_engine(resolved, connect_args=connect_args, **kwargs)
         _configure_postgres(engine)
     else:  # resolve_url refused every other backend

@@ -1,6 +1,7 @@
 """The SQL of the search indexes, defined once.
 
-Migrations create these indexes (``migrations/versions/0003_recall.py``); recall
+Migrations create these indexes (``migrations/versions/0003_recall.py``, and
+0009 for the stored episode vector); recall
 queries must repeat the very same expressions or Postgres will not use the
 index. The migration keeps its own frozen copy (a revision must not change
 meaning when this code changes); ``tests/test_search_expressions.py`` checks
@@ -14,7 +15,9 @@ __all__ = [
     "FTS5_TABLE_ARGS",
     "FULL_TEXT_CONFIG",
     "FULL_TEXT_INDEXES",
+    "STORED_TSVECTORS",
     "VECTOR_INDEX",
+    "computed_tsvector",
     "document",
     "tsvector",
 ]
@@ -28,6 +31,13 @@ _DOCUMENTS = {
     "episodes": "coalesce({r}search_text, '')",
     "facts": "{r}subject || ' ' || replace({r}predicate, '_', ' ') || ' ' || {r}object",
 }
+
+# Postgres: table -> its stored generated tsvector column. Reading a stored
+# vector is what makes keyword scoring cheap: recomputing ``to_tsvector`` for
+# each matching row cost more than the rest of the recall statement (measured
+# in docs/bench-notes.md). The name ends in ``_fts`` because the models do
+# not declare it (memstore.migrate.MIGRATION_ONLY).
+STORED_TSVECTORS = {"episodes": "search_fts"}
 
 # Postgres: table -> name of its GIN full-text index.
 FULL_TEXT_INDEXES = {"episodes": "ix_episodes_search_fts", "facts": "ix_facts_search_fts"}
@@ -44,6 +54,12 @@ def document(table: str, prefix: str = "") -> str:
     return _DOCUMENTS[table].format(r=prefix)
 
 
-def tsvector(table: str, prefix: str = "") -> str:
-    """Postgres: the indexed ``to_tsvector`` expression of ``table``."""
+def computed_tsvector(table: str, prefix: str = "") -> str:
+    """Postgres: the ``to_tsvector`` expression of ``table``'s document."""
     return f"to_tsvector('{FULL_TEXT_CONFIG}', {document(table, prefix)})"
+
+
+def tsvector(table: str, prefix: str = "") -> str:
+    """Postgres: what ``table``'s GIN index holds (its stored column, else the expression)."""
+    stored = STORED_TSVECTORS.get(table)
+    return f"{prefix}{stored}" if stored else computed_tsvector(table, prefix)

@@ -87,6 +87,7 @@ class Dialect:
     age_days: str  # days from e.occurred_at to :now, >= 0
     time_filter: str  # AND ... keeping e.occurred_at within :t0 .. :t1 when :t0 is set
     join_in_order: str = "JOIN"  # a join whose left side stays the outer loop
+    windowed_sessions: bool = False  # session scores by a window, not a grouped join
 
 
 @dataclass(frozen=True)
@@ -123,16 +124,18 @@ floors AS (
 ),
 fl AS (SELECT :dw * dz0 + :kw * kz0 AS v FROM floors),
 cand AS (
-  SELECT c.id,
-    coalesce(d.s, 0) AS dense, coalesce(k.s, 0) AS keyword,
-    CASE WHEN d.id IS NULL THEN f.dz0
-         WHEN ds.sd > 1e-12 THEN (d.s - ds.m) / ds.sd ELSE 0 END AS dz,
-    CASE WHEN k.id IS NULL THEN f.kz0
-         WHEN ks.sd > 1e-12 THEN (k.s - ks.m) / ks.sd ELSE 0 END AS kz
-  FROM (SELECT id FROM dense UNION SELECT id FROM kw) AS c
+  SELECT c.id, coalesce(c.d, 0) AS dense, coalesce(c.k, 0) AS keyword,
+    CASE WHEN c.d IS NULL THEN f.dz0
+         WHEN ds.sd > 1e-12 THEN (c.d - ds.m) / ds.sd ELSE 0 END AS dz,
+    CASE WHEN c.k IS NULL THEN f.kz0
+         WHEN ks.sd > 1e-12 THEN (c.k - ks.m) / ks.sd ELSE 0 END AS kz
+  FROM (
+    SELECT u.id, max(u.d) AS d, max(u.k) AS k FROM (
+      SELECT id, s AS d, CAST(NULL AS {float}) AS k FROM dense
+      UNION ALL SELECT id, NULL, s FROM kw
+    ) AS u GROUP BY u.id
+  ) AS c
   CROSS JOIN ds CROSS JOIN ks CROSS JOIN floors AS f
-  LEFT JOIN dense AS d ON d.id = c.id
-  LEFT JOIN kw AS k ON k.id = c.id
 ),
 fused AS (
   SELECT cand.id, cand.dense, cand.keyword, cand.dz, cand.kz,
@@ -168,16 +171,7 @@ ranked AS (
     row_number() OVER (PARTITION BY session_id ORDER BY base + neighbour DESC, id) AS rk
   FROM nb
 ),
-sess AS (
-  SELECT r.session_id,
-    :sw * (sum(r.s1) + fl.v * (:stop - count(*))) / :stop AS session_score
-  FROM ranked AS r CROSS JOIN fl WHERE r.rk <= :stop GROUP BY r.session_id, fl.v
-),
-scored AS (
-  SELECT r.id, r.dense, r.keyword, r.dz, r.kz, r.base, r.neighbour,
-    s.session_score, r.s1 + s.session_score AS s2
-  FROM ranked AS r JOIN sess AS s ON s.session_id = r.session_id
-)
+{sessions}
 SELECT e.user_id, e.id, e.session_id, e.input, e.output, e.tool_calls, e.metadata,
   e.occurred_at, sc.dense, sc.keyword, sc.dz, sc.kz, sc.base, sc.neighbour,
   sc.session_score, {recency} AS recency,
@@ -187,6 +181,34 @@ ORDER BY score DESC, e.occurred_at DESC, e.id
 LIMIT :limit
 """
 
+
+# scored(id, ..., session_score, s2): the session part, two ways of the same sum.
+# SQLite runs the grouped join fast and a window slowly; Postgres the reverse
+# (its misestimated join of two CTEs cost a third of a recall).
+_SESSIONS_JOINED = """sess AS (
+  SELECT r.session_id,
+    :sw * (sum(r.s1) + fl.v * (:stop - count(*))) / :stop AS session_score
+  FROM ranked AS r CROSS JOIN fl WHERE r.rk <= :stop GROUP BY r.session_id, fl.v
+),
+scored AS (
+  SELECT r.id, r.dense, r.keyword, r.dz, r.kz, r.base, r.neighbour,
+    s.session_score, r.s1 + s.session_score AS s2
+  FROM ranked AS r JOIN sess AS s ON s.session_id = r.session_id
+)"""
+
+_SESSIONS_WINDOWED = """windowed AS (
+  SELECT r.id, r.dense, r.keyword, r.dz, r.kz, r.base, r.neighbour, r.s1,
+    :sw * (sum(CASE WHEN r.rk <= :stop THEN r.s1 ELSE 0 END) OVER w
+           + fl.v * (:stop - sum(CASE WHEN r.rk <= :stop THEN 1 ELSE 0 END) OVER w)) / :stop
+      AS session_score
+  FROM ranked AS r CROSS JOIN fl
+  WINDOW w AS (PARTITION BY r.session_id)
+),
+scored AS (
+  SELECT id, dense, keyword, dz, kz, base, neighbour, session_score,
+    s1 + session_score AS s2
+  FROM windowed
+)"""
 
 # Dense similarity only (no keyword, neighbour, session or recency weight): the
 # same scores as the full statement would give, without the parts that add nothing.
@@ -242,11 +264,13 @@ def _build(
         recency = f"exp(-0.6931471805599453 * {dialect.age_days} / :half_life)"
         body = _SHARED.format(
             sd_s=sd_s,
+            float=dialect.float,
             near=dialect.positive.format(x="coalesce(max(q.base), 0)"),
             time_filter=dialect.time_filter,
             recency=recency,
             join_in_order=dialect.join_in_order,
             expand=limits[0],
+            sessions=_SESSIONS_WINDOWED if dialect.windowed_sessions else _SESSIONS_JOINED,
         )
         keyword = keyword.format(greatest=dialect.greatest, float=dialect.float, depth=limits[1])
         sql = f"WITH dense(id, s) AS ({dialect.dense}),\n{keyword}\n{body}"

@@ -251,7 +251,9 @@ LIMIT :depth"""
 
 _PG_DENSE_GIVEN = "SELECT * FROM unnest(CAST(:dense_ids AS text[]), CAST(:dense_sims AS float8[]))"
 
-# Term counts read from the indexed tsvector of the tenant's matching rows.
+# Term counts read from the stored tsvector of the tenant's matching rows. The
+# `^@ ANY` pre-filter (every term is a prefix of what it matches) keeps the
+# lexeme x term join small: it was a third of the statement's time.
 _PG_TERM_COUNTS = """
 terms AS (
   SELECT t.term, t.prefix, t.i
@@ -265,7 +267,10 @@ kwd AS (
 ),
 tf AS (
   SELECT d.id, d.dl, t.i, sum(coalesce(array_length(u.positions, 1), 1)) AS n
-  FROM kwd AS d CROSS JOIN LATERAL unnest(d.v) AS u
+  FROM kwd AS d CROSS JOIN LATERAL (
+    SELECT x.lexeme, x.positions FROM unnest(d.v) AS x
+    WHERE x.lexeme ^@ ANY(CAST(:terms AS text[]))
+  ) AS u
   JOIN terms AS t ON CASE WHEN t.prefix THEN starts_with(u.lexeme, t.term)
                           ELSE u.lexeme = t.term END
   GROUP BY d.id, d.dl, t.i
@@ -283,6 +288,7 @@ PG_DIALECT = Dialect(
         "AND (CAST(:t0 AS timestamptz) IS NULL "
         "OR e.occurred_at BETWEEN CAST(:t0 AS timestamptz) AND CAST(:t1 AS timestamptz))"
     ),
+    windowed_sessions=True,
 )
 
 # Keyword candidates scored per query: BM25 is exact while a tenant has fewer

@@ -12,8 +12,8 @@ __all__ = ["PgRecall", "SqliteRecall", "rrf"]
 DEPTH = 50  # candidates per signal in the hand-written hybrid query
 RRF_K = 60
 
-# Expression must match the migration's GIN index so the index can be used.
-_TSV = "to_tsvector('simple', coalesce(search_text, ''))"
+# What the GIN index covers, so that the index can be used.
+_TSV = "search_fts"  # the stored tsvector column (migration 0009)
 
 VEC_PLANNER = "SELECT * FROM episodes WHERE user_id = $1 ORDER BY embedding <=> $2 LIMIT $3"
 # `+ 0` keeps HNSW out of the plan: the tenant's rows via the user_id btree, sorted.
