@@ -1,10 +1,22 @@
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Callable, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, func, insert, or_, select
+from sqlalchemy import (
+    ARRAY,
+    Integer,
+    String,
+    bindparam,
+    delete,
+    func,
+    insert,
+    or_,
+    select,
+    text,
+)
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from memstore.db.copy import copy_rows
@@ -14,6 +26,32 @@ from memstore.tenancy import public_user_id
 from memstore.types import Episode
 
 __all__ = ["EpisodeRepository", "episode_from_columns", "episode_from_row"]
+
+
+# Turn reservation as one fixed statement whatever the batch: a multi-row
+# VALUES list is compiled anew for every row count, which cost more than the
+# write (about 50 ms for a batch spanning 800 sessions) and made batches mixing
+# tenants slow. Rows go in the given (sorted) order, so two batches never wait
+# on each other crosswise.
+_UPSERT_TURNS = (
+    "ON CONFLICT (user_id, session_id) "
+    "DO UPDATE SET next_turn = session_turns.next_turn + excluded.next_turn "
+    "RETURNING user_id, session_id, next_turn"
+)
+_RESERVE_TURNS_PG = text(
+    "INSERT INTO session_turns (user_id, session_id, next_turn) "
+    "SELECT t.u, t.s, t.n FROM unnest(CAST(:users AS text[]), CAST(:sessions AS text[]), "
+    "CAST(:counts AS int[])) WITH ORDINALITY AS t(u, s, n, i) ORDER BY t.i " + _UPSERT_TURNS
+).bindparams(
+    bindparam("users", type_=ARRAY(String())),
+    bindparam("sessions", type_=ARRAY(String())),
+    bindparam("counts", type_=ARRAY(Integer())),
+)
+_RESERVE_TURNS_SQLITE = text(
+    "INSERT INTO session_turns (user_id, session_id, next_turn) "
+    "SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), "
+    "json_extract(value, '$[2]') FROM json_each(:pairs) WHERE true ORDER BY key " + _UPSERT_TURNS
+)
 
 
 def _no_turns(user_id: str, session_id: str) -> int:
@@ -92,18 +130,18 @@ class EpisodeRepository:
             wanted[key] = wanted.get(key, 0) + 1
         if not wanted:
             return _no_turns
-        stmt: Any = insert_for(self._session)(SessionTurnRow)
-        stmt = stmt.values(
-            [
-                {"user_id": u, "session_id": sid, "next_turn": n}
-                for (u, sid), n in sorted(wanted.items())
-            ]
-        )
-        stmt = stmt.on_conflict_do_update(
-            index_elements=["user_id", "session_id"],
-            set_={"next_turn": SessionTurnRow.next_turn + stmt.excluded.next_turn},
-        ).returning(SessionTurnRow.user_id, SessionTurnRow.session_id, SessionTurnRow.next_turn)
-        rows = (await self._session.execute(stmt)).all()
+        ordered = sorted(wanted.items())
+        if self._session.get_bind().dialect.name == "postgresql":
+            params: dict[str, Any] = {
+                "users": [u for (u, _), _ in ordered],
+                "sessions": [sid for (_, sid), _ in ordered],
+                "counts": [n for _, n in ordered],
+            }
+            stmt = _RESERVE_TURNS_PG
+        else:
+            params = {"pairs": json.dumps([[u, sid, n] for (u, sid), n in ordered])}
+            stmt = _RESERVE_TURNS_SQLITE
+        rows = (await self._session.execute(stmt, params)).all()
         following = {(u, sid): int(end) - wanted[(u, sid)] for u, sid, end in rows}
 
         def take(user_id: str, session_id: str) -> int:
