@@ -139,7 +139,7 @@ cand AS (
 ),
 fused AS (
   SELECT cand.id, cand.dense, cand.keyword, cand.dz, cand.kz,
-    :dw * cand.dz + :kw * cand.kz AS base, e.session_id, e.turn
+    :dw * cand.dz + :kw * cand.kz AS base, e.session_id, e.turn, e.occurred_at
   FROM cand JOIN episodes AS e ON e.user_id = :user_id AND e.id = cand.id
 ),
 best AS (
@@ -147,38 +147,47 @@ best AS (
   ORDER BY base DESC, id LIMIT {expand}
 ),
 around AS (
-  SELECT DISTINCT e.id, e.session_id, e.turn
+  SELECT DISTINCT e.id, e.session_id, e.turn, e.occurred_at
   FROM best AS b {join_in_order} episodes AS e
     ON e.user_id = :user_id AND e.session_id = b.session_id
    AND e.turn BETWEEN b.turn - :width AND b.turn + :width
   WHERE e.id NOT IN (SELECT id FROM fused) {time_filter}
 ),
 pool AS (
-  SELECT id, dense, keyword, dz, kz, base, session_id, turn FROM fused
+  SELECT id, dense, keyword, dz, kz, base, session_id, turn, occurred_at FROM fused
   UNION ALL
-  SELECT a.id, 0, 0, 0, 0, fl.v, a.session_id, a.turn FROM around AS a CROSS JOIN fl
+  SELECT a.id, 0, 0, 0, 0, fl.v, a.session_id, a.turn, a.occurred_at
+  FROM around AS a CROSS JOIN fl
 ),
 nb AS (
   SELECT p.id, p.dense, p.keyword, p.dz, p.kz, p.base, p.session_id, p.turn,
-    :nw * {near} AS neighbour
+    p.occurred_at, :nw * {near} AS neighbour
   FROM pool AS p LEFT JOIN pool AS q
     ON q.session_id = p.session_id AND q.turn <> p.turn
    AND q.turn BETWEEN p.turn - :width AND p.turn + :width
-  GROUP BY p.id, p.dense, p.keyword, p.dz, p.kz, p.base, p.session_id, p.turn
+  GROUP BY p.id, p.dense, p.keyword, p.dz, p.kz, p.base, p.session_id, p.turn,
+    p.occurred_at
 ),
 ranked AS (
   SELECT nb.*, base + neighbour AS s1,
     row_number() OVER (PARTITION BY session_id ORDER BY base + neighbour DESC, id) AS rk
   FROM nb
 ),
-{sessions}
+{sessions},
+-- The final rows are chosen before their columns are fetched: joining every
+-- pooled candidate to episodes read each row a second time.
+top AS (
+  SELECT e.id, e.occurred_at, e.dense, e.keyword, e.dz, e.kz, e.base, e.neighbour,
+    e.session_score, {recency} AS recency, e.s2 + :rw * {recency} AS score
+  FROM scored AS e
+  ORDER BY score DESC, e.occurred_at DESC, e.id
+  LIMIT :limit
+)
 SELECT e.user_id, e.id, e.session_id, e.input, e.output, e.tool_calls, e.metadata,
-  e.occurred_at, sc.dense, sc.keyword, sc.dz, sc.kz, sc.base, sc.neighbour,
-  sc.session_score, {recency} AS recency,
-  sc.s2 + :rw * {recency} AS score
-FROM scored AS sc JOIN episodes AS e ON e.user_id = :user_id AND e.id = sc.id
-ORDER BY score DESC, e.occurred_at DESC, e.id
-LIMIT :limit
+  e.occurred_at, t.dense, t.keyword, t.dz, t.kz, t.base, t.neighbour,
+  t.session_score, t.recency, t.score
+FROM top AS t JOIN episodes AS e ON e.user_id = :user_id AND e.id = t.id
+ORDER BY t.score DESC, t.occurred_at DESC, t.id
 """
 
 
@@ -191,13 +200,13 @@ _SESSIONS_JOINED = """sess AS (
   FROM ranked AS r CROSS JOIN fl WHERE r.rk <= :stop GROUP BY r.session_id, fl.v
 ),
 scored AS (
-  SELECT r.id, r.dense, r.keyword, r.dz, r.kz, r.base, r.neighbour,
+  SELECT r.id, r.occurred_at, r.dense, r.keyword, r.dz, r.kz, r.base, r.neighbour,
     s.session_score, r.s1 + s.session_score AS s2
   FROM ranked AS r JOIN sess AS s ON s.session_id = r.session_id
 )"""
 
 _SESSIONS_WINDOWED = """windowed AS (
-  SELECT r.id, r.dense, r.keyword, r.dz, r.kz, r.base, r.neighbour, r.s1,
+  SELECT r.id, r.occurred_at, r.dense, r.keyword, r.dz, r.kz, r.base, r.neighbour, r.s1,
     :sw * (sum(CASE WHEN r.rk <= :stop THEN r.s1 ELSE 0 END) OVER w
            + fl.v * (:stop - sum(CASE WHEN r.rk <= :stop THEN 1 ELSE 0 END) OVER w)) / :stop
       AS session_score
@@ -205,23 +214,30 @@ _SESSIONS_WINDOWED = """windowed AS (
   WINDOW w AS (PARTITION BY r.session_id)
 ),
 scored AS (
-  SELECT id, dense, keyword, dz, kz, base, neighbour, session_score,
+  SELECT id, occurred_at, dense, keyword, dz, kz, base, neighbour, session_score,
     s1 + session_score AS s2
   FROM windowed
 )"""
 
 # Dense similarity only (no keyword, neighbour, session or recency weight): the
 # same scores as the full statement would give, without the parts that add nothing.
+# Only the rows scoring at least the limit-th best (ties included) are fetched
+# from episodes; the final ORDER BY then breaks the ties as the full statement does.
 _DENSE_ONLY = """
 ds AS (SELECT avg(s) AS m, {sd_s} AS sd FROM dense),
 dz AS (
   SELECT d.id, d.s, CASE WHEN ds.sd > 1e-12 THEN (d.s - ds.m) / ds.sd ELSE 0 END AS z
   FROM dense AS d CROSS JOIN ds
+),
+cut AS (SELECT :dw * z AS v FROM dz ORDER BY v DESC LIMIT 1 OFFSET :limit - 1),
+keep AS (
+  SELECT dz.id, dz.s, dz.z FROM dz
+  WHERE NOT EXISTS (SELECT 1 FROM cut) OR :dw * dz.z >= (SELECT v FROM cut)
 )
 SELECT e.user_id, e.id, e.session_id, e.input, e.output, e.tool_calls, e.metadata,
   e.occurred_at, dz.s AS dense, 0 AS keyword, dz.z AS dz, 0 AS kz, :dw * dz.z AS base,
   0 AS neighbour, 0 AS session_score, 0 AS recency, :dw * dz.z AS score
-FROM dz JOIN episodes AS e ON e.user_id = :user_id AND e.id = dz.id
+FROM keep AS dz JOIN episodes AS e ON e.user_id = :user_id AND e.id = dz.id
 ORDER BY score DESC, e.occurred_at DESC, e.id
 LIMIT :limit
 """

@@ -243,10 +243,16 @@ class PostgresSearch:
         return [(r[0], r[1]) for r in (await session.execute(stmt)).all()]
 
 
+# Exact: the distance is computed once per row inside a subquery that OFFSET 0
+# keeps from being flattened, so the ORDER BY cannot reach the HNSW index (the
+# tenant's rows come from the user_id btree) and `<=>` is not evaluated twice.
 _PG_DENSE_EXACT = """
-SELECT e.id, 1 - (e.embedding <=> :qvec) FROM episodes AS e
-WHERE e.user_id = :user_id AND e.embedding IS NOT NULL {time_filter}
-ORDER BY (e.embedding <=> :qvec) + 0, e.id
+SELECT x.id, 1 - x.d FROM (
+  SELECT e.id, e.embedding <=> :qvec AS d FROM episodes AS e
+  WHERE e.user_id = :user_id AND e.embedding IS NOT NULL {time_filter}
+  OFFSET 0
+) AS x
+ORDER BY x.d, x.id
 LIMIT :depth"""
 
 _PG_DENSE_GIVEN = "SELECT * FROM unnest(CAST(:dense_ids AS text[]), CAST(:dense_sims AS float8[]))"
