@@ -12,6 +12,8 @@ from sqlalchemy.engine import Connection
 from memstore import MemoryStore
 from memstore.db.engine import create_engine
 from memstore.migrate import alembic_config, downgrade, upgrade
+from memstore.models.search import VECTOR_TABLES
+from tests.test_search_expressions import vector_storage_of
 
 
 def _check(connection: Connection) -> None:
@@ -69,6 +71,10 @@ async def test_reembed_switches_dimension_and_backfills(db_url: str) -> None:
             Fact(user_id="alice", subject="alice", predicate="owns", object="a red bicycle")
         )
         result = await reembed(store.engine, HashingEmbedder(48))
+        if store.engine.dialect.name == "postgresql":
+            # ALTER COLUMN ... TYPE resets the storage to the type's default.
+            async with store.engine.connect() as conn:
+                assert await vector_storage_of(conn) == dict.fromkeys(VECTOR_TABLES, "MAIN")
     assert (result.previous_dimension, result.dimension) == (384, 48)
     assert (result.episodes, result.facts) == (1, 1)
     try:

@@ -19,6 +19,8 @@ from memstore.models.search import (
     FULL_TEXT_INDEXES,
     STORED_TSVECTORS,
     VECTOR_INDEX,
+    VECTOR_STORAGE,
+    VECTOR_TABLES,
     computed_tsvector,
     document,
     tsvector,
@@ -91,3 +93,28 @@ def test_recall_statements_use_the_defined_expressions() -> None:
         name = model.__tablename__
         assert str(full_text_vector(model)) == tsvector(name, prefix=f"{name}.")
         assert str(row_text(model)) == document(name, prefix=f"{name}.")
+
+
+async def vector_storage_of(conn: AsyncConnection) -> dict[str, str]:
+    """Postgres: each vector table's ``embedding`` storage, as ALTER ... SET STORAGE names it."""
+    names = {"p": "PLAIN", "e": "EXTERNAL", "m": "MAIN", "x": "EXTENDED"}
+    rows = await conn.execute(
+        text(
+            "SELECT c.relname, CAST(a.attstorage AS text) FROM pg_attribute AS a "
+            "JOIN pg_class AS c ON c.oid = a.attrelid "
+            "WHERE a.attname = 'embedding' AND c.relname = ANY(:tables)"
+        ),
+        {"tables": list(VECTOR_TABLES)},
+    )
+    return {table: names[str(letter)] for table, letter in rows.all()}
+
+
+async def test_postgres_vectors_are_stored_as_the_code_says(db_url: str, backend: str) -> None:
+    if backend != "postgres":
+        return  # SQLite keeps vectors as blobs in the row; there is no storage setting
+    engine = create_async_engine(resolve_url(db_url))
+    try:
+        async with engine.connect() as conn:
+            assert await vector_storage_of(conn) == dict.fromkeys(VECTOR_TABLES, VECTOR_STORAGE)
+    finally:
+        await engine.dispose()

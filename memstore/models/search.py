@@ -1,7 +1,7 @@
 """The SQL of the search indexes, defined once.
 
 Migrations create these indexes (``migrations/versions/0003_recall.py``, and
-0009 for the stored episode vector); recall
+0009 for the stored episode tsvector) and set the vector columns' storage (0010); recall
 queries must repeat the very same expressions or Postgres will not use the
 index. The migration keeps its own frozen copy (a revision must not change
 meaning when this code changes); ``tests/test_search_expressions.py`` checks
@@ -17,9 +17,12 @@ __all__ = [
     "FULL_TEXT_INDEXES",
     "STORED_TSVECTORS",
     "VECTOR_INDEX",
+    "VECTOR_STORAGE",
+    "VECTOR_TABLES",
     "computed_tsvector",
     "document",
     "tsvector",
+    "vector_storage",
 ]
 
 # Text search configuration: no stemming, no stop words (the same for every language).
@@ -45,6 +48,16 @@ FULL_TEXT_INDEXES = {"episodes": "ix_episodes_search_fts", "facts": "ix_facts_se
 # Postgres: (index name, table, access method and operator class) of the ANN index.
 VECTOR_INDEX = ("ix_episodes_embedding_hnsw", "episodes", "hnsw (embedding vector_cosine_ops)")
 
+# Postgres: the tables with an ``embedding vector(n)`` column, and how it is stored.
+# pgvector's default, EXTERNAL, moves the vector out of line as soon as a row
+# passes ~2 kB, which a 384-d vector (1.5 kB) and a turn of text do: every
+# exact-scan distance then costs a TOAST index lookup (a 10,000-row tenant's
+# scan went from 130 to 30 ms with MAIN, docs/bench-notes.md). MAIN keeps it in
+# the row and pushes the text columns out first. ALTER COLUMN ... TYPE (memstore
+# reembed) resets a column to its type's default, so it is re-applied there.
+VECTOR_TABLES = ("episodes", "facts")
+VECTOR_STORAGE = "MAIN"
+
 # SQLite: the FTS5 virtual tables' declaration (``CREATE VIRTUAL TABLE x USING fts5(...)``).
 FTS5_TABLE_ARGS = "text, tokenize = 'unicode61'"
 
@@ -63,3 +76,8 @@ def tsvector(table: str, prefix: str = "") -> str:
     """Postgres: what ``table``'s GIN index holds (its stored column, else the expression)."""
     stored = STORED_TSVECTORS.get(table)
     return f"{prefix}{stored}" if stored else computed_tsvector(table, prefix)
+
+
+def vector_storage(table: str) -> str:
+    """Postgres: the statement that stores ``table``'s vectors as VECTOR_STORAGE says."""
+    return f"ALTER TABLE {table} ALTER COLUMN embedding SET STORAGE {VECTOR_STORAGE}"

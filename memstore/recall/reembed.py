@@ -19,7 +19,7 @@ from memstore.embeddings.base import Embedder, embed_checked
 from memstore.embeddings.identity import embedder_identity
 from memstore.models import ConfigRow, EpisodeRow, FactRow
 from memstore.models.config import EMBEDDER_KEY, EMBEDDING_DIM_KEY
-from memstore.models.search import VECTOR_INDEX
+from memstore.models.search import VECTOR_INDEX, vector_storage
 from memstore.recall.settings import set_embedder
 from memstore.types import Episode, Fact
 
@@ -55,6 +55,7 @@ async def _change_dimension(conn: AsyncConnection, dim: int) -> None:
                     f"ALTER TABLE {table} ALTER COLUMN embedding TYPE vector({int(dim)}) USING NULL"
                 )
             )
+            await conn.execute(text(vector_storage(table)))
     else:
         for table in ("episodes", "facts"):
             await conn.execute(text(f"UPDATE {table} SET embedding = NULL"))
