@@ -13,6 +13,7 @@ from memstore.documents import episode_search_text, episode_text
 from memstore.embeddings.base import Embedder, embed_checked
 from memstore.errors import InvalidInput, NotFound
 from memstore.recall.hybrid import HybridRecall
+from memstore.recall.relevance import check_min_score, relevance
 from memstore.recall.settings import EmbedderGuard
 from memstore.repositories.episodes import EpisodeRepository
 from memstore.services.access import AccessTracker
@@ -149,13 +150,16 @@ class EpisodeService:
         limit: int = 5,
         time_range: tuple[datetime, datetime] | None = None,
         recency_weight: float = 0.0,
+        min_score: float | None = None,
     ) -> list[EpisodeMatch]:
         """Episodes ranked by hybrid recall, with the score's parts.
 
         Parts: ``dense`` (cosine), ``keyword`` (BM25), their z-scores
         ``dense_z``/``keyword_z`` and sum ``fused``, the context terms ``neighbour``
-        and ``session``, and ``recency`` when ``recency_weight`` is set (added as
-        ``recency_weight * 2^(-age / 30 days)``).
+        and ``session``, ``recency`` when ``recency_weight`` is set (added as
+        ``recency_weight * 2^(-age / 30 days)``), and ``relevance`` (0..1, not
+        part of the ranking): with ``min_score`` only rows whose ``relevance`` is
+        at least that are returned, so fewer than ``limit`` (or none) may come back.
         """
         user = storage_user_id(user_id)
         check_text("query", query, allow_empty=True, max_chars=10_000)
@@ -168,8 +172,12 @@ class EpisodeService:
             or (not math.isfinite(recency_weight) or recency_weight < 0)
         ):
             raise InvalidInput("recency_weight must be a non-negative number")
+        floor = check_min_score(min_score)
         now = self.db.now()
         if not query.strip():
+            if floor is not None and floor > 0:
+                # An empty query is about nothing, so nothing reaches a positive floor.
+                return []
             # Nothing to rank by: the newest episodes, as an agent resuming expects.
             async with self.db.read(user) as session:
                 newest = await EpisodeRepository(session=session).keyword_candidates(
@@ -189,7 +197,21 @@ class EpisodeService:
                 qvec=qvec,
                 limit=limit,
             )
-        matches = [EpisodeMatch(episode=h.episode, score=h.score, parts=h.parts) for h in ranked]
+        matches = [
+            EpisodeMatch(
+                episode=h.episode,
+                score=h.score,
+                parts={
+                    **h.parts,
+                    "relevance": relevance(
+                        query, episode_search_text(h.episode), h.parts.get("dense", 0.0)
+                    ),
+                },
+            )
+            for h in ranked[:limit]
+        ]
+        if floor is not None:
+            matches = [m for m in matches if m.parts["relevance"] >= floor]
         self.access_tracker.record(user, "episode", [m.episode.id for m in matches[:limit]], now)
         return matches[:limit]
 
@@ -201,14 +223,19 @@ class EpisodeService:
         limit: int = 5,
         time_range: tuple[datetime, datetime] | None = None,
         recency_weight: float = 0.0,
+        min_score: float | None = None,
     ) -> list[Episode]:
-        """The ``limit`` episodes that best match ``query`` (hybrid: vector + keyword)."""
+        """The ``limit`` episodes that best match ``query`` (hybrid: vector + keyword).
+
+        With ``min_score``, only those of at least that relevance (see ``recall_scored``).
+        """
         matches = await self.recall_scored(
             query,
             user_id=user_id,
             limit=limit,
             time_range=time_range,
             recency_weight=recency_weight,
+            min_score=min_score,
         )
         return [m.episode for m in matches]
 
