@@ -89,7 +89,9 @@ async def run(args: argparse.Namespace) -> None:
                     continue
                 hits = await store.recall_scored(qa["question"], user_id=tenant, limit=TOP)
                 found = [
-                    h.parts["relevance"] for h in hits if h.episode.metadata.get("dia_id") in evidence
+                    h.parts["relevance"]
+                    for h in hits
+                    if h.episode.metadata.get("dia_id") in evidence
                 ]
                 evidence_rel += found
                 if found:
