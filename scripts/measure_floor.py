@@ -42,6 +42,7 @@ from eval_locomo import (  # noqa: E402
 from memstore import MemoryStore  # noqa: E402
 from memstore.migrate import upgrade  # noqa: E402
 
+RECOMMENDED = 0.35
 FLOORS = (0.0, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6)
 TOP = 10
 # Written before looking at any score: everyday requests a chat assistant gets that
@@ -74,6 +75,7 @@ async def run(args: argparse.Namespace) -> None:
     evidence_rel: list[float] = []  # relevance of each evidence turn found in the top 10
     question_best: list[float] = []  # per question: best relevance among its found evidence
     off_topic: list[list[float]] = []  # per (query, tenant): relevance of the top-10 rows
+    per_query: dict[str, int] = dict.fromkeys(OFF_TOPIC, 0)  # rows at RECOMMENDED, all tenants
     started = time.perf_counter()
     async with MemoryStore.open(url, embedder=embedder) as store:
         backend = store.engine.dialect.name
@@ -99,6 +101,10 @@ async def run(args: argparse.Namespace) -> None:
             for query in OFF_TOPIC:
                 hits = await store.recall_scored(query, user_id=tenant, limit=TOP)
                 off_topic.append([h.parts["relevance"] for h in hits])
+                floored = await store.recall(
+                    query, user_id=tenant, limit=TOP, min_score=RECOMMENDED
+                )
+                per_query[query] += len(floored)
     elapsed = time.perf_counter() - started
     print(f"backend: {backend}   embedder: {embedder!r}   data: {args.data}   time: {elapsed:.0f}s")
     print(
@@ -121,6 +127,9 @@ async def run(args: argparse.Namespace) -> None:
             f"{sum(rows) / len(rows):>18.2f}{max(rows):>5}"
             f"{sum(n > 0 for n in rows) / len(rows):>23.3f}"
         )
+    print(f"rows returned by recall(min_score={RECOMMENDED}, limit={TOP}), all tenants:")
+    for query, n in per_query.items():
+        print(f"  {n:>3}  {query}")
 
 
 def main() -> None:

@@ -163,3 +163,40 @@ async def test_bad_min_score_is_invalid_input_and_reads_nothing(
             await call()
     # A recall that ran would have counted an access of what it returned.
     assert await talked.access_stats(user_id="alice") == []
+
+
+async def test_search_memory_tool_takes_the_floor(talked: MemoryStore) -> None:
+    await talked.add_fact(
+        Fact(user_id="alice", subject="alice", predicate="lives_in", object="Lisbon")
+    )
+    loose = await talked.call_tool("search_memory", {"query": "zzz"}, user_id="alice")
+    assert {r["kind"] for r in loose["results"]} == {"fact", "episode"}
+    strict = await talked.call_tool(
+        "search_memory", {"query": "zzz", "min_score": FLOOR}, user_id="alice"
+    )
+    assert strict["results"] == []
+    found = await talked.call_tool(
+        "search_memory", {"query": "Lisbon flight", "min_score": FLOOR}, user_id="alice"
+    )
+    assert {r["kind"] for r in found["results"]} == {"fact", "episode"}
+    for bad, message in ((1.5, "between 0 and 1"), ("high", "of type number"), (True, "number")):
+        with pytest.raises(InvalidInput, match=message):
+            await talked.call_tool(
+                "search_memory", {"query": "x", "min_score": bad}, user_id="alice"
+            )
+
+
+async def test_mcp_get_context_takes_the_floor(talked: MemoryStore) -> None:
+    from memstore.mcp.tools import call_mcp_tool
+
+    def kinds(result: dict[str, Any]) -> set[str]:
+        return {item["kind"] for item in result["items"]}
+
+    loose = await call_mcp_tool(talked, "get_context", {"query": "zzz"}, user_id="alice")
+    assert "episode" in kinds(loose)
+    strict = await call_mcp_tool(
+        talked, "get_context", {"query": "zzz", "min_score": FLOOR}, user_id="alice"
+    )
+    assert "episode" not in kinds(strict)
+    with pytest.raises(InvalidInput, match="min_score"):
+        await call_mcp_tool(talked, "get_context", {"min_score": -1}, user_id="alice")
