@@ -106,6 +106,8 @@ def test_coverage_matches_terms_as_keyword_search_does() -> None:
 async def test_empty_query_reaches_no_positive_floor(talked: MemoryStore) -> None:
     assert len(await talked.recall("", user_id="alice", limit=3)) == 3
     assert len(await talked.recall("", user_id="alice", limit=3, min_score=0)) == 3
+    newest = await talked.recall_scored("", user_id="alice", limit=3)
+    assert [m.parts for m in newest] == [{"relevance": 0.0}] * 3
     assert await talked.recall("", user_id="alice", limit=3, min_score=0.1) == []
     assert await talked.recall_facts("  ", user_id="alice", min_score=0.1) == []
 

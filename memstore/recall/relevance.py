@@ -64,15 +64,16 @@ def coverage(terms: Sequence[str], text: str) -> float:
     return found / len(terms)
 
 
-def relevance(query: str, text: str, dense: float) -> float:
-    """``max(clamp(dense, 0, 1), coverage)``: see the module docstring."""
+def relevance(terms: Sequence[str], text: str, dense: float) -> float:
+    """``max(clamp(dense, 0, 1), coverage(terms, text))``; ``terms`` from ``query_terms``."""
     cosine = min(max(dense, 0.0), 1.0) if math.isfinite(dense) else 0.0
-    return max(cosine, coverage(query_terms(query), text))
+    return max(cosine, coverage(terms, text))
 
 
 def above_floor(
     query: str, facts: Sequence[Fact], ranked: Sequence[Scored], floor: float
 ) -> list[Fact]:
     """The recalled ``facts`` whose relevance to ``query`` is at least ``floor``, in order."""
+    terms = query_terms(query)
     dense = {s.id: s.parts.get("dense", 0.0) for s in ranked}
-    return [f for f in facts if relevance(query, fact_text(f), dense.get(f.id or "", 0.0)) >= floor]
+    return [f for f in facts if relevance(terms, fact_text(f), dense.get(f.id or "", 0.0)) >= floor]

@@ -12,6 +12,7 @@ from memstore.db.unit import Database
 from memstore.documents import episode_search_text, episode_text
 from memstore.embeddings.base import Embedder, embed_checked
 from memstore.errors import InvalidInput, NotFound
+from memstore.lexical import query_terms
 from memstore.recall.hybrid import HybridRecall
 from memstore.recall.relevance import check_min_score, relevance
 from memstore.recall.settings import EmbedderGuard
@@ -184,7 +185,7 @@ class EpisodeService:
                     user, [], time_range=time_range, limit=limit
                 )
             self.access_tracker.record(user, "episode", [e.id for e in newest], now)
-            return [EpisodeMatch(episode=e, score=0.0, parts={}) for e in newest]
+            return [EpisodeMatch(episode=e, score=0.0, parts={"relevance": 0.0}) for e in newest]
         qvec = await self._recall.embed_query(query)
         async with self.db.read(user) as session:
             ranked = await self._recall.episodes(
@@ -197,6 +198,7 @@ class EpisodeService:
                 qvec=qvec,
                 limit=limit,
             )
+        terms = query_terms(query)
         matches = [
             EpisodeMatch(
                 episode=h.episode,
@@ -204,7 +206,7 @@ class EpisodeService:
                 parts={
                     **h.parts,
                     "relevance": relevance(
-                        query, episode_search_text(h.episode), h.parts.get("dense", 0.0)
+                        terms, episode_search_text(h.episode), h.parts.get("dense", 0.0)
                     ),
                 },
             )
