@@ -10,7 +10,8 @@ rows, so a floor on it can say "nothing here is about that":
 ``dense`` is the cosine similarity the ranking already computed (0 for a row
 that was not among the dense candidates), ``coverage`` the fraction of the
 query's keyword terms (``memstore.lexical.query_terms``) that occur in the row's
-keyword text, matched the way keyword search matches them (stems as prefixes).
+keyword text, matched the way the full-text index finds candidates (a stem as
+the start of a word).
 See docs/RECALL.md, "Scores and the relevance floor".
 """
 
@@ -22,9 +23,8 @@ from collections.abc import Sequence
 
 from memstore.documents import fact_text
 from memstore.errors import InvalidInput
-from memstore.lexical import is_prefix, query_terms, stem
+from memstore.lexical import is_prefix, query_terms
 from memstore.recall.hybrid import Scored
-from memstore.text import STOPWORDS
 from memstore.types import Fact
 
 __all__ = ["above_floor", "check_min_score", "coverage", "relevance"]
@@ -51,16 +51,16 @@ def check_min_score(min_score: object) -> float | None:
 
 
 def coverage(terms: Sequence[str], text: str) -> float:
-    """The fraction of ``terms`` (query terms, already stemmed) that ``text`` contains."""
+    """The fraction of ``terms`` (query terms, already stemmed) that ``text`` contains.
+
+    A term matches as the full-text index matches it: the start of a word of the
+    text (a short term only a whole word). Words are joined into one string so
+    each term is one substring search, not a loop over the words.
+    """
     if not terms:
         return 0.0
-    words = {stem(w) for w in _WORD.findall(text.lower()) if len(w) > 1 and w not in STOPWORDS}
-    found = 0
-    for term in terms:
-        if is_prefix(term):
-            found += any(w.startswith(term) for w in words)
-        else:
-            found += term in words
+    words = f" {' '.join(_WORD.findall(text.lower()))} "
+    found = sum((f" {t}" if is_prefix(t) else f" {t} ") in words for t in terms)
     return found / len(terms)
 
 

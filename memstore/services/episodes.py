@@ -162,6 +162,27 @@ class EpisodeService:
         part of the ranking): with ``min_score`` only rows whose ``relevance`` is
         at least that are returned, so fewer than ``limit`` (or none) may come back.
         """
+        return await self._ranked(
+            query,
+            user_id=user_id,
+            limit=limit,
+            time_range=time_range,
+            recency_weight=recency_weight,
+            min_score=min_score,
+            with_relevance=True,
+        )
+
+    async def _ranked(
+        self,
+        query: str,
+        *,
+        user_id: str | None,
+        limit: int,
+        time_range: tuple[datetime, datetime] | None,
+        recency_weight: float,
+        min_score: float | None,
+        with_relevance: bool,
+    ) -> list[EpisodeMatch]:
         user = storage_user_id(user_id)
         check_text("query", query, allow_empty=True, max_chars=10_000)
         check_limit("limit", limit)
@@ -198,22 +219,17 @@ class EpisodeService:
                 qvec=qvec,
                 limit=limit,
             )
-        terms = query_terms(query)
-        matches = [
-            EpisodeMatch(
-                episode=h.episode,
-                score=h.score,
-                parts={
-                    **h.parts,
-                    "relevance": relevance(
-                        terms, episode_search_text(h.episode), h.parts.get("dense", 0.0)
-                    ),
-                },
-            )
-            for h in ranked[:limit]
-        ]
+        matches = [EpisodeMatch(episode=h.episode, score=h.score, parts=h.parts) for h in ranked]
+        # Tokenising every returned row costs a few microseconds each: a plain
+        # recall without a floor, which drops the parts, does not pay for it.
+        if with_relevance or floor is not None:
+            terms = query_terms(query)
+            for m in matches[:limit]:
+                m.parts["relevance"] = relevance(
+                    terms, episode_search_text(m.episode), m.parts.get("dense", 0.0)
+                )
         if floor is not None:
-            matches = [m for m in matches if m.parts["relevance"] >= floor]
+            matches = [m for m in matches[:limit] if m.parts["relevance"] >= floor]
         self.access_tracker.record(user, "episode", [m.episode.id for m in matches[:limit]], now)
         return matches[:limit]
 
@@ -231,13 +247,14 @@ class EpisodeService:
 
         With ``min_score``, only those of at least that relevance (see ``recall_scored``).
         """
-        matches = await self.recall_scored(
+        matches = await self._ranked(
             query,
             user_id=user_id,
             limit=limit,
             time_range=time_range,
             recency_weight=recency_weight,
             min_score=min_score,
+            with_relevance=False,
         )
         return [m.episode for m in matches]
 
