@@ -298,13 +298,15 @@ class MemoryStore:
         limit: int = 5,
         time_range: tuple[datetime, datetime] | None = None,
         recency_weight: float = 0.0,
+        min_score: float | None = None,
     ) -> list[EpisodeMatch]:
         """Episodes ranked by hybrid recall, with the score's parts.
 
         Parts: ``dense`` (cosine), ``keyword`` (BM25), their z-scores
         ``dense_z``/``keyword_z`` and sum ``fused``, the context terms ``neighbour``
-        and ``session``, and ``recency`` when ``recency_weight`` is set (added as
-        ``recency_weight * 2^(-age / 30 days)``).
+        and ``session``, ``recency`` when ``recency_weight`` is set (added as
+        ``recency_weight * 2^(-age / 30 days)``), and ``relevance`` (0..1, not
+        part of the ranking; ``min_score`` is compared with it: docs/RECALL.md).
         """
         return await self._episodes.recall_scored(
             query,
@@ -312,6 +314,7 @@ class MemoryStore:
             limit=limit,
             time_range=time_range,
             recency_weight=recency_weight,
+            min_score=min_score,
         )
 
     async def recall(
@@ -322,14 +325,21 @@ class MemoryStore:
         limit: int = 5,
         time_range: tuple[datetime, datetime] | None = None,
         recency_weight: float = 0.0,
+        min_score: float | None = None,
     ) -> list[Episode]:
-        """The ``limit`` episodes that best match ``query`` (hybrid: vector + keyword)."""
+        """The ``limit`` episodes that best match ``query`` (hybrid: vector + keyword).
+
+        ``min_score`` (0..1, default none) drops episodes less relevant than that,
+        so an unrelated query returns fewer rows or none (0.35 suits the built-in
+        embedders; docs/RECALL.md, "Scores and the relevance floor").
+        """
         return await self._episodes.recall(
             query,
             user_id=user_id,
             limit=limit,
             time_range=time_range,
             recency_weight=recency_weight,
+            min_score=min_score,
         )
 
     async def session_messages(
@@ -396,10 +406,20 @@ class MemoryStore:
         limit: int = 5,
         valid_at: datetime | None = None,
         known_at: datetime | None = None,
+        min_score: float | None = None,
     ) -> list[Fact]:
-        """Facts true at ``valid_at`` as believed at ``known_at`` (both default to now)."""
+        """Facts true at ``valid_at`` as believed at ``known_at`` (both default to now).
+
+        ``min_score`` (0..1, default none) drops facts less relevant than that, as in
+        :meth:`recall`.
+        """
         return await self._facts.recall_facts(
-            query, user_id=user_id, limit=limit, valid_at=valid_at, known_at=known_at
+            query,
+            user_id=user_id,
+            limit=limit,
+            valid_at=valid_at,
+            known_at=known_at,
+            min_score=min_score,
         )
 
     # BlockService
@@ -605,12 +625,15 @@ class MemoryStore:
         episode_limit: int = 5,
         message_limit: int = 20,
         keep_recent: int = 4,
+        min_score: float | None = None,
     ) -> Context:
         """Memory for one agent turn, packed by priority into ``max_tokens``.
 
         Priority: working blocks (pinned order), the newest ``keep_recent``
         messages of ``session_id``, facts true now relevant to ``query``, relevant
         episodes of other sessions, then older messages of this session.
+        ``min_score`` is the relevance floor of the facts and episodes recalled
+        (as in :meth:`recall`); blocks and this session's messages are not recalled.
         """
         return await self._agent.context(
             user_id=user_id,
@@ -622,6 +645,7 @@ class MemoryStore:
             episode_limit=episode_limit,
             message_limit=message_limit,
             keep_recent=keep_recent,
+            min_score=min_score,
         )
 
     def tool_definitions(self, style: str = "openai") -> list[dict[str, Any]]:

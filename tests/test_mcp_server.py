@@ -157,7 +157,8 @@ async def _exercise_as_alice(client: Client, seeded: dict[str, str]) -> str:
     extra = await client.call_tool("search_memory", {"query": "x", "user_id": "bob"})
     assert extra.is_error
     assert _text(extra) == (
-        "InvalidInput: search_memory: unexpected argument 'user_id'; allowed: query, kind, limit"
+        "InvalidInput: search_memory: unexpected argument 'user_id'; "
+        "allowed: query, kind, limit, min_score"
     )
     extra = await client.call_tool(
         "remember", {"input": "a", "output": "b", "session_id": "s", "user_id": "bob"}

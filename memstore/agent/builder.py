@@ -16,6 +16,7 @@ from memstore.agent.context import (
 from memstore.agent.memory import AgentMemory
 from memstore.agent.tokens import TokenCounter
 from memstore.errors import InvalidInput
+from memstore.recall.relevance import check_min_score
 from memstore.types import Episode, Fact, MemoryBlock, Message
 from memstore.validation import check_limit
 
@@ -76,6 +77,7 @@ async def build_context(
     message_limit: int = 20,
     keep_recent: int = 4,
     message_overhead: int = DEFAULT_MESSAGE_OVERHEAD,
+    min_score: float | None = None,
 ) -> Context:
     check_limit("max_tokens", max_tokens, maximum=MAX_CONTEXT_TOKENS)
     check_limit("fact_limit", fact_limit, maximum=1_000)
@@ -85,6 +87,8 @@ async def build_context(
         raise InvalidInput("keep_recent must be a non-negative integer")
     if counter is not None and not isinstance(counter, TokenCounter):
         raise InvalidInput("counter must have a count(text) -> int method")
+    # Checked here too: the recalls below run concurrently with other reads.
+    check_min_score(min_score)
 
     async def no_messages() -> list[Message]:
         return []
@@ -96,9 +100,14 @@ async def build_context(
         own_turns = message_limit // 2 + 1 if session_id is not None else 0
         blocks, facts, matches, messages = await asyncio.gather(
             store.working(user_id=user_id),
-            store.recall_facts(query, user_id=user_id, limit=fact_limit * _OVERFETCH),
+            store.recall_facts(
+                query, user_id=user_id, limit=fact_limit * _OVERFETCH, min_score=min_score
+            ),
             store.recall_scored(
-                query, user_id=user_id, limit=episode_limit * _OVERFETCH + own_turns
+                query,
+                user_id=user_id,
+                limit=episode_limit * _OVERFETCH + own_turns,
+                min_score=min_score,
             ),
             store.session_messages(session_id, user_id=user_id, limit=message_limit)
             if session_id is not None

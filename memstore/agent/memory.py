@@ -34,6 +34,7 @@ class AgentMemory(Protocol):
         limit: int = 5,
         valid_at: datetime | None = None,
         known_at: datetime | None = None,
+        min_score: float | None = None,
     ) -> list[Fact]: ...
 
     async def recall_scored(
@@ -44,6 +45,7 @@ class AgentMemory(Protocol):
         limit: int = 5,
         time_range: tuple[datetime, datetime] | None = None,
         recency_weight: float = 0.0,
+        min_score: float | None = None,
     ) -> list[EpisodeMatch]: ...
 
     async def session_messages(

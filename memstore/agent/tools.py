@@ -25,6 +25,7 @@ from memstore.validation import check_aware
 
 __all__ = [
     "ID_PATTERN",
+    "MIN_SCORE_SCHEMA",
     "TOOL_SCHEMAS",
     "ToolStyle",
     "call_tool",
@@ -38,6 +39,17 @@ ToolStyle = Literal["openai", "anthropic"]
 ID_PATTERN = r"^(episode|fact|block):\S.*$"
 MAX_SEARCH_LIMIT = 20
 _NOT_BLANK = r"\S"
+# Shared with the MCP server's get_context, so both describe the floor alike.
+MIN_SCORE_SCHEMA: dict[str, Any] = {
+    "type": "number",
+    "minimum": 0,
+    "maximum": 1,
+    "description": (
+        "Leave out results less relevant than this (0 to 1; 0.35 drops what is "
+        "unrelated to the query). Without it the best matches come back even when "
+        "nothing matches well."
+    ),
+}
 
 TOOL_SCHEMAS: dict[str, dict[str, Any]] = {
     "search_memory": {
@@ -67,6 +79,7 @@ TOOL_SCHEMAS: dict[str, dict[str, Any]] = {
                     "maximum": MAX_SEARCH_LIMIT,
                     "description": "Maximum results per kind (default: 5).",
                 },
+                "min_score": MIN_SCORE_SCHEMA,
             },
             "required": ["query"],
             "additionalProperties": False,
@@ -329,12 +342,17 @@ def _fact_json(fact: Fact) -> dict[str, Any]:
 async def _search(store: AgentMemory, user_id: str | None, args: dict[str, Any]) -> Any:
     kind = args.get("kind", "all")
     limit = int(args.get("limit", 5))
+    min_score = args.get("min_score")
     results: list[dict[str, Any]] = []
     if kind in ("all", "facts"):
-        for fact in await store.recall_facts(args["query"], user_id=user_id, limit=limit):
+        for fact in await store.recall_facts(
+            args["query"], user_id=user_id, limit=limit, min_score=min_score
+        ):
             results.append({"id": f"fact:{fact.fact_id}", "kind": "fact", "text": fact_text(fact)})
     if kind in ("all", "episodes"):
-        for match in await store.recall_scored(args["query"], user_id=user_id, limit=limit):
+        for match in await store.recall_scored(
+            args["query"], user_id=user_id, limit=limit, min_score=min_score
+        ):
             results.append(
                 {
                     "id": f"episode:{match.episode.id}",

@@ -13,7 +13,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from memstore.agent.builder import MAX_CONTEXT_TOKENS
-from memstore.agent.tools import TOOL_SCHEMAS, check_arguments
+from memstore.agent.tools import MIN_SCORE_SCHEMA, TOOL_SCHEMAS, check_arguments
 from memstore.errors import InvalidInput
 from memstore.types import Episode
 
@@ -83,6 +83,7 @@ _EXTRA_SCHEMAS: dict[str, dict[str, Any]] = {
                     "maximum": MAX_CONTEXT_TOKENS,
                     "description": "Token budget (default 2000).",
                 },
+                "min_score": MIN_SCORE_SCHEMA,
             },
             "required": [],
             "additionalProperties": False,
@@ -123,6 +124,7 @@ async def _get_context(store: MemoryStore, user_id: str | None, args: dict[str, 
         session_id=args.get("session_id"),
         query=args.get("query", ""),
         max_tokens=int(args.get("max_tokens", 2_000)),
+        min_score=args.get("min_score"),
     )
     return {
         "text": ctx.render(),

@@ -45,6 +45,7 @@ class AgentService:
         episode_limit: int = 5,
         message_limit: int = 20,
         keep_recent: int = 4,
+        min_score: float | None = None,
     ) -> Context:
         """Memory for one agent turn, packed by priority into ``max_tokens``.
 
@@ -65,6 +66,7 @@ class AgentService:
             episode_limit=episode_limit,
             message_limit=message_limit,
             keep_recent=keep_recent,
+            min_score=min_score,
         )
 
     def tool_definitions(self, style: str = "openai") -> list[dict[str, Any]]:

@@ -12,7 +12,9 @@ from memstore.db.unit import Database
 from memstore.documents import episode_search_text, episode_text
 from memstore.embeddings.base import Embedder, embed_checked
 from memstore.errors import InvalidInput, NotFound
+from memstore.lexical import query_terms
 from memstore.recall.hybrid import HybridRecall
+from memstore.recall.relevance import check_min_score, relevance
 from memstore.recall.settings import EmbedderGuard
 from memstore.repositories.episodes import EpisodeRepository
 from memstore.services.access import AccessTracker
@@ -149,14 +151,38 @@ class EpisodeService:
         limit: int = 5,
         time_range: tuple[datetime, datetime] | None = None,
         recency_weight: float = 0.0,
+        min_score: float | None = None,
     ) -> list[EpisodeMatch]:
         """Episodes ranked by hybrid recall, with the score's parts.
 
         Parts: ``dense`` (cosine), ``keyword`` (BM25), their z-scores
         ``dense_z``/``keyword_z`` and sum ``fused``, the context terms ``neighbour``
-        and ``session``, and ``recency`` when ``recency_weight`` is set (added as
-        ``recency_weight * 2^(-age / 30 days)``).
+        and ``session``, ``recency`` when ``recency_weight`` is set (added as
+        ``recency_weight * 2^(-age / 30 days)``), and ``relevance`` (0..1, not
+        part of the ranking): with ``min_score`` only rows whose ``relevance`` is
+        at least that are returned, so fewer than ``limit`` (or none) may come back.
         """
+        return await self._ranked(
+            query,
+            user_id=user_id,
+            limit=limit,
+            time_range=time_range,
+            recency_weight=recency_weight,
+            min_score=min_score,
+            with_relevance=True,
+        )
+
+    async def _ranked(
+        self,
+        query: str,
+        *,
+        user_id: str | None,
+        limit: int,
+        time_range: tuple[datetime, datetime] | None,
+        recency_weight: float,
+        min_score: float | None,
+        with_relevance: bool,
+    ) -> list[EpisodeMatch]:
         user = storage_user_id(user_id)
         check_text("query", query, allow_empty=True, max_chars=10_000)
         check_limit("limit", limit)
@@ -168,15 +194,19 @@ class EpisodeService:
             or (not math.isfinite(recency_weight) or recency_weight < 0)
         ):
             raise InvalidInput("recency_weight must be a non-negative number")
+        floor = check_min_score(min_score)
         now = self.db.now()
         if not query.strip():
+            if floor is not None and floor > 0:
+                # An empty query is about nothing, so nothing reaches a positive floor.
+                return []
             # Nothing to rank by: the newest episodes, as an agent resuming expects.
             async with self.db.read(user) as session:
                 newest = await EpisodeRepository(session=session).keyword_candidates(
                     user, [], time_range=time_range, limit=limit
                 )
             self.access_tracker.record(user, "episode", [e.id for e in newest], now)
-            return [EpisodeMatch(episode=e, score=0.0, parts={}) for e in newest]
+            return [EpisodeMatch(episode=e, score=0.0, parts={"relevance": 0.0}) for e in newest]
         qvec = await self._recall.embed_query(query)
         async with self.db.read(user) as session:
             ranked = await self._recall.episodes(
@@ -190,6 +220,16 @@ class EpisodeService:
                 limit=limit,
             )
         matches = [EpisodeMatch(episode=h.episode, score=h.score, parts=h.parts) for h in ranked]
+        # Tokenising every returned row costs a few microseconds each: a plain
+        # recall without a floor, which drops the parts, does not pay for it.
+        if with_relevance or floor is not None:
+            terms = query_terms(query)
+            for m in matches[:limit]:
+                m.parts["relevance"] = relevance(
+                    terms, episode_search_text(m.episode), m.parts.get("dense", 0.0)
+                )
+        if floor is not None:
+            matches = [m for m in matches[:limit] if m.parts["relevance"] >= floor]
         self.access_tracker.record(user, "episode", [m.episode.id for m in matches[:limit]], now)
         return matches[:limit]
 
@@ -201,14 +241,20 @@ class EpisodeService:
         limit: int = 5,
         time_range: tuple[datetime, datetime] | None = None,
         recency_weight: float = 0.0,
+        min_score: float | None = None,
     ) -> list[Episode]:
-        """The ``limit`` episodes that best match ``query`` (hybrid: vector + keyword)."""
-        matches = await self.recall_scored(
+        """The ``limit`` episodes that best match ``query`` (hybrid: vector + keyword).
+
+        With ``min_score``, only those of at least that relevance (see ``recall_scored``).
+        """
+        matches = await self._ranked(
             query,
             user_id=user_id,
             limit=limit,
             time_range=time_range,
             recency_weight=recency_weight,
+            min_score=min_score,
+            with_relevance=False,
         )
         return [m.episode for m in matches]
 

@@ -11,6 +11,7 @@ from memstore.errors import NotFound
 from memstore.fact_input import MAX_FACT_FIELD_CHARS, valid_fact
 from memstore.predicates import normalize_predicate
 from memstore.recall.hybrid import HybridRecall
+from memstore.recall.relevance import above_floor, check_min_score
 from memstore.recall.settings import EmbedderGuard
 from memstore.repositories.facts import AssertOutcome, FactRepository, fact_from_row
 from memstore.services.access import AccessTracker
@@ -140,14 +141,22 @@ class FactService:
         limit: int = 5,
         valid_at: datetime | None = None,
         known_at: datetime | None = None,
+        min_score: float | None = None,
     ) -> list[Fact]:
-        """Facts true at ``valid_at`` as believed at ``known_at`` (both default to now)."""
+        """Facts true at ``valid_at`` as believed at ``known_at`` (both default to now).
+
+        With ``min_score``, only facts of at least that relevance (0..1, see
+        docs/RECALL.md), so fewer than ``limit`` (or none) may come back.
+        """
         user = storage_user_id(user_id)
         check_text("query", query, allow_empty=True, max_chars=10_000)
         check_limit("limit", limit)
+        floor = check_min_score(min_score)
         now = self.db.now()
         valid_at = check_aware("valid_at", valid_at) if valid_at is not None else now
         known_at = check_aware("known_at", known_at) if known_at is not None else now
+        if not query.strip() and floor:
+            return []  # an empty query is about nothing: no fact reaches a positive floor
         if not query.strip():
             # Nothing to rank by: the most recently recorded facts.
             async with self.db.read(user) as session:
@@ -166,6 +175,8 @@ class FactService:
             rows = await facts.rows_by_id(user, wanted)
         score = {s.id: s.score for s in ranked}
         found = [fact_from_row(r) for r in rows]
+        if floor is not None:
+            found = above_floor(query, found, ranked, floor)
         # Ties (e.g. an empty query) go to the most recently recorded.
         found.sort(
             key=lambda f: (-score[f.id or ""], -(f.recorded_at or now).timestamp(), f.id or "")
