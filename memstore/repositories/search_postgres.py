@@ -289,7 +289,9 @@ PG_DIALECT = Dialect(
     positive="greatest({x}, 0)",
     greatest="greatest",
     float="float8",
-    age_days="greatest(extract(epoch FROM (:now - e.occurred_at)) / 86400.0, 0)",
+    # date_part is double precision; extract() is numeric, and numeric exp() cost
+    # ~9 µs a row (a third of the statement at a 400-row tenant).
+    age_days="greatest(date_part('epoch', :now - e.occurred_at) / 86400.0, 0)",
     time_filter=(
         "AND (CAST(:t0 AS timestamptz) IS NULL "
         "OR e.occurred_at BETWEEN CAST(:t0 AS timestamptz) AND CAST(:t1 AS timestamptz))"
