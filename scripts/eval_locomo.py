@@ -269,10 +269,10 @@ async def run(args: argparse.Namespace) -> None:
         f"conversations: {', '.join(tenant_of(s, i) for i, s in enumerate(data))}   "
         f"time: {elapsed:.0f}s"
     )
+    print_report(runs["shipped"])
     if args.ablation:
+        print()
         print_ablation(runs)
-    else:
-        print_report(runs["shipped"])
 
 
 def main() -> None:
