@@ -66,7 +66,11 @@ async def _write_both(store: MemoryStore, engine: AsyncEngine, *, commit: bool) 
             )
         )
         await memory.update_block("persona", "likes lamps", user_id="alice")
-        # Reads through the view see the uncommitted rows of the same transaction.
+        # Reads through the view see the uncommitted rows of the same transaction,
+        # the one-statement fact reads included (they join it, no connection of their own).
+        history = await memory.fact_history(user_id="alice", subject="alice")
+        assert [f.object for f in history] == ["brass lamp"]
+        assert await memory.facts(user_id="alice", valid_at=MARCH) == history
         assert (await memory.get_episode(episode_id, user_id="alice")).metadata == {
             "order": 1,
             "tags": ["lamp"],

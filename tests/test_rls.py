@@ -210,3 +210,21 @@ async def test_a_session_level_setting_does_not_survive_the_pool(urls: dict[str,
                 )
                 == ""
             )
+
+
+async def test_fact_reads_of_one_statement_name_their_tenant(urls: dict[str, str]) -> None:
+    """store.facts / fact_history skip the transaction only where no tenant setting is due."""
+    async with MemoryStore.open(urls["owner"]) as owner:
+        await populate(owner, "alice")
+        await populate(owner, "bob")
+        expected = await owner.fact_history(user_id="alice")
+    done = await asyncio.to_thread(_cli, "rls", "enable", "--url", urls["owner"])
+    assert done.returncode == 0, done.stderr
+
+    async with MemoryStore.open(urls["app"], rls=True) as app:
+        assert expected and await app.fact_history(user_id="alice") == expected
+        current = await app.facts(user_id="alice", subject="me")
+        assert current and {f.user_id for f in current} == {"alice"}
+    async with MemoryStore.open(urls["app"]) as blind:
+        assert await blind.fact_history(user_id="alice") == []
+        assert await blind.facts(user_id="alice") == []

@@ -18,6 +18,8 @@ from memstore.errors import ConfigurationError
 
 __all__ = [
     "DEFAULT_URL",
+    "ONE_STATEMENT",
+    "OWN_CONNECTION",
     "PG_COMMAND_TIMEOUT_S",
     "PG_CONNECT_TIMEOUT_S",
     "READ_ONLY",
@@ -43,6 +45,15 @@ TENANT_SETTING = "memstore.user_id"
 # Execution option: a transaction that will not write may start with a plain
 # BEGIN on SQLite, so readers do not queue behind the write lock.
 READ_ONLY = "memstore_read_only"
+# Execution option: the connection runs a read that is one statement, atomic on
+# its own, so SQLite starts no explicit transaction for it (no BEGIN, no hops).
+ONE_STATEMENT = "memstore_one_statement"
+# Execution option of the unit of work's own connections (memstore.db.unit):
+# their statements never leave a session-level tenant setting behind, so the
+# next checkout of the same server connection need not RESET it.
+OWN_CONNECTION = "memstore_own_connection"
+# Connection-record flag: the current (or last) checkout was not one of ours.
+_FOREIGN = "memstore_foreign_use"
 
 
 _URL_HINT = "use sqlite:///path/to/memstore.db or postgresql://user:password@host/dbname"
@@ -207,7 +218,10 @@ def _configure_sqlite(engine: AsyncEngine, *, busy_timeout_ms: int) -> None:
         # A deferred transaction that reads and then writes fails with
         # SQLITE_BUSY (no wait) if another process committed in between;
         # IMMEDIATE takes the write lock up front and honours busy_timeout.
-        if connection.get_execution_options().get(READ_ONLY):
+        options = connection.get_execution_options()
+        if options.get(ONE_STATEMENT):
+            return  # autocommit: the statement is its own read transaction
+        if options.get(READ_ONLY):
             connection.exec_driver_sql("BEGIN")
         else:
             connection.exec_driver_sql("BEGIN IMMEDIATE")
@@ -241,16 +255,31 @@ def _configure_postgres(engine: AsyncEngine) -> None:
         dbapi_connection.run_async(register_vector_codec)
 
     @event.listens_for(engine.sync_engine, "checkout")
-    def on_checkout(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
+    def on_checkout(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
         # Code that ran its own SQL on this connection may have left a
         # session-level tenant setting (set_config(..., false)); the row-level
         # security policies would show that tenant's rows to the next
         # transaction that names none. Outside any transaction, so a rollback
-        # cannot bring the old value back.
+        # cannot bring the old value back. The RESET is a round trip, as long as
+        # the query of a small read, so it is skipped when the connection's last
+        # user was memstore's own unit of work, which sets the tenant only
+        # transaction-locally. A connection the server has closed (restart) is
+        # still replaced here: the pool retries with a new one.
+        foreign = record.info.get(_FOREIGN, True)
+        record.info[_FOREIGN] = True  # until engine_connect says it is ours
+        if dbapi_connection.driver_connection.is_closed():
+            raise DisconnectionError("the server closed this connection")
+        if not foreign:
+            return
         try:
             dbapi_connection.run_async(_reset_tenant_setting)
         except Exception as exc:  # the pool replaces the connection and retries
             raise DisconnectionError(f"could not reset {TENANT_SETTING}: {exc}") from exc
+
+    @event.listens_for(engine.sync_engine, "engine_connect")
+    def on_engine_connect(connection: Any) -> None:
+        if connection.get_execution_options().get(OWN_CONNECTION):
+            connection.connection.info[_FOREIGN] = False
 
 
 async def _reset_tenant_setting(connection: Any) -> None:

@@ -2,7 +2,8 @@
 
 A :class:`Database` owns the engine, the session factories, error translation
 (once, at this boundary), read-only versus write transactions (SQLite: plain
-``BEGIN`` versus ``BEGIN IMMEDIATE``), the tenant setting that the row-level
+``BEGIN`` versus ``BEGIN IMMEDIATE``), reads that are one statement and need
+no explicit transaction at all (:meth:`Database.statement`), the tenant setting that the row-level
 security policies read, and the clock. Services receive one by composition and
 hand the sessions it yields to repositories, which never commit.
 
@@ -20,20 +21,30 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import func, select
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker
 
-from memstore.db.engine import READ_ONLY, TENANT_SETTING, register_vector_codec
+from memstore.db.engine import (
+    ONE_STATEMENT,
+    OWN_CONNECTION,
+    READ_ONLY,
+    TENANT_SETTING,
+    register_vector_codec,
+)
 from memstore.db.errors import translated
 from memstore.errors import InvalidInput
 from memstore.types import utcnow
 from memstore.validation import check_aware
 
-__all__ = ["Clock", "Database"]
+__all__ = ["Clock", "Database", "Reader"]
 
 # asyncpg connections of other engines that were given the vector codec.
 _CODEC_READY: weakref.WeakSet[Any] = weakref.WeakSet()
 
 Clock = Callable[[], datetime]
+
+# What :meth:`Database.statement` yields: a Core connection, or the session of
+# the transaction the statement has to join. Both run Core statements alike.
+Reader = AsyncSession | AsyncConnection
 
 
 class Database:
@@ -57,9 +68,16 @@ class Database:
         self.rls = rls
         self.clock = clock
         self.joined_session = joined
-        self._writes = async_sessionmaker(engine, expire_on_commit=False)
+        own = engine.execution_options(**{OWN_CONNECTION: True})
+        self._writes = async_sessionmaker(own, expire_on_commit=False)
         self._reads = async_sessionmaker(
-            engine.execution_options(**{READ_ONLY: True}), expire_on_commit=False
+            own.execution_options(**{READ_ONLY: True}), expire_on_commit=False
+        )
+        # Postgres: the asyncpg adapter would send BEGIN and COMMIT as two more
+        # round trips; in autocommit the statement is its own transaction.
+        isolation = {"isolation_level": "AUTOCOMMIT"} if self.postgres else {}
+        self._statements = own.execution_options(
+            **{READ_ONLY: True, ONE_STATEMENT: True}, **isolation
         )
 
     @property
@@ -109,6 +127,25 @@ class Database:
             "read", self._reads, tenant, snapshot=snapshot and self.postgres
         ) as session:
             yield session
+
+    @asynccontextmanager
+    async def statement(self, tenant: str | None = None) -> AsyncIterator[Reader]:
+        """Where a read that is exactly one statement runs.
+
+        One statement is atomic and sees one snapshot by itself, so it needs no
+        explicit transaction: a Core connection in autocommit (no BEGIN /
+        COMMIT round trips on Postgres, no BEGIN on SQLite) and no ORM session.
+        When the statement must share a transaction, with the row-level
+        security tenant setting (``rls=True``) or with the caller's own
+        (:meth:`joined`), it runs in :meth:`read`'s session instead.
+        """
+        if self.rls or self.joined_session is not None:
+            async with self.read(tenant) as session:
+                yield session
+            return
+        with translated("read"):
+            async with self._statements.connect() as connection:
+                yield connection
 
     @asynccontextmanager
     async def _transaction(

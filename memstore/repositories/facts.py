@@ -5,12 +5,14 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
+from functools import cache
 from typing import Any
 
-from sqlalchemy import and_, func, insert, or_, select, text, update
+from sqlalchemy import Select, bindparam, func, insert, or_, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.sql.elements import ColumnElement
+from sqlalchemy.sql.elements import BindParameter, ColumnElement
 
+from memstore.db.unit import Reader
 from memstore.documents import fact_text
 from memstore.embeddings.base import Embedder, embed_checked
 from memstore.models import FactRow
@@ -18,7 +20,14 @@ from memstore.models.facts import subject_key
 from memstore.tenancy import public_user_id
 from memstore.types import Fact, new_id
 
-__all__ = ["AssertOutcome", "FactChange", "FactRepository", "fact_from_row", "same_object"]
+__all__ = [
+    "AssertOutcome",
+    "FactChange",
+    "FactReads",
+    "FactRepository",
+    "fact_from_row",
+    "same_object",
+]
 
 
 def fact_from_row(row: FactRow) -> Fact:
@@ -39,40 +48,152 @@ def fact_from_row(row: FactRow) -> Fact:
     )
 
 
-# The columns a Fact is made of, read as Core rows (no ORM identity map).
-_FACT_COLUMNS = (
-    FactRow.id,
-    FactRow.fact_id,
-    FactRow.user_id,
-    FactRow.subject,
-    FactRow.predicate,
-    FactRow.object,
-    FactRow.single_valued,
-    FactRow.confidence,
-    FactRow.sources,
-    FactRow.valid_from,
-    FactRow.valid_to,
-    FactRow.recorded_at,
-    FactRow.superseded_at,
+_FACTS = FactRow.__table__.c
+# The columns a Fact is made of, as table columns: a statement of table columns
+# runs and returns rows through Core, without the ORM's per-row loading.
+_FACT_COLUMNS = tuple(
+    _FACTS[name]
+    for name in (
+        "id",
+        "fact_id",
+        "user_id",
+        "subject",
+        "predicate",
+        "object",
+        "single_valued",
+        "confidence",
+        "sources",
+        "valid_from",
+        "valid_to",
+        "recorded_at",
+        "superseded_at",
+    )
 )
 
 
+_FACT_FIELDS = tuple(c.name for c in _FACT_COLUMNS)
+_new_fact = object.__new__
+_set_fields = object.__setattr__
+
+
 def _fact_from_core(row: Any) -> Fact:
-    return Fact(
-        id=row.id,
-        fact_id=row.fact_id,
-        user_id=public_user_id(row.user_id),
-        subject=row.subject,
-        predicate=row.predicate,
-        object=row.object,
-        single_valued=row.single_valued,
-        confidence=row.confidence,
-        sources=tuple(row.sources or ()),
-        valid_from=row.valid_from,
-        valid_to=row.valid_to,
-        recorded_at=row.recorded_at,
-        superseded_at=row.superseded_at,
+    """A Fact from a row of ``_FACT_COLUMNS``, without the dataclass ``__init__``.
+
+    Fact has no ``__post_init__`` and its frozen ``__init__`` sets each of its 13
+    fields through ``object.__setattr__``: more than half the Python cost per
+    row of a long history. Filling ``__dict__`` at once gives an equal object
+    (tests/test_facts_reads.py compares the two).
+    """
+    fields = dict(zip(_FACT_FIELDS, row, strict=True))
+    fields["user_id"] = public_user_id(fields["user_id"])
+    fields["sources"] = tuple(fields["sources"] or ())
+    fact = _new_fact(Fact)
+    _set_fields(fact, "__dict__", fields)
+    return fact
+
+
+@cache
+def _history_statement(subject: bool, predicate: bool, fact_id: bool) -> Select[Any]:
+    """Built once per combination of filters; values are bound per call.
+
+    Building a select with its comparisons costs more than compiling it (which
+    SQLAlchemy caches anyway), so the statement objects are kept too.
+    """
+    conditions = [_FACTS.user_id == bindparam("user_id")]
+    if subject:
+        conditions += [
+            _FACTS.subject_key == bindparam("subject_key"),
+            _FACTS.subject == bindparam("subject"),
+        ]
+    if predicate:
+        conditions.append(_FACTS.predicate == bindparam("predicate"))
+    if fact_id:
+        conditions.append(_FACTS.fact_id == bindparam("fact_id"))
+    return (
+        select(*_FACT_COLUMNS)
+        .where(*conditions)
+        .order_by(_FACTS.valid_from, _FACTS.recorded_at, _FACTS.id)
     )
+
+
+@cache
+def _believed_statement(subject: bool, predicate: bool) -> Select[Any]:
+    """Facts true at ``:valid_at`` as recorded by ``:known_at``, newest first (built once)."""
+    valid_at: BindParameter[datetime] = bindparam("valid_at")
+    known_at: BindParameter[datetime] = bindparam("known_at")
+    conditions = [
+        _FACTS.user_id == bindparam("user_id"),
+        _FACTS.valid_from <= valid_at,
+        or_(_FACTS.valid_to.is_(None), _FACTS.valid_to > valid_at),
+        _FACTS.recorded_at <= known_at,
+        or_(_FACTS.superseded_at.is_(None), _FACTS.superseded_at > known_at),
+    ]
+    if subject:
+        conditions += [
+            _FACTS.subject_key == bindparam("subject_key"),
+            _FACTS.subject == bindparam("subject"),
+        ]
+    if predicate:
+        conditions.append(_FACTS.predicate == bindparam("predicate"))
+    return (
+        select(*_FACT_COLUMNS)
+        .where(*conditions)
+        .order_by(_FACTS.recorded_at.desc(), _FACTS.id)
+        .limit(bindparam("limit"))
+    )
+
+
+class FactReads:
+    """The fact reads that are one statement each, on a :data:`Reader`.
+
+    Given what :meth:`Database.statement` yields: a Core connection outside any
+    explicit transaction, or the session of the transaction they must join.
+    """
+
+    def __init__(self, reader: Reader) -> None:
+        self._reader = reader
+
+    async def history(
+        self,
+        user_id: str,
+        *,
+        subject: str | None = None,
+        predicate: str | None = None,
+        fact_id: str | None = None,
+    ) -> list[Fact]:
+        stmt = _history_statement(subject is not None, predicate is not None, fact_id is not None)
+        params: dict[str, Any] = {"user_id": user_id}
+        if subject is not None:
+            params |= {"subject_key": subject_key(subject), "subject": subject}
+        if predicate is not None:
+            params["predicate"] = predicate
+        if fact_id is not None:
+            params["fact_id"] = fact_id
+        return [_fact_from_core(r) for r in (await self._reader.execute(stmt, params)).all()]
+
+    async def believed(
+        self,
+        user_id: str,
+        *,
+        subject: str | None,
+        predicate: str | None,
+        valid_at: datetime,
+        known_at: datetime,
+        limit: int,
+    ) -> list[Fact]:
+        """Facts true at ``valid_at`` as recorded by ``known_at``, newest first."""
+        stmt = _believed_statement(subject is not None, predicate is not None)
+        params: dict[str, Any] = {
+            "user_id": user_id,
+            "valid_at": valid_at,
+            "known_at": known_at,
+            "limit": limit,
+        }
+        if subject is not None:
+            params |= {"subject_key": subject_key(subject), "subject": subject}
+        if predicate is not None:
+            params["predicate"] = predicate
+        return [_fact_from_core(r) for r in (await self._reader.execute(stmt, params)).all()]
 
 
 def same_object(a: str, b: str) -> bool:
@@ -325,19 +446,9 @@ class FactRepository:
         predicate: str | None = None,
         fact_id: str | None = None,
     ) -> list[Fact]:
-        conditions = [FactRow.user_id == user_id]
-        if subject is not None:
-            conditions += [FactRow.subject_key == subject_key(subject), FactRow.subject == subject]
-        if predicate is not None:
-            conditions.append(FactRow.predicate == predicate)
-        if fact_id is not None:
-            conditions.append(FactRow.fact_id == fact_id)
-        stmt = (
-            select(*_FACT_COLUMNS)
-            .where(and_(*conditions))
-            .order_by(FactRow.valid_from, FactRow.recorded_at, FactRow.id)
+        return await FactReads(self._session).history(
+            user_id, subject=subject, predicate=predicate, fact_id=fact_id
         )
-        return [_fact_from_core(r) for r in (await self._session.execute(stmt)).all()]
 
     async def believed(
         self,
@@ -350,18 +461,14 @@ class FactRepository:
         limit: int,
     ) -> list[Fact]:
         """Facts true at ``valid_at`` as recorded by ``known_at``, newest first."""
-        conditions = [FactRow.user_id == user_id, *self._as_of(valid_at, known_at)]
-        if subject is not None:
-            conditions += [FactRow.subject_key == subject_key(subject), FactRow.subject == subject]
-        if predicate is not None:
-            conditions.append(FactRow.predicate == predicate)
-        stmt = (
-            select(*_FACT_COLUMNS)
-            .where(*conditions)
-            .order_by(FactRow.recorded_at.desc(), FactRow.id)
-            .limit(limit)
+        return await FactReads(self._session).believed(
+            user_id,
+            subject=subject,
+            predicate=predicate,
+            valid_at=valid_at,
+            known_at=known_at,
+            limit=limit,
         )
-        return [_fact_from_core(r) for r in (await self._session.execute(stmt)).all()]
 
     async def get_version(self, user_id: str, version_id: str) -> Fact | None:
         row = await self._session.get(FactRow, (user_id, version_id))

@@ -13,7 +13,12 @@ from memstore.predicates import normalize_predicate
 from memstore.recall.hybrid import HybridRecall
 from memstore.recall.relevance import above_floor, check_min_score
 from memstore.recall.settings import EmbedderGuard
-from memstore.repositories.facts import AssertOutcome, FactRepository, fact_from_row
+from memstore.repositories.facts import (
+    AssertOutcome,
+    FactReads,
+    FactRepository,
+    fact_from_row,
+)
 from memstore.services.access import AccessTracker
 from memstore.tenancy import storage_user_id
 from memstore.types import Fact
@@ -92,8 +97,8 @@ class FactService:
             predicate = normalize_predicate(check_text("predicate", predicate))
         if fact_id is not None:
             check_identifier("fact_id", fact_id)
-        async with self.db.read(user) as session:
-            return await FactRepository(session=session).history(
+        async with self.db.statement(user) as reader:
+            return await FactReads(reader).history(
                 user, subject=subject, predicate=predicate, fact_id=fact_id
             )
 
@@ -121,8 +126,8 @@ class FactService:
         now = self.db.now()
         valid_at = check_aware("valid_at", valid_at) if valid_at is not None else now
         known_at = check_aware("known_at", known_at) if known_at is not None else now
-        async with self.db.read(user) as session:
-            found = await FactRepository(session=session).believed(
+        async with self.db.statement(user) as reader:
+            found = await FactReads(reader).believed(
                 user,
                 subject=subject,
                 predicate=predicate,

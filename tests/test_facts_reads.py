@@ -1,0 +1,162 @@
+"""store.facts and fact_history: one statement each, no transaction around it.
+
+What the server (or SQLite) is sent is observed on the real connections: SQLite
+statements through SQLAlchemy's cursor events (memstore's BEGIN goes through
+them), Postgres through asyncpg's query loggers, which see the simple-protocol
+queries (BEGIN, COMMIT, the pool's RESET) but not prepared statements.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import event, text
+
+from memstore import Fact, MemoryStore
+from memstore.repositories.facts import _FACT_COLUMNS, _fact_from_core, fact_from_row
+
+MARCH = datetime(2026, 3, 1, tzinfo=UTC)
+
+
+class Sent:
+    """Records every statement memstore's engine sends, for the life of the store."""
+
+    def __init__(self, store: MemoryStore) -> None:
+        self.log: list[str] = []
+        self._drivers: set[int] = set()
+        engine = store.engine.sync_engine
+        if engine.dialect.name == "sqlite":
+            event.listen(engine, "before_cursor_execute", self._on_execute)
+        else:
+            # Runs after memstore's own checkout hook: a RESET it sends is
+            # logged from the second checkout of a connection on.
+            event.listen(engine, "checkout", self._on_checkout)
+
+    def _on_execute(self, *args: Any) -> None:
+        self.log.append(str(args[2]))
+
+    def _on_checkout(self, dbapi_connection: Any, *_: Any) -> None:
+        driver = dbapi_connection.driver_connection
+        if id(driver) not in self._drivers:
+            self._drivers.add(id(driver))
+            driver.add_query_logger(lambda record: self.log.append(record.query))
+
+    @contextmanager
+    def during(self) -> Iterator[list[str]]:
+        start = len(self.log)
+        seen: list[str] = []
+        try:
+            yield seen
+        finally:
+            seen += self.log[start:]
+
+
+def _queries(seen: list[str]) -> list[str]:
+    return [" ".join(s.split()).split(" ", 1)[0].rstrip(";").upper() for s in seen]
+
+
+async def _two_versions(store: MemoryStore) -> None:
+    await store.add_fact(
+        Fact(
+            user_id="alice",
+            subject="alice",
+            predicate="lives_in",
+            object="Paris",
+            valid_from=MARCH - timedelta(days=59),
+        )
+    )
+    await store.add_fact(
+        Fact(
+            user_id="alice",
+            subject="alice",
+            predicate="lives_in",
+            object="Berlin",
+            valid_from=MARCH,
+        )
+    )
+
+
+async def test_reads_of_one_statement_send_only_that_statement(db_url: str) -> None:
+    postgres = db_url.startswith("postgresql")
+    async with MemoryStore.open(db_url) as store:
+        sent = Sent(store)
+        await _two_versions(store)
+        with sent.during() as seen:
+            await _two_versions(store)  # unchanged, still one transaction each
+        # The loggers see transactions: a write has its BEGIN and COMMIT.
+        assert _queries(seen)[:2] == (["BEGIN", "COMMIT"] if postgres else ["BEGIN", "SELECT"])
+        for read in (
+            lambda: store.facts(user_id="alice", subject="alice", predicate="lives_in"),
+            lambda: store.fact_history(user_id="alice", subject="alice"),
+            lambda: store.fact_history(user_id="alice", fact_id="no-such-fact"),
+        ):
+            with sent.during() as seen:
+                await read()
+            # No BEGIN / COMMIT around it, and on Postgres no RESET of the
+            # tenant setting: the connection's last user was memstore itself.
+            assert _queries(seen) == ([] if postgres else ["SELECT"]), seen
+
+
+async def test_a_connection_used_by_application_sql_is_still_reset(db_url: str) -> None:
+    # One pooled connection, so the application's SQL and the read share it.
+    one = {"pool_size": 1, "max_overflow": 0}
+    async with MemoryStore.open(db_url, engine_options=one) as store:
+        sent = Sent(store)
+        await _two_versions(store)
+        await store.fact_history(user_id="alice")
+        async with store.engine.connect() as conn:
+            await conn.execute(text("SELECT 1"))
+            await conn.commit()
+        with sent.during() as seen:
+            assert len(await store.fact_history(user_id="alice")) == 3
+        expected = ["SELECT"] if store.db.dialect == "sqlite" else ["RESET"]
+        assert _queries(seen) == expected, seen
+
+
+async def test_reads_return_what_the_versions_hold(db_url: str) -> None:
+    async with MemoryStore.open(db_url) as store:
+        await _two_versions(store)
+        history = await store.fact_history(user_id="alice", subject="alice", predicate="lives_in")
+        # Paris (cut at March, and its superseded open-ended version), then Berlin.
+        assert [(f.object, f.valid_to is None) for f in history] == [
+            ("Paris", True),
+            ("Paris", False),
+            ("Berlin", True),
+        ]
+        assert all(f.user_id == "alice" and f.recorded_at is not None for f in history)
+        assert {f.valid_from.tzinfo for f in history if f.valid_from} == {UTC}
+        by_id = await store.fact_history(user_id="alice", fact_id=history[2].fact_id)
+        assert by_id == [history[2]]
+        assert await store.fact_history(user_id="bob") == []
+        april = MARCH + timedelta(days=31)
+        believed = await store.facts(user_id="alice", predicate="lives_in", valid_at=april)
+        assert [f.object for f in believed] == ["Berlin"]
+        assert await store.facts(user_id="alice", limit=1) == [history[2]]
+
+
+def test_a_fact_from_a_row_equals_the_constructed_fact() -> None:
+    values: dict[str, Any] = {
+        "id": "v1",
+        "fact_id": "f1",
+        "user_id": "alice",
+        "subject": "alice",
+        "predicate": "lives_in",
+        "object": "Paris",
+        "single_valued": True,
+        "confidence": 0.5,
+        "sources": ["s1", "s2"],
+        "valid_from": MARCH,
+        "valid_to": None,
+        "recorded_at": MARCH,
+        "superseded_at": MARCH + timedelta(days=1),
+    }
+    row = tuple(values[c.name] for c in _FACT_COLUMNS)
+    fact = _fact_from_core(row)
+    expected = fact_from_row(type("Row", (), values)())  # type: ignore[arg-type]
+    assert fact == expected
+    assert fact.sources == ("s1", "s2")
+    assert hash(fact) == hash(expected)
+    assert repr(fact) == repr(expected)
