@@ -1,4 +1,4 @@
-"""store.facts and fact_history: one statement each, no transaction around it.
+"""One-statement reads (store.facts, fact_history, exact recall on Postgres): no transaction.
 
 What the server (or SQLite) is sent is observed on the real connections: SQLite
 statements through SQLAlchemy's cursor events (memstore's BEGIN goes through
@@ -160,3 +160,34 @@ def test_a_fact_from_a_row_equals_the_constructed_fact() -> None:
     assert fact.sources == ("s1", "s2")
     assert hash(fact) == hash(expected)
     assert repr(fact) == repr(expected)
+
+
+async def test_postgres_recall_of_a_small_tenant_is_one_statement(db_url: str) -> None:
+    """Exact recall needs no transaction once the tenant's size is known (cached).
+
+    The first recall opens one, which refreshes the cached statistics; a recall
+    through HNSW (a tenant over ``exact_scan_threshold``) always does, for its
+    ``SET LOCAL``.
+    """
+    from memstore import Episode
+
+    postgres = db_url.startswith("postgresql")
+    async with MemoryStore.open(db_url) as store:
+        sent = Sent(store)
+        await store.remember_many(
+            [
+                Episode(session_id="s", user_id="alice", input=f"we talked about boats {i}")
+                for i in range(5)
+            ]
+        )
+        with sent.during() as first:
+            assert await store.recall("boats", user_id="alice", limit=3)
+        with sent.during() as second:
+            hits = await store.recall("boats", user_id="alice", limit=3)
+        assert len(hits) == 3
+        if postgres:
+            assert _queries(first)[:1] == ["BEGIN"] and "COMMIT" in _queries(first)
+            assert _queries(second) == [], second
+        else:
+            # SQLite reads the search version and ranks in one snapshot.
+            assert _queries(second)[0] == "BEGIN", second

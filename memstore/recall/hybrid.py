@@ -16,6 +16,7 @@ import numpy as np
 from sqlalchemy import ColumnElement
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from memstore.db.unit import Reader
 from memstore.embeddings.base import Embedder, embed_checked
 from memstore.lexical import BM25_B, BM25_K1, bm25_scores, query_terms
 from memstore.recall.fusion import RecallTuning, standardise
@@ -55,6 +56,10 @@ class HybridRecall:
         self.backend = backend
         self.episode_search = episode_search
         self.tuning = tuning or RecallTuning()
+
+    def one_statement(self, user_id: str, time_range: tuple[datetime, datetime] | None) -> bool:
+        """Whether :meth:`episodes` for the tenant is one statement, needing no transaction."""
+        return self.episode_search.one_statement(user_id, time_range)
 
     async def embed_query(self, query: str) -> np.ndarray:
         vectors: np.ndarray = await embed_checked(self.embedder, [query])
@@ -105,7 +110,7 @@ class HybridRecall:
 
     async def episodes(
         self,
-        session: AsyncSession,
+        session: Reader,
         user_id: str,
         query: str,
         *,

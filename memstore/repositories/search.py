@@ -10,6 +10,7 @@ import numpy as np
 from sqlalchemy import ColumnElement, func, literal_column, select, tuple_
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from memstore.db.unit import Reader
 from memstore.models import EpisodeRow, FactRow
 from memstore.models.search import document
 from memstore.repositories.recall_statement import EpisodeRecall, RecallHit
@@ -61,9 +62,13 @@ class SearchBackend(Protocol):
 
 
 class EpisodeSearchBackend(Protocol):
+    def one_statement(self, user_id: str, time_range: tuple[datetime, datetime] | None) -> bool:
+        """Whether the tenant's next recall is one statement that needs no transaction."""
+        ...
+
     async def recall(
         self,
-        session: AsyncSession,
+        session: Reader,
         request: EpisodeRecall,
         qvec: np.ndarray,
         *,

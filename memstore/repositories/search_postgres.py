@@ -26,6 +26,7 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -43,10 +44,10 @@ from sqlalchemy import (
     select,
     text,
 )
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from memstore.db.crosstenant import cross_tenant
 from memstore.db.types import PgVector
+from memstore.db.unit import Reader
 from memstore.lexical import is_prefix, tsquery
 from memstore.models import EpisodeRow
 from memstore.models.search import document, tsvector
@@ -94,7 +95,7 @@ class PostgresSearch:
         # The plan of the latest dense search, for measurement and tests.
         self.last_plan = ""
 
-    async def _pgvector_version(self, session: AsyncSession) -> tuple[int, ...]:
+    async def _pgvector_version(self, session: Reader) -> tuple[int, ...]:
         if self._pgvector is None:
             version = await session.scalar(
                 text("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
@@ -104,7 +105,7 @@ class PostgresSearch:
 
     async def dense(
         self,
-        session: AsyncSession,
+        session: Reader,
         model: RecallTable,
         user_id: str,
         query: np.ndarray,
@@ -126,7 +127,7 @@ class PostgresSearch:
         return await self.dense_large(session, user_id, query, depth, tenant_rows)
 
     async def dense_large(
-        self, session: AsyncSession, user_id: str, query: np.ndarray, depth: int, tenant_rows: int
+        self, session: Reader, user_id: str, query: np.ndarray, depth: int, tenant_rows: int
     ) -> dict[str, float]:
         """Episodes of a tenant too big to scan on every query: through the HNSW index."""
         model = EPISODES
@@ -138,7 +139,7 @@ class PostgresSearch:
 
     async def _exact(
         self,
-        session: AsyncSession,
+        session: Reader,
         model: RecallTable,
         user_id: str,
         distance: Any,
@@ -160,7 +161,7 @@ class PostgresSearch:
 
     async def _iterative(
         self,
-        session: AsyncSession,
+        session: Reader,
         model: RecallTable,
         user_id: str,
         distance: Any,
@@ -183,7 +184,7 @@ class PostgresSearch:
 
     async def _overfetch(
         self,
-        session: AsyncSession,
+        session: Reader,
         model: RecallTable,
         user_id: str,
         distance: Any,
@@ -223,7 +224,7 @@ class PostgresSearch:
 
     async def keyword(
         self,
-        session: AsyncSession,
+        session: Reader,
         model: RecallTable,
         user_id: str,
         terms: Sequence[str],
@@ -320,7 +321,19 @@ class EpisodeSearch:
         self.vectors = vectors
         self._stats: dict[str, CorpusStats] = {}
 
-    async def stats(self, session: AsyncSession, user_id: str) -> CorpusStats:
+    def one_statement(self, user_id: str, time_range: tuple[datetime, datetime] | None) -> bool:
+        """True when the cached statistics say the tenant is scanned exactly.
+
+        Only the HNSW plans need a transaction (their ``SET LOCAL``); an exact
+        recall is one statement. Unknown or stale statistics say False, and the
+        transaction that recall then opens refreshes them.
+        """
+        cached = self._stats.get(user_id)
+        if cached is None or time.monotonic() - cached.taken >= STATS_TTL:
+            return False
+        return time_range is not None or cached.rows <= self.vectors.exact_threshold
+
+    async def stats(self, session: Reader, user_id: str) -> CorpusStats:
         """The tenant's searchable rows and mean text length, refreshed every STATS_TTL s."""
         now = time.monotonic()
         cached = self._stats.get(user_id)
@@ -341,7 +354,7 @@ class EpisodeSearch:
 
     async def recall(
         self,
-        session: AsyncSession,
+        session: Reader,
         request: EpisodeRecall,
         qvec: np.ndarray,
         *,

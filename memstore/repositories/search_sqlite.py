@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import replace
+from datetime import datetime
 from typing import Any
 
 import numpy as np
 from sqlalchemy import ColumnElement, Float, String, TableClause, column, select, table, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from memstore.db.unit import Reader
 from memstore.lexical import fts5_query, is_prefix
 from memstore.repositories.recall_statement import (
     Dialect,
@@ -141,9 +143,13 @@ class EpisodeSearch:
     def __init__(self, *, cache: VectorCache) -> None:
         self.cache = cache
 
+    def one_statement(self, user_id: str, time_range: tuple[datetime, datetime] | None) -> bool:
+        """Never: the search version and the statement must read one snapshot."""
+        return False
+
     async def recall(
         self,
-        session: AsyncSession,
+        session: Reader,
         request: EpisodeRecall,
         qvec: np.ndarray,
         *,

@@ -22,6 +22,7 @@ import numpy as np
 from sqlalchemy import func, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from memstore.db.unit import Reader
 from memstore.models import EpisodeRow
 from memstore.repositories.search import row_text
 
@@ -63,7 +64,7 @@ class VectorCache:
         self._tenants: OrderedDict[str, TenantVectors] = OrderedDict()
         self._rows = 0
 
-    async def vectors(self, session: AsyncSession, user_id: str) -> TenantVectors:
+    async def vectors(self, session: Reader, user_id: str) -> TenantVectors:
         """The tenant's vectors as of ``session``'s snapshot (from the cache when current)."""
         version = await _version(session, user_id)
         cached = self._tenants.get(user_id)
@@ -86,7 +87,7 @@ class VectorCache:
             self._rows -= len(gone.ids)
 
 
-async def _version(session: AsyncSession, user_id: str) -> int | None:
+async def _version(session: Reader, user_id: str) -> int | None:
     value = await session.scalar(
         text("SELECT version FROM search_versions WHERE user_id = :u AND tbl = 'episodes'"),
         {"u": user_id},
@@ -94,7 +95,7 @@ async def _version(session: AsyncSession, user_id: str) -> int | None:
     return None if value is None else int(value)
 
 
-async def _load(session: AsyncSession, user_id: str, version: int | None) -> TenantVectors:
+async def _load(session: Reader, user_id: str, version: int | None) -> TenantVectors:
     stmt = select(EpisodeRow.id, EpisodeRow.embedding, EpisodeRow.occurred_at).where(
         EpisodeRow.user_id == user_id, EpisodeRow.embedding.is_not(None)
     )

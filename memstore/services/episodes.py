@@ -208,7 +208,12 @@ class EpisodeService:
             self.access_tracker.record(user, "episode", [e.id for e in newest], now)
             return [EpisodeMatch(episode=e, score=0.0, parts={"relevance": 0.0}) for e in newest]
         qvec = await self._recall.embed_query(query)
-        async with self.db.read(user) as session:
+        reader = (
+            self.db.statement(user)
+            if self._recall.one_statement(user, time_range)
+            else self.db.read(user)
+        )
+        async with reader as session:
             ranked = await self._recall.episodes(
                 session,
                 user,
