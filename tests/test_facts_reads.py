@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
 from sqlalchemy import event, text
 
 from memstore import Fact, MemoryStore
@@ -110,6 +111,25 @@ async def test_a_connection_used_by_application_sql_is_still_reset(db_url: str) 
         async with store.engine.connect() as conn:
             await conn.execute(text("SELECT 1"))
             await conn.commit()
+        with sent.during() as seen:
+            assert len(await store.fact_history(user_id="alice")) == 3
+        expected = ["SELECT"] if store.db.dialect == "sqlite" else ["RESET"]
+        assert _queries(seen) == expected, seen
+
+
+async def test_an_idle_connection_is_reset_even_after_memstores_own_use(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The checkout RESET doubles as the liveness check of connections left idle."""
+    from memstore.db import engine as engine_module
+
+    one = {"pool_size": 1, "max_overflow": 0}
+    async with MemoryStore.open(db_url, engine_options=one) as store:
+        sent = Sent(store)
+        await _two_versions(store)
+        await store.fact_history(user_id="alice")
+        # Every connection counts as idle: the next checkout must round-trip.
+        monkeypatch.setattr(engine_module, "LIVENESS_IDLE_S", 0.0)
         with sent.during() as seen:
             assert len(await store.fact_history(user_id="alice")) == 3
         expected = ["SELECT"] if store.db.dialect == "sqlite" else ["RESET"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from memstore.errors import ConfigurationError
 
 __all__ = [
     "DEFAULT_URL",
+    "LIVENESS_IDLE_S",
     "ONE_STATEMENT",
     "OWN_CONNECTION",
     "PG_COMMAND_TIMEOUT_S",
@@ -54,6 +56,12 @@ ONE_STATEMENT = "memstore_one_statement"
 OWN_CONNECTION = "memstore_own_connection"
 # Connection-record flag: the current (or last) checkout was not one of ours.
 _FOREIGN = "memstore_foreign_use"
+# Connection-record entry: when the connection last went back to the pool.
+_CHECKED_IN = "memstore_checked_in"
+# A pooled Postgres connection idle longer than this gets the checkout RESET even
+# after memstore's own use: its round trip is also the liveness check that finds
+# connections a server failover or an idle timeout dropped without a close.
+LIVENESS_IDLE_S = 5.0
 
 
 _URL_HINT = "use sqlite:///path/to/memstore.db or postgresql://user:password@host/dbname"
@@ -263,18 +271,24 @@ def _configure_postgres(engine: AsyncEngine) -> None:
         # cannot bring the old value back. The RESET is a round trip, as long as
         # the query of a small read, so it is skipped when the connection's last
         # user was memstore's own unit of work, which sets the tenant only
-        # transaction-locally. A connection the server has closed (restart) is
-        # still replaced here: the pool retries with a new one.
+        # transaction-locally and was busy a moment ago (LIVENESS_IDLE_S). A
+        # connection the server has closed (restart) is still replaced here: the
+        # pool retries with a new one.
         foreign = record.info.get(_FOREIGN, True)
         record.info[_FOREIGN] = True  # until engine_connect says it is ours
         if dbapi_connection.driver_connection.is_closed():
             raise DisconnectionError("the server closed this connection")
-        if not foreign:
+        idle = time.monotonic() - record.info.get(_CHECKED_IN, float("-inf"))
+        if not foreign and idle < LIVENESS_IDLE_S:
             return
         try:
             dbapi_connection.run_async(_reset_tenant_setting)
         except Exception as exc:  # the pool replaces the connection and retries
             raise DisconnectionError(f"could not reset {TENANT_SETTING}: {exc}") from exc
+
+    @event.listens_for(engine.sync_engine, "checkin")
+    def on_checkin(_dbapi_connection: Any, record: Any) -> None:
+        record.info[_CHECKED_IN] = time.monotonic()
 
     @event.listens_for(engine.sync_engine, "engine_connect")
     def on_engine_connect(connection: Any) -> None:
