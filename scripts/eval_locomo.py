@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import re
 import sys
 import tempfile
@@ -180,6 +181,11 @@ async def evaluate(
     return out, backend, plans
 
 
+def _cell(value: float, width: int) -> str:
+    """A recall figure, or a dash where the group has no questions (not NaN)."""
+    return f"{'-':>{width}}" if math.isnan(value) else f"{value:>{width}.3f}"
+
+
 def mean_recall(
     results: Results,
     *,
@@ -225,12 +231,12 @@ def print_report(results: Results) -> None:
         half = next((h for h, convs in HALVES.items() if conv in convs), "")
         cells = [mean_recall(results, categories=(c,), conversations=(conv,)) for c in MAIN]
         cells.append(mean_recall(results, conversations=(conv,)))
-        print(f"{conv:<14}{half:<10}" + "".join(f"{x:>8.3f}" for x in cells))
+        print(f"{conv:<14}{half:<10}" + "".join(_cell(x, 8) for x in cells))
     for half, convs in HALVES.items():
         if set(convs) <= set(conversations):
             cells = [mean_recall(results, categories=(c,), conversations=convs) for c in MAIN]
             cells.append(mean_recall(results, conversations=convs))
-            print(f"{'half':<14}{half:<10}" + "".join(f"{x:>8.3f}" for x in cells))
+            print(f"{'half':<14}{half:<10}" + "".join(_cell(x, 8) for x in cells))
 
 
 def print_ablation(runs: dict[str, Results]) -> None:
@@ -244,7 +250,7 @@ def print_ablation(runs: dict[str, Results]) -> None:
         for _, convs in groups:
             values = [mean_recall(results, categories=(c,), conversations=convs) for c in MAIN]
             values.append(mean_recall(results, conversations=convs))
-            cells += "    " + " ".join(f"{v:7.3f}" for v in values)
+            cells += "    " + " ".join(_cell(v, 7) for v in values)
         print(f"{name:<26}{cells}")
 
 
