@@ -115,6 +115,9 @@ def log(message: str) -> None:
 
 
 def write(text: str, output: str | None, notes: str | None = None) -> None:
+    from benchlib.baselines import baseline_lines
+
+    text += "\n" + "\n".join(baseline_lines())
     if notes:
         text += "\n## Analysis (written after the run)\n\n" + Path(notes).read_text().strip() + "\n"
     print(text)

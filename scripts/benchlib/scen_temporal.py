@@ -26,7 +26,7 @@ from .raw import SqliteQueries, pg_connect, pg_copy, sqlite_connect, sqlite_inse
 from .rows import raw_records
 from .stats import Section
 
-__all__ = ["run"]
+__all__ = ["raw_statements", "run"]
 
 CHAIN = 10  # values per (subject, predicate): 19 versions
 LONG_CHAIN = 1_000  # one (subject, predicate) with 1,999 versions
@@ -133,6 +133,26 @@ _AS_OF = (
 )
 
 
+def raw_statements(pg: bool) -> tuple[str, str, str]:
+    """The hand-written baselines: as-of by subject, as-of by (subject, predicate), history."""
+    if pg:
+        as_of = _AS_OF.format(u="$1", v="$2", k="$3")
+        by_subject, by_predicate, params = "$4", "$5", ("$1", "$2", "$3")
+    else:
+        as_of = _AS_OF.format(u=":u", v=":v", k=":k")
+        by_subject, by_predicate, params = ":s", ":p", (":u", ":s", ":p")
+    recall_sql = f"SELECT * FROM facts WHERE {as_of} AND subject_key = {by_subject} LIMIT 10"
+    facts_sql = (
+        f"SELECT * FROM facts WHERE {as_of} AND subject_key = {by_subject} "
+        f"AND predicate = {by_predicate} ORDER BY recorded_at DESC, id LIMIT 10"
+    )
+    hist_sql = (
+        f"SELECT * FROM facts WHERE user_id = {params[0]} AND subject_key = {params[1]} "
+        f"AND predicate = {params[2]} ORDER BY valid_from, recorded_at, id"
+    )
+    return recall_sql, facts_sql, hist_sql
+
+
 async def _measure(
     ctx: Context, target: Target, picks: list[Chain], label: str, section: Section, versions: int
 ) -> None:
@@ -146,28 +166,7 @@ async def _measure(
     pg = target.backend == "postgres"
     raw = await pg_connect(target.raw) if pg else await SqliteQueries(target.raw).__aenter__()
     fmt = (lambda d: d) if pg else (lambda d: d.replace(tzinfo=None).isoformat(" "))
-    if pg:
-        as_of = _AS_OF.format(u="$1", v="$2", k="$3")
-        recall_sql = f"SELECT * FROM facts WHERE {as_of} AND subject_key = $4 LIMIT 10"
-        facts_sql = (
-            f"SELECT * FROM facts WHERE {as_of} AND subject_key = $4 AND predicate = $5"
-            " ORDER BY recorded_at DESC, id LIMIT 10"
-        )
-        hist_sql = (
-            "SELECT * FROM facts WHERE user_id = $1 AND subject_key = $2 AND predicate = $3"
-            " ORDER BY valid_from, recorded_at, id"
-        )
-    else:
-        as_of = _AS_OF.format(u=":u", v=":v", k=":k")
-        recall_sql = f"SELECT * FROM facts WHERE {as_of} AND subject_key = :s LIMIT 10"
-        facts_sql = (
-            f"SELECT * FROM facts WHERE {as_of} AND subject_key = :s AND predicate = :p"
-            " ORDER BY recorded_at DESC, id LIMIT 10"
-        )
-        hist_sql = (
-            "SELECT * FROM facts WHERE user_id = :u AND subject_key = :s AND predicate = :p"
-            " ORDER BY valid_from, recorded_at, id"
-        )
+    recall_sql, facts_sql, hist_sql = raw_statements(pg)
 
     async def raw_query(sql: str, *params: Any) -> list[Any]:
         if pg:
