@@ -134,8 +134,12 @@ def main(argv: list[str]) -> int:
     if args.combine:
         runs = [load_run(p) for p in args.combine]
         how = [
-            f"This document combines {len(runs)} runs (data in the `.json` files named "
-            f"below), rendered with `python scripts/bench.py {shlex.join(argv)}`."
+            (
+                f"This document combines {len(runs)} runs (data in the `.json` files named below)"
+                if len(runs) > 1
+                else "This document renders one run (its data is the `.json` file named below)"
+            )
+            + f", rendered with `python scripts/bench.py {shlex.join(argv)}`."
         ]
         write(
             render(runs, intro=[*intro(any(r["quick"] for r in runs)), "", *how]),
