@@ -150,7 +150,7 @@ class FactReads:
     explicit transaction, or the session of the transaction they must join.
     """
 
-    def __init__(self, reader: Reader) -> None:
+    def __init__(self, *, reader: Reader) -> None:
         self._reader = reader
 
     async def history(
@@ -437,38 +437,6 @@ class FactRepository:
         stmt = stmt.order_by(FactRow.recorded_at.desc(), FactRow.id).limit(limit)
         rows = (await self._session.scalars(stmt)).all()
         return [fact_from_row(r) for r in rows]
-
-    async def history(
-        self,
-        user_id: str,
-        *,
-        subject: str | None = None,
-        predicate: str | None = None,
-        fact_id: str | None = None,
-    ) -> list[Fact]:
-        return await FactReads(self._session).history(
-            user_id, subject=subject, predicate=predicate, fact_id=fact_id
-        )
-
-    async def believed(
-        self,
-        user_id: str,
-        *,
-        subject: str | None,
-        predicate: str | None,
-        valid_at: datetime,
-        known_at: datetime,
-        limit: int,
-    ) -> list[Fact]:
-        """Facts true at ``valid_at`` as recorded by ``known_at``, newest first."""
-        return await FactReads(self._session).believed(
-            user_id,
-            subject=subject,
-            predicate=predicate,
-            valid_at=valid_at,
-            known_at=known_at,
-            limit=limit,
-        )
 
     async def get_version(self, user_id: str, version_id: str) -> Fact | None:
         row = await self._session.get(FactRow, (user_id, version_id))

@@ -98,7 +98,7 @@ class FactService:
         if fact_id is not None:
             check_identifier("fact_id", fact_id)
         async with self.db.statement(user) as reader:
-            return await FactReads(reader).history(
+            return await FactReads(reader=reader).history(
                 user, subject=subject, predicate=predicate, fact_id=fact_id
             )
 
@@ -127,7 +127,7 @@ class FactService:
         valid_at = check_aware("valid_at", valid_at) if valid_at is not None else now
         known_at = check_aware("known_at", known_at) if known_at is not None else now
         async with self.db.statement(user) as reader:
-            found = await FactReads(reader).believed(
+            found = await FactReads(reader=reader).believed(
                 user,
                 subject=subject,
                 predicate=predicate,
