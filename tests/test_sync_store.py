@@ -171,11 +171,13 @@ async def test_sync_store_inside_a_running_loop(db_url: str) -> None:
 
 
 def test_close_stops_the_loop_thread(db_url: str) -> None:
-    before = {t.ident for t in threading.enumerate()}
+    # Thread objects, not idents: a thread of an earlier test that is exiting right now
+    # can hand its ident to the new loop thread.
+    before = set(threading.enumerate())
     store = SyncMemoryStore.open(db_url)
     # (aiosqlite also runs a thread per connection: look for ours by name.)
     loop_threads = [
-        t for t in threading.enumerate() if t.ident not in before and t.name == "memstore-sync-loop"
+        t for t in threading.enumerate() if t not in before and t.name == "memstore-sync-loop"
     ]
     assert len(loop_threads) == 1
     store.close()
@@ -188,8 +190,8 @@ def test_close_stops_the_loop_thread(db_url: str) -> None:
 def test_open_failure_leaves_no_thread(empty_db_url: str) -> None:
     from memstore import SchemaOutOfDate
 
-    def loop_threads() -> set[int | None]:
-        return {t.ident for t in threading.enumerate() if t.name == "memstore-sync-loop"}
+    def loop_threads() -> set[threading.Thread]:
+        return {t for t in threading.enumerate() if t.name == "memstore-sync-loop"}
 
     before = loop_threads()
     with pytest.raises(SchemaOutOfDate):
