@@ -11,6 +11,12 @@ separately.
     python scripts/eval_locomo.py --half tune            # conversations 26 and 41 only
     python scripts/eval_locomo.py --ablation             # each pipeline part switched off
     python scripts/eval_locomo.py path/to/locomo.json --embedder hashing
+    python scripts/eval_locomo.py --granularity session  # long episodes: a session each
+
+``--granularity session`` stores each session as one long episode (its turns joined,
+600-800 word pieces on this data) and counts the sessions holding a question's
+evidence: a stand-in for agents whose episodes are long multi-paragraph answers.
+Read R@1 and R@5 there (a conversation has 19-32 sessions).
 
 ``--ablation`` ingests once and asks every question again through stores opened with
 ``recall_tuning`` variants (public ``RecallTuning``), printing recall@10 per half and
@@ -84,11 +90,31 @@ def turn_text(turn: dict[str, Any]) -> str:
     return text
 
 
-def episodes_of(conversation: dict[str, Any], tenant: str) -> list[Episode]:
+def session_of(dia_id: str) -> str:
+    """``D3:11`` -> ``session_3``: the session episode holding that turn."""
+    return f"session_{int(dia_id[1:].split(':')[0])}"
+
+
+def episodes_of(
+    conversation: dict[str, Any], tenant: str, granularity: str = "turn"
+) -> list[Episode]:
     episodes: list[Episode] = []
     n = 1
     while f"session_{n}" in conversation:
         when = session_date(conversation[f"session_{n}_date_time"])
+        if granularity == "session":
+            episodes.append(
+                Episode(
+                    session_id=f"session_{n}",
+                    user_id=tenant,
+                    input="\n".join(turn_text(t) for t in conversation[f"session_{n}"]),
+                    metadata={"dia_id": f"session_{n}"},
+                    occurred_at=when,
+                    id=str(uuid.uuid5(ID_NAMESPACE, f"{tenant}/session_{n}")),
+                )
+            )
+            n += 1
+            continue
         for turn in conversation[f"session_{n}"]:
             dia_id = norm_id(turn["dia_id"]) or turn["dia_id"]
             episodes.append(
@@ -110,7 +136,8 @@ def make_embedder(name: str, model: str | None) -> Any:
         return HashingEmbedder()
     from memstore.embeddings import SentenceTransformerEmbedder
 
-    return SentenceTransformerEmbedder(model)
+    # "minilm-truncated": the model's own truncation of long texts (the ablation row).
+    return SentenceTransformerEmbedder(model, whole_text=name != "minilm-truncated")
 
 
 def resolve_data(path: str | Path) -> Path:
@@ -136,22 +163,28 @@ def load(path: str | Path, conversations: Sequence[str] | None = None) -> list[d
     return data
 
 
-async def ingest(store: MemoryStore, data: Sequence[dict[str, Any]]) -> None:
+async def ingest(
+    store: MemoryStore, data: Sequence[dict[str, Any]], granularity: str = "turn"
+) -> None:
     for index, sample in enumerate(data):
         tenant = tenant_of(sample, index)
         await store.forget(user_id=tenant)
-        episodes = episodes_of(sample["conversation"], tenant)
+        episodes = episodes_of(sample["conversation"], tenant, granularity)
         for start in range(0, len(episodes), 500):
             await store.remember_many(episodes[start : start + 500])
 
 
-async def ask(store: MemoryStore, data: Sequence[dict[str, Any]]) -> Results:
+async def ask(
+    store: MemoryStore, data: Sequence[dict[str, Any]], granularity: str = "turn"
+) -> Results:
     """recall@k of every question with evidence, by conversation and category."""
     results: Results = defaultdict(list)
     for index, sample in enumerate(data):
         tenant = tenant_of(sample, index)
         for qa in sample["qa"]:
             evidence = {e for e in map(norm_id, qa.get("evidence") or []) if e}
+            if granularity == "session":
+                evidence = {session_of(e) for e in evidence}
             if not evidence:
                 continue
             found = await store.recall(qa["question"], user_id=tenant, limit=max(KS))
@@ -167,16 +200,17 @@ async def evaluate(
     embedder: Any,
     data: Sequence[dict[str, Any]],
     tunings: dict[str, RecallTuning | None],
+    granularity: str = "turn",
 ) -> tuple[dict[str, Results], str, set[str]]:
     """Ingest ``data`` once, then ask every question through a store per tuning."""
     plans: set[str] = set()
     out: dict[str, Results] = {}
     async with MemoryStore.open(url, embedder=embedder) as store:
         backend = store.engine.dialect.name
-        await ingest(store, data)
+        await ingest(store, data, granularity)
     for name, tuning in tunings.items():
         async with MemoryStore.open(url, embedder=embedder, recall_tuning=tuning) as store:
-            out[name] = await ask(store, data)
+            out[name] = await ask(store, data, granularity)
             plans.add(getattr(store.search, "last_plan", "") or "exact (numpy)")
     return out, backend, plans
 
@@ -241,7 +275,9 @@ def print_report(results: Results) -> None:
 
 def print_ablation(runs: dict[str, Results]) -> None:
     conversations = sorted({conv for r in runs.values() for conv, _ in r})
-    groups = [(h, c) for h, c in HALVES.items() if set(c) <= set(conversations)]
+    groups: list[tuple[str, tuple[str, ...]]] = [
+        (h, c) for h, c in HALVES.items() if set(c) <= set(conversations)
+    ]
     groups.append(("all", tuple(conversations)))
     print("recall@10, categories 1-4: multi-hop(1) temporal(2) open-domain(3) single-hop(4) all")
     print(f"{'pipeline':<26}" + "".join(f"{g:>42}" for g, _ in groups))
@@ -264,10 +300,11 @@ async def run(args: argparse.Namespace) -> None:
         dict(ABLATIONS) if args.ablation else {"shipped": None}
     )
     started = time.perf_counter()
-    runs, backend, plans = await evaluate(url, embedder, data, tunings)
+    runs, backend, plans = await evaluate(url, embedder, data, tunings, args.granularity)
     elapsed = time.perf_counter() - started
     print(
-        f"backend: {backend}   embedder: {embedder!r}   mode: hybrid recall "
+        f"backend: {backend}   embedder: {args.embedder} {embedder!r}   "
+        f"granularity: {args.granularity}   mode: hybrid recall "
         f"(dense + BM25, z-fusion, neighbour/session context) via store.recall"
     )
     print(
@@ -287,11 +324,17 @@ def main() -> None:
     parser.add_argument("--url", help="database URL (default: a temporary SQLite file)")
     parser.add_argument(
         "--embedder",
-        choices=("minilm", "hashing"),
+        choices=("minilm", "minilm-truncated", "hashing"),
         default=None,
         help="default: minilm when memstore[embeddings] is installed",
     )
     parser.add_argument("--model", help="sentence-transformers model path or name")
+    parser.add_argument(
+        "--granularity",
+        choices=("turn", "session"),
+        default="turn",
+        help="an episode per dialogue turn (default) or per session (long episodes)",
+    )
     which = parser.add_mutually_exclusive_group()
     which.add_argument("--half", choices=sorted(HALVES), help="one half of the dev set")
     which.add_argument("--conversations", nargs="+", metavar="ID", help="sample ids to use")

@@ -49,6 +49,18 @@ def model_identity(model: str | Path | None) -> str:
     return f"sentence-transformers:{name}"
 
 
+def _window_tokens(model: Any) -> int | None:
+    """Word pieces one window holds (the model's limit less [CLS]/[SEP]); None: don't split.
+
+    Splitting needs a fast tokenizer, whose offsets map pieces back to the text.
+    """
+    limit = getattr(model, "max_seq_length", None)
+    tokenizer = getattr(model, "tokenizer", None)
+    if not isinstance(limit, int) or limit <= 8 or not getattr(tokenizer, "is_fast", False):
+        return None
+    return limit - 2
+
+
 class SentenceTransformerEmbedder:
     """A sentence-transformers model, loaded lazily and offline.
 
@@ -56,6 +68,13 @@ class SentenceTransformerEmbedder:
     all-MiniLM-L6-v2 (384 dimensions). ``HF_HUB_OFFLINE=1`` is set before the
     library loads, so nothing is ever downloaded implicitly. ``identity`` is
     what the database records as the embedder (default: derived from ``model``).
+
+    A text longer than the model's window (256 word pieces for MiniLM, about 190
+    words) is embedded as the mean of overlapping windows over the whole text, so
+    the end of a long answer counts as much as its start; a model truncates
+    otherwise (``whole_text=False`` keeps that: cheaper to ingest long texts, but
+    their tails are invisible to semantic recall). Shorter texts get exactly the
+    model's own vector.
     """
 
     def __init__(
@@ -65,6 +84,7 @@ class SentenceTransformerEmbedder:
         device: str = "cpu",
         batch_size: int = 64,
         identity: str | None = None,
+        whole_text: bool = True,
     ) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         try:
@@ -83,6 +103,7 @@ class SentenceTransformerEmbedder:
         if not dim:
             raise ValueError(f"model {self.model_name!r} does not report its embedding size")
         self._dim = int(dim)
+        self._window = _window_tokens(self._model) if whole_text else None
 
     @property
     def dim(self) -> int:
@@ -94,14 +115,52 @@ class SentenceTransformerEmbedder:
         return self._identity
 
     def embed_sync(self, texts: Sequence[str]) -> np.ndarray:
+        pieces: list[str] = []
+        owners: list[int] = []
+        for index, windows in enumerate(self._windows(texts)):
+            pieces.extend(windows)
+            owners.extend([index] * len(windows))
         vectors = self._model.encode(
-            list(texts),
+            pieces,
             batch_size=self._batch_size,
             convert_to_numpy=True,
             normalize_embeddings=True,
             show_progress_bar=False,
         )
-        return normalized(np.asarray(vectors, dtype=np.float32))
+        summed = np.zeros((len(texts), self._dim), dtype=np.float32)
+        np.add.at(summed, np.asarray(owners, dtype=np.intp), np.asarray(vectors, np.float32))
+        return normalized(summed)
+
+    def _windows(self, texts: Sequence[str]) -> list[list[str]]:
+        """Each text itself, or overlapping slices of it that each fit the model's window."""
+        out = [[text] for text in texts]
+        size = self._window
+        if size is None:
+            return out
+        # Every word piece covers at least one character: shorter texts fit as they are.
+        long = [i for i, text in enumerate(texts) if len(text) > size]
+        if not long:
+            return out
+        encoded = self._model.tokenizer(
+            [texts[i] for i in long],
+            add_special_tokens=False,
+            return_offsets_mapping=True,
+            verbose=False,
+        )["offset_mapping"]
+        # Half-window steps: a passage cut by one window's edge is whole in the next.
+        step = max(1, size // 2)
+        for i, spans in zip(long, encoded, strict=True):
+            if len(spans) <= size:
+                continue
+            text = texts[i]
+            windows = []
+            for start in range(0, len(spans), step):
+                chunk = spans[start : start + size]
+                windows.append(text[chunk[0][0] : chunk[-1][1]])
+                if start + size >= len(spans):
+                    break
+            out[i] = windows
+        return out
 
     async def embed(self, texts: Sequence[str]) -> np.ndarray:
         # Inference is CPU-bound and releases the GIL in torch; keep the loop free.
