@@ -92,14 +92,9 @@ def _fact_from_core(row: Any) -> Fact:
     return fact
 
 
-@cache
-def _history_statement(subject: bool, predicate: bool, fact_id: bool) -> Select[Any]:
-    """Built once per combination of filters; values are bound per call.
-
-    Building a select with its comparisons costs more than compiling it (which
-    SQLAlchemy caches anyway), so the statement objects are kept too.
-    """
-    conditions = [_FACTS.user_id == bindparam("user_id")]
+def _subject_predicate_filter(subject: bool, predicate: bool) -> list[ColumnElement[bool]]:
+    """Conditions on ``:subject_key``/``:subject`` and ``:predicate``, as asked for."""
+    conditions: list[ColumnElement[bool]] = []
     if subject:
         conditions += [
             _FACTS.subject_key == bindparam("subject_key"),
@@ -107,6 +102,30 @@ def _history_statement(subject: bool, predicate: bool, fact_id: bool) -> Select[
         ]
     if predicate:
         conditions.append(_FACTS.predicate == bindparam("predicate"))
+    return conditions
+
+
+def _subject_predicate_params(subject: str | None, predicate: str | None) -> dict[str, Any]:
+    """Values for :func:`_subject_predicate_filter`'s parameters."""
+    params: dict[str, Any] = {}
+    if subject is not None:
+        params |= {"subject_key": subject_key(subject), "subject": subject}
+    if predicate is not None:
+        params["predicate"] = predicate
+    return params
+
+
+@cache
+def _history_statement(subject: bool, predicate: bool, fact_id: bool) -> Select[Any]:
+    """Built once per combination of filters; values are bound per call.
+
+    Building a select with its comparisons costs more than compiling it (which
+    SQLAlchemy caches anyway), so the statement objects are kept too.
+    """
+    conditions = [
+        _FACTS.user_id == bindparam("user_id"),
+        *_subject_predicate_filter(subject, predicate),
+    ]
     if fact_id:
         conditions.append(_FACTS.fact_id == bindparam("fact_id"))
     return (
@@ -127,14 +146,8 @@ def _believed_statement(subject: bool, predicate: bool) -> Select[Any]:
         or_(_FACTS.valid_to.is_(None), _FACTS.valid_to > valid_at),
         _FACTS.recorded_at <= known_at,
         or_(_FACTS.superseded_at.is_(None), _FACTS.superseded_at > known_at),
+        *_subject_predicate_filter(subject, predicate),
     ]
-    if subject:
-        conditions += [
-            _FACTS.subject_key == bindparam("subject_key"),
-            _FACTS.subject == bindparam("subject"),
-        ]
-    if predicate:
-        conditions.append(_FACTS.predicate == bindparam("predicate"))
     return (
         select(*_FACT_COLUMNS)
         .where(*conditions)
@@ -162,11 +175,7 @@ class FactReads:
         fact_id: str | None = None,
     ) -> list[Fact]:
         stmt = _history_statement(subject is not None, predicate is not None, fact_id is not None)
-        params: dict[str, Any] = {"user_id": user_id}
-        if subject is not None:
-            params |= {"subject_key": subject_key(subject), "subject": subject}
-        if predicate is not None:
-            params["predicate"] = predicate
+        params = {"user_id": user_id, **_subject_predicate_params(subject, predicate)}
         if fact_id is not None:
             params["fact_id"] = fact_id
         return [_fact_from_core(r) for r in (await self._reader.execute(stmt, params)).all()]
@@ -188,11 +197,8 @@ class FactReads:
             "valid_at": valid_at,
             "known_at": known_at,
             "limit": limit,
+            **_subject_predicate_params(subject, predicate),
         }
-        if subject is not None:
-            params |= {"subject_key": subject_key(subject), "subject": subject}
-        if predicate is not None:
-            params["predicate"] = predicate
         return [_fact_from_core(r) for r in (await self._reader.execute(stmt, params)).all()]
 
 
