@@ -20,7 +20,7 @@ from typing import Any
 from sqlalchemy import Boolean, Column, Float, Integer, LargeBinary, String, Table, Text
 from sqlalchemy.types import TypeDecorator
 
-from memstore.db.types import UTCDateTime, Vector
+from memstore.db.types import UTCDateTime, Vector, VectorList
 from memstore.errors import InvalidImportRow, InvalidInput
 from memstore.validation import (
     check_aware,
@@ -188,11 +188,19 @@ _RULES: dict[tuple[str, str], list[Rule]] = {
 
 def _base_type(column: Column[Any]) -> Any:
     kind = column.type
-    if isinstance(kind, UTCDateTime | Vector):
+    if isinstance(kind, UTCDateTime | Vector | VectorList):
         return kind
     while isinstance(kind, TypeDecorator):
         kind = kind.impl_instance
     return kind
+
+
+def _typed_vector(value: Any, field: str, dim: int | None) -> list[float]:
+    if not isinstance(value, list) or not all(
+        isinstance(x, int | float) and not isinstance(x, bool) for x in value
+    ):
+        raise InvalidInput("must be a list of numbers")
+    return check_vector(field, value, dim)
 
 
 def _typed(column: Column[Any], value: Any, dim: int | None) -> Any:
@@ -200,12 +208,12 @@ def _typed(column: Column[Any], value: Any, dim: int | None) -> Any:
     kind = _base_type(column)
     if isinstance(kind, UTCDateTime):
         return _aware_text("value", value)
+    if isinstance(kind, VectorList):
+        if not isinstance(value, list) or not value:
+            raise InvalidInput("must be a non-empty list of vectors")
+        return [_typed_vector(v, "passages", dim) for v in value]
     if isinstance(kind, Vector):
-        if not isinstance(value, list) or not all(
-            isinstance(x, int | float) and not isinstance(x, bool) for x in value
-        ):
-            raise InvalidInput("must be a list of numbers")
-        return check_vector("embedding", value, dim)
+        return _typed_vector(value, "embedding", dim)
     if isinstance(kind, Boolean):
         if not isinstance(value, bool):
             raise InvalidInput(f"must be true or false, got {type(value).__name__}")

@@ -12,11 +12,15 @@ separately.
     python scripts/eval_locomo.py --ablation             # each pipeline part switched off
     python scripts/eval_locomo.py path/to/locomo.json --embedder hashing
     python scripts/eval_locomo.py --granularity session  # long episodes: a session each
+    python scripts/eval_locomo.py --granularity runs     # mixed: runs of 1-16 turns each
 
 ``--granularity session`` stores each session as one long episode (its turns joined,
 600-800 word pieces on this data) and counts the sessions holding a question's
 evidence: a stand-in for agents whose episodes are long multi-paragraph answers.
-Read R@1 and R@5 there (a conversation has 19-32 sessions).
+Read R@1 and R@5 there (a conversation has 19-32 sessions). ``--granularity runs``
+stores runs of consecutive turns of mixed length (1 to 16 turns, sizes drawn from a
+fixed seed) as episodes, and counts the runs holding the evidence: a corpus mixing
+one-liners with multi-paragraph episodes.
 
 ``--ablation`` ingests once and asks every question again through stores opened with
 ``recall_tuning`` variants (public ``RecallTuning``), printing recall@10 per half and
@@ -29,6 +33,7 @@ import argparse
 import asyncio
 import json
 import math
+import random
 import re
 import sys
 import tempfile
@@ -95,9 +100,40 @@ def session_of(dia_id: str) -> str:
     return f"session_{int(dia_id[1:].split(':')[0])}"
 
 
+# Turns per episode for ``--granularity runs``: mostly short, a few long.
+RUN_SIZES = (1, 1, 1, 2, 3, 4, 6, 8, 12, 16)
+
+
+def runs_of(episodes: Sequence[Episode], tenant: str) -> tuple[list[Episode], dict[str, str]]:
+    """Turn episodes joined into runs of consecutive turns, and turn dia_id -> run id."""
+    rng = random.Random(f"runs/{tenant}")
+    out: list[Episode] = []
+    owner: dict[str, str] = {}
+    start = 0
+    while start < len(episodes):
+        run = episodes[start : start + rng.choice(RUN_SIZES)]
+        run_id = f"run_{len(out)}"
+        for e in run:
+            owner[str(e.metadata["dia_id"])] = run_id
+        out.append(
+            Episode(
+                session_id=run[0].session_id,
+                user_id=tenant,
+                input="\n".join(e.input for e in run),
+                metadata={"dia_id": run_id},
+                occurred_at=run[0].occurred_at,
+                id=str(uuid.uuid5(ID_NAMESPACE, f"{tenant}/{run_id}")),
+            )
+        )
+        start += len(run)
+    return out, owner
+
+
 def episodes_of(
     conversation: dict[str, Any], tenant: str, granularity: str = "turn"
 ) -> list[Episode]:
+    if granularity == "runs":
+        return runs_of(episodes_of(conversation, tenant), tenant)[0]
     episodes: list[Episode] = []
     n = 1
     while f"session_{n}" in conversation:
@@ -136,8 +172,13 @@ def make_embedder(name: str, model: str | None) -> Any:
         return HashingEmbedder()
     from memstore.embeddings import SentenceTransformerEmbedder
 
-    # "minilm-truncated": the model's own truncation of long texts (the ablation row).
-    return SentenceTransformerEmbedder(model, whole_text=name != "minilm-truncated")
+    # Ablation rows: "minilm-no-passages" scores long episodes by their whole-text
+    # vector only; "minilm-truncated" by the model's own cut (the first 254 word pieces).
+    if name == "minilm-truncated":
+        return SentenceTransformerEmbedder(model, whole_text=False, passage_tokens=None)
+    if name == "minilm-no-passages":
+        return SentenceTransformerEmbedder(model, passage_tokens=None)
+    return SentenceTransformerEmbedder(model)
 
 
 def resolve_data(path: str | Path) -> Path:
@@ -181,10 +222,15 @@ async def ask(
     results: Results = defaultdict(list)
     for index, sample in enumerate(data):
         tenant = tenant_of(sample, index)
+        run_of: dict[str, str] = {}
+        if granularity == "runs":
+            run_of = runs_of(episodes_of(sample["conversation"], tenant), tenant)[1]
         for qa in sample["qa"]:
             evidence = {e for e in map(norm_id, qa.get("evidence") or []) if e}
             if granularity == "session":
                 evidence = {session_of(e) for e in evidence}
+            elif granularity == "runs":
+                evidence = {run_of[e] for e in evidence if e in run_of}
             if not evidence:
                 continue
             found = await store.recall(qa["question"], user_id=tenant, limit=max(KS))
@@ -324,16 +370,17 @@ def main() -> None:
     parser.add_argument("--url", help="database URL (default: a temporary SQLite file)")
     parser.add_argument(
         "--embedder",
-        choices=("minilm", "minilm-truncated", "hashing"),
+        choices=("minilm", "minilm-no-passages", "minilm-truncated", "hashing"),
         default=None,
         help="default: minilm when memstore[embeddings] is installed",
     )
     parser.add_argument("--model", help="sentence-transformers model path or name")
     parser.add_argument(
         "--granularity",
-        choices=("turn", "session"),
+        choices=("turn", "session", "runs"),
         default="turn",
-        help="an episode per dialogue turn (default) or per session (long episodes)",
+        help="an episode per dialogue turn (default), per session (long episodes) or per "
+        "run of 1-16 turns (mixed lengths)",
     )
     which = parser.add_mutually_exclusive_group()
     which.add_argument("--half", choices=sorted(HALVES), help="one half of the dev set")

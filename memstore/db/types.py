@@ -11,7 +11,7 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator, TypeEngine, UserDefinedType
 
-__all__ = ["JSONDoc", "PgVector", "UTCDateTime", "Vector"]
+__all__ = ["JSONDoc", "PgVector", "PgVectorArray", "UTCDateTime", "Vector", "VectorList"]
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -94,6 +94,16 @@ class PgVector(UserDefinedType[Any]):
         return "VECTOR"
 
 
+class PgVectorArray(UserDefinedType[Any]):
+    """pgvector's ``vector[]``, without a width: a row's passages can outlive a change of
+    embedder width (``memstore reembed`` recomputes them) without a column rewrite."""
+
+    cache_ok = True
+
+    def get_col_spec(self, **kw: Any) -> str:
+        return "VECTOR[]"
+
+
 class Vector(TypeDecorator[np.ndarray]):
     """A float32 embedding: pgvector ``vector`` on Postgres, raw float32 bytes elsewhere."""
 
@@ -125,3 +135,53 @@ class Vector(TypeDecorator[np.ndarray]):
         if hasattr(value, "to_numpy"):  # pgvector.Vector from the asyncpg codec
             value = value.to_numpy()
         return np.asarray(value, dtype=np.float32)
+
+
+_WIDTH = np.dtype("<u4")
+
+
+class VectorList(TypeDecorator[np.ndarray]):
+    """Several float32 vectors of one width, as a 2-D array (one vector per row).
+
+    Postgres: ``vector[]``, so that SQL can score each one. Elsewhere: the width
+    as a little-endian uint32, then the float32 values.
+    """
+
+    impl = LargeBinary
+    cache_ok = True
+
+    @property
+    def python_type(self) -> type[np.ndarray]:
+        return np.ndarray
+
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
+        if dialect.name == "postgresql":
+            return dialect.type_descriptor(PgVectorArray())
+        return dialect.type_descriptor(LargeBinary())
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
+        if value is None:
+            return None
+        array = np.asarray(value, dtype=np.float32)
+        if array.ndim != 2:
+            raise ValueError(f"a vector list is a 2-D array, not shape {array.shape}")
+        if dialect.name == "postgresql":
+            from pgvector import Vector as PgVectorValue  # lazy: Postgres users have it
+
+            # Vector objects, not arrays: asyncpg reads nested sequences as a
+            # multi-dimensional array of numbers.
+            return [PgVectorValue(row) for row in array]
+        return np.array([array.shape[1]], dtype=_WIDTH).tobytes() + array.tobytes()
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> np.ndarray | None:
+        if value is None:
+            return None
+        if isinstance(value, bytes | bytearray | memoryview):
+            raw = bytes(value)
+            width = int(np.frombuffer(raw[: _WIDTH.itemsize], dtype=_WIDTH)[0])
+            flat = np.frombuffer(raw[_WIDTH.itemsize :], dtype=np.float32)
+            return flat.reshape(-1, width) if width else flat.reshape(0, 0)
+        rows = [
+            np.asarray(v.to_numpy() if hasattr(v, "to_numpy") else v, np.float32) for v in value
+        ]
+        return np.stack(rows) if rows else np.zeros((0, 0), np.float32)

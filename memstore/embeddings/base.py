@@ -10,7 +10,16 @@ import numpy.typing as npt
 
 from memstore.errors import DimensionMismatch, InvalidInput
 
-__all__ = ["DEFAULT_DIM", "EMBED_BATCH", "EmbedOutput", "Embedder", "embed_checked", "normalized"]
+__all__ = [
+    "DEFAULT_DIM",
+    "EMBED_BATCH",
+    "EmbedOutput",
+    "Embedder",
+    "PassageEmbedder",
+    "embed_checked",
+    "normalized",
+    "passages_checked",
+]
 
 # all-MiniLM-L6-v2's width; also the default width of the hashing embedder, so
 # a database migrated with defaults accepts either.
@@ -33,6 +42,61 @@ class Embedder(Protocol):
     async def embed(self, texts: Sequence[str]) -> EmbedOutput: ...
 
 
+@runtime_checkable
+class PassageEmbedder(Embedder, Protocol):
+    """An embedder that can also embed a long text passage by passage.
+
+    ``embed_passages`` gives, per text, one vector per passage (overlapping
+    slices the model reads whole), or no rows for a text that is one passage.
+    Recall then scores an episode by its best passage as well as by its
+    whole-text vector.
+    """
+
+    async def embed_passages(self, texts: Sequence[str]) -> Sequence[EmbedOutput]: ...
+
+
+def _checked_block(block: Any, dim: int, rows: int | None) -> npt.NDArray[np.float64]:
+    try:
+        array = np.asarray(block, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInput(f"the embedder returned something that is not numbers: {exc}") from exc
+    if array.size == 0 and rows is None:
+        return np.zeros((0, dim))
+    if array.ndim != 2 or (rows is not None and array.shape[0] != rows):
+        wanted = f"{rows} texts" if rows is not None else "one text's passages"
+        raise InvalidInput(f"the embedder returned shape {array.shape} for {wanted}")
+    if array.shape[1] != dim:
+        raise DimensionMismatch(
+            f"the embedder returned vectors of dimension {array.shape[1]}; "
+            f"it declares (and the store uses) {dim}"
+        )
+    if not np.isfinite(array).all():
+        raise InvalidInput("the embedder returned NaN or infinite values")
+    return array
+
+
+async def passages_checked(
+    embedder: Embedder, texts: Sequence[str]
+) -> list[npt.NDArray[np.float32] | None]:
+    """Per text, its passages' unit vectors, or None (one passage, or an embedder without
+    :class:`PassageEmbedder`); checked like :func:`embed_checked`."""
+    if not isinstance(embedder, PassageEmbedder):
+        return [None] * len(texts)
+    dim = int(embedder.dim)
+    out: list[npt.NDArray[np.float32] | None] = []
+    for start in range(0, len(texts), EMBED_BATCH):
+        chunk = list(texts[start : start + EMBED_BATCH])
+        found = list(await embedder.embed_passages(chunk))
+        if len(found) != len(chunk):
+            raise InvalidInput(
+                f"the embedder returned passages for {len(found)} of {len(chunk)} texts"
+            )
+        for block in found:
+            array = _checked_block(block, dim, None)
+            out.append(normalized(array.astype(np.float32)) if len(array) > 1 else None)
+    return out
+
+
 def normalized(matrix: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
     """Rows scaled to unit length (zero rows stay zero), so dot product = cosine."""
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
@@ -45,21 +109,6 @@ async def embed_checked(embedder: Embedder, texts: Sequence[str]) -> npt.NDArray
     out = np.zeros((len(texts), dim), dtype=np.float32)
     for start in range(0, len(texts), EMBED_BATCH):
         chunk = list(texts[start : start + EMBED_BATCH])
-        vectors = await embedder.embed(chunk)
-        try:
-            block = np.asarray(vectors, dtype=np.float64)
-        except (TypeError, ValueError) as exc:
-            raise InvalidInput(
-                f"the embedder returned something that is not numbers: {exc}"
-            ) from exc
-        if block.ndim != 2 or block.shape[0] != len(chunk):
-            raise InvalidInput(f"the embedder returned shape {block.shape} for {len(chunk)} texts")
-        if block.shape[1] != dim:
-            raise DimensionMismatch(
-                f"the embedder returned vectors of dimension {block.shape[1]}; "
-                f"it declares (and the store uses) {dim}"
-            )
-        if not np.isfinite(block).all():
-            raise InvalidInput("the embedder returned NaN or infinite values")
+        block = _checked_block(await embedder.embed(chunk), dim, len(chunk))
         out[start : start + len(chunk)] = block
     return normalized(out)

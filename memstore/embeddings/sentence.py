@@ -49,6 +49,11 @@ def model_identity(model: str | Path | None) -> str:
     return f"sentence-transformers:{name}"
 
 
+# Passage size in word pieces: about a paragraph. Measured against the model's
+# whole window (254) on long documents, docs/RECALL.md.
+DEFAULT_PASSAGE_TOKENS = 128
+
+
 def _window_tokens(model: Any) -> int | None:
     """Word pieces one window holds (the model's limit less [CLS]/[SEP]); None: don't split.
 
@@ -75,6 +80,13 @@ class SentenceTransformerEmbedder:
     otherwise (``whole_text=False`` keeps that: cheaper to ingest long texts, but
     their tails are invisible to semantic recall). Shorter texts get exactly the
     model's own vector.
+
+    ``embed_passages`` also embeds every text longer than ``passage_tokens`` word
+    pieces (default 128, about 95 words: a paragraph) as overlapping passages of
+    that size, one vector each; recall scores an episode by its best passage too,
+    so a query about one paragraph of a long answer is not diluted by the rest.
+    ``passage_tokens=None`` stores no passages (recall uses the whole-text
+    vector only).
     """
 
     def __init__(
@@ -85,6 +97,7 @@ class SentenceTransformerEmbedder:
         batch_size: int = 64,
         identity: str | None = None,
         whole_text: bool = True,
+        passage_tokens: int | None = DEFAULT_PASSAGE_TOKENS,
     ) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         try:
@@ -104,6 +117,12 @@ class SentenceTransformerEmbedder:
             raise ValueError(f"model {self.model_name!r} does not report its embedding size")
         self._dim = int(dim)
         self._window = _window_tokens(self._model) if whole_text else None
+        window = _window_tokens(self._model)
+        if passage_tokens is not None and passage_tokens < 8:
+            raise ValueError(f"passage_tokens must be at least 8 (or None), got {passage_tokens}")
+        self._passage = (
+            None if passage_tokens is None or window is None else min(passage_tokens, window)
+        )
 
     @property
     def dim(self) -> int:
@@ -115,11 +134,38 @@ class SentenceTransformerEmbedder:
         return self._identity
 
     def embed_sync(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self._dim), dtype=np.float32)
         pieces: list[str] = []
         owners: list[int] = []
-        for index, windows in enumerate(self._windows(texts)):
+        for index, windows in enumerate(self._windows(texts, self._window)):
             pieces.extend(windows)
             owners.extend([index] * len(windows))
+        vectors = self._encode(pieces)
+        summed = np.zeros((len(texts), self._dim), dtype=np.float32)
+        np.add.at(summed, np.asarray(owners, dtype=np.intp), vectors)
+        return normalized(summed)
+
+    def embed_passages_sync(self, texts: Sequence[str]) -> list[np.ndarray]:
+        """Per text, its passages' vectors; no rows when the text is one passage."""
+        empty = np.zeros((0, self._dim), dtype=np.float32)
+        split = self._windows(texts, self._passage)
+        pieces = [piece for windows in split if len(windows) > 1 for piece in windows]
+        vectors = self._encode(pieces) if pieces else empty
+        out: list[np.ndarray] = []
+        start = 0
+        for windows in split:
+            if len(windows) > 1:
+                out.append(vectors[start : start + len(windows)])
+                start += len(windows)
+            else:
+                out.append(empty)
+        return out
+
+    async def embed_passages(self, texts: Sequence[str]) -> list[np.ndarray]:
+        return await asyncio.to_thread(self.embed_passages_sync, texts)
+
+    def _encode(self, pieces: Sequence[str]) -> np.ndarray:
         vectors = self._model.encode(
             pieces,
             batch_size=self._batch_size,
@@ -127,14 +173,11 @@ class SentenceTransformerEmbedder:
             normalize_embeddings=True,
             show_progress_bar=False,
         )
-        summed = np.zeros((len(texts), self._dim), dtype=np.float32)
-        np.add.at(summed, np.asarray(owners, dtype=np.intp), np.asarray(vectors, np.float32))
-        return normalized(summed)
+        return np.asarray(vectors, dtype=np.float32)
 
-    def _windows(self, texts: Sequence[str]) -> list[list[str]]:
-        """Each text itself, or overlapping slices of it that each fit the model's window."""
+    def _windows(self, texts: Sequence[str], size: int | None) -> list[list[str]]:
+        """Each text itself, or overlapping slices of it of ``size`` word pieces."""
         out = [[text] for text in texts]
-        size = self._window
         if size is None:
             return out
         # Every word piece covers at least one character: shorter texts fit as they are.

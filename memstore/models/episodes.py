@@ -8,7 +8,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from memstore.db.base import Base
 from memstore.db.columns import TenantId
-from memstore.db.types import JSONDoc, Vector
+from memstore.db.types import JSONDoc, Vector, VectorList
 
 __all__ = ["EpisodeRow", "SessionTurnRow"]
 
@@ -29,6 +29,10 @@ class EpisodeRow(Base):
     created_at: Mapped[datetime]
     # Recall (migration 0003). NULL for rows written before it existed.
     embedding: Mapped[Any] = mapped_column(Vector, nullable=True)
+    # A long text's passages, embedded one by one (migration 0011): recall scores
+    # the row by its best passage too, since a mean over a long text dilutes
+    # the one paragraph a query is about. NULL when the text is one passage.
+    passages: Mapped[Any] = mapped_column(VectorList, nullable=True)
     # What keyword search indexes: the text plus the date it happened in words.
     search_text: Mapped[str | None] = mapped_column(Text, nullable=True)
     # Position within the session in insertion order (neighbour context for recall).

@@ -15,7 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from memstore.db.crosstenant import cross_tenant_connection
 from memstore.documents import episode_text, fact_text
-from memstore.embeddings.base import Embedder, embed_checked
+from memstore.embeddings.base import Embedder, embed_checked, passages_checked
 from memstore.embeddings.identity import embedder_identity
 from memstore.models import ConfigRow, EpisodeRow, FactRow
 from memstore.models.config import EMBEDDER_KEY, EMBEDDING_DIM_KEY
@@ -59,6 +59,7 @@ async def _change_dimension(conn: AsyncConnection, dim: int) -> None:
     else:
         for table in ("episodes", "facts"):
             await conn.execute(text(f"UPDATE {table} SET embedding = NULL"))
+    await conn.execute(text("UPDATE episodes SET passages = NULL"))
     await conn.execute(
         update(ConfigRow).where(ConfigRow.key == EMBEDDING_DIM_KEY).values(value=str(dim))
     )
@@ -80,12 +81,20 @@ async def _refresh(
         rows = (await conn.execute(stmt)).all()
         if not rows:
             return done
-        vectors = await embed_checked(embedder, [to_text(r) for r in rows])
-        for row, vector in zip(rows, vectors, strict=True):
+        texts = [to_text(r) for r in rows]
+        vectors = await embed_checked(embedder, texts)
+        # A row's passages are recomputed with its vector: both must be in one space.
+        passages = (
+            await passages_checked(embedder, texts) if model is EpisodeRow else [None] * len(rows)
+        )
+        for row, vector, passage in zip(rows, vectors, passages, strict=True):
+            values = {"embedding": vector}
+            if model is EpisodeRow:
+                values["passages"] = passage
             await conn.execute(
                 update(model)
                 .where(model.user_id == row.user_id, model.id == row.id)
-                .values(embedding=vector)
+                .values(**values)
             )
         done += len(rows)
         after = (rows[-1].user_id, rows[-1].id)

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from memstore.documents import episode_text, fact_text
-from memstore.embeddings.base import Embedder, embed_checked
+from memstore.embeddings.base import Embedder, embed_checked, passages_checked
 from memstore.types import Episode, Fact
 
 __all__ = ["EMBEDDED_TABLES", "fill_embeddings"]
@@ -36,6 +36,9 @@ async def fill_embeddings(
 ) -> list[Any]:
     """``rows`` with an embedding computed by ``embedder`` where they have none.
 
+    Episode rows also get their passages (:func:`passages_checked`), which
+    dumps never carry.
+
     ``recompute`` replaces every embedding (the rows were embedded by another
     embedder, whose vectors would not be comparable with this store's). Rows of
     tables without embeddings, and rows that are not mappings, pass unchanged.
@@ -51,10 +54,32 @@ async def fill_embeddings(
         if text is not None:
             todo.append(index)
             texts.append(text)
-    if not todo:
-        return list(rows)
-    vectors = await embed_checked(embedder, texts)
     out = list(rows)
-    for index, vector in zip(todo, vectors, strict=True):
-        out[index] = {**out[index], "embedding": vector.tolist()}
+    if todo:
+        vectors = await embed_checked(embedder, texts)
+        for index, vector in zip(todo, vectors, strict=True):
+            out[index] = {**out[index], "embedding": vector.tolist()}
+    if table == "episodes":
+        out = await _fill_passages(embedder, out, recompute=recompute)
     return out
+
+
+async def _fill_passages(embedder: Embedder, rows: list[Any], *, recompute: bool) -> list[Any]:
+    """Episode rows with their passages computed (dumps do not carry them)."""
+    todo: list[int] = []
+    texts: list[str] = []
+    for index, row in enumerate(rows):
+        if not isinstance(row, Mapping) or row.get("embedding") is None:
+            continue
+        if row.get("passages") is not None and not recompute:
+            continue
+        text = _row_text("episodes", row)
+        if text is not None:
+            todo.append(index)
+            texts.append(text)
+    if not todo:
+        return rows
+    passages = await passages_checked(embedder, texts)
+    for index, found in zip(todo, passages, strict=True):
+        rows[index] = {**rows[index], "passages": None if found is None else found.tolist()}
+    return rows

