@@ -8,6 +8,7 @@ better of the two cosines. docs/RECALL.md ("Passages") has the measured effect.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -141,3 +142,21 @@ async def test_reembed_and_import_compute_passages(
         # An import embeds the passages the dump does not carry.
         await store.import_(dump, user_id="carol")
         assert (await _first(store, "carol"))[0] == LONG_ANSWER
+
+
+async def test_passages_are_scored_for_the_pool_nearest_by_whole_text(
+    db_url: str, minilm: Any
+) -> None:
+    # depth 1 and a pool of 1: only the row nearest by whole text (the distractor)
+    # has its passages read, so the long answer's best passage does not count.
+    narrow = RecallTuning(
+        depth=1, passage_pool=1, keyword_weight=0.0, neighbour_weight=0.0, session_weight=0.0
+    )
+    async with MemoryStore.open(db_url, embedder=minilm, recall_tuning=narrow) as store:
+        await store.remember_many(_episodes("alice"))
+        hits = await store.recall(QUERY, user_id="alice", limit=1)
+    assert hits[0].output == SHORT_DISTRACTOR
+    wide = replace(narrow, passage_pool=3)
+    async with MemoryStore.open(db_url, embedder=minilm, recall_tuning=wide) as store:
+        hits = await store.recall(QUERY, user_id="alice", limit=1)
+    assert hits[0].output == LONG_ANSWER

@@ -29,6 +29,10 @@ class RecallTuning:
     session_top: int = 2  # session score = mean of its best this-many turns
     expand: int = 50  # best candidates whose neighbours are also scored
     recency_half_life_days: float = 30.0
+    # Long episodes are scored by their best passage among the this-many rows most
+    # similar by whole text (all rows of a tenant that has fewer): bounds the cost
+    # of passages in large tenants, the same rule on both backends.
+    passage_pool: int = 500
 
 
 def standardise(scores: Mapping[str, float]) -> tuple[dict[str, float], float]:

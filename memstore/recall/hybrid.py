@@ -139,6 +139,7 @@ class HybridRecall:
                 session_top=t.session_top,
                 expand=t.expand,
                 half_life_days=t.recency_half_life_days,
+                passage_pool=t.passage_pool,
             ),
         )
         return await self.episode_search.recall(session, request, qvec, k1=BM25_K1, b=BM25_B)

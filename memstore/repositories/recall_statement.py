@@ -57,6 +57,12 @@ class Fusion:
     session_top: int
     expand: int
     half_life_days: float
+    passage_pool: int = 500
+
+    @property
+    def pool(self) -> int:
+        """Rows (best by whole-text cosine) whose passages are scored: at least ``depth``."""
+        return max(self.passage_pool, self.depth)
 
 
 @dataclass(frozen=True)
@@ -351,6 +357,7 @@ def shared_params(request: EpisodeRecall) -> dict[str, Any]:
         "rw": request.recency_weight,
         "limit": request.limit,
         "depth": f.depth,
+        "pool": f.pool,
     }
 
 

@@ -127,22 +127,37 @@ class PostgresSearch:
         return await self.dense_large(session, user_id, query, depth, tenant_rows)
 
     async def dense_large(
-        self, session: Reader, user_id: str, query: np.ndarray, depth: int, tenant_rows: int
+        self,
+        session: Reader,
+        user_id: str,
+        query: np.ndarray,
+        depth: int,
+        tenant_rows: int,
+        pool: int | None = None,
     ) -> dict[str, float]:
-        """Episodes of a tenant too big to scan on every query: through the HNSW index."""
+        """Episodes of a tenant too big to scan on every query: through the HNSW index.
+
+        The index returns the ``pool`` rows nearest by whole text (``depth`` when
+        None); those with passages are re-scored by their best one.
+        """
         model = EPISODES
         vector = bindparam("qvec", query.astype(np.float32), type_=PgVector())
         distance = model.embedding.op("<=>", return_type=Float)(cast(vector, PgVector()))
+        fetch = max(pool or depth, depth)
         if await self._pgvector_version(session) >= (0, 8):
-            found = await self._iterative(session, model, user_id, distance, depth)
+            found = await self._iterative(session, model, user_id, distance, fetch)
         else:
-            found = await self._overfetch(session, model, user_id, distance, depth, tenant_rows)
+            found = await self._overfetch(session, model, user_id, distance, fetch, tenant_rows)
         rows = await session.execute(
             text(_PG_PASSAGES).bindparams(bindparam("qvec", type_=PgVector())),
-            {"user_id": user_id, "qvec": query.astype(np.float32), "depth": depth},
+            {
+                "user_id": user_id,
+                "qvec": query.astype(np.float32),
+                "pool_ids": list(found),
+            },
         )
         for row_id, sim in rows.all():
-            found[row_id] = max(found.get(row_id, -1.0), float(sim))
+            found[row_id] = max(found[row_id], float(sim))
         best = sorted(found.items(), key=lambda kv: (-kv[1], kv[0]))[:depth]
         return dict(best)
 
@@ -257,28 +272,40 @@ class PostgresSearch:
 # keeps from being flattened, so the ORDER BY cannot reach the HNSW index (the
 # tenant's rows come from the user_id btree) and `<=>` is not evaluated twice.
 _PG_DENSE_EXACT = """
-SELECT x.id, 1 - x.d FROM (
-  SELECT e.id, {distance} AS d FROM episodes AS e
-  WHERE e.user_id = :user_id AND e.embedding IS NOT NULL {time_filter}
-  OFFSET 0
-) AS x
-ORDER BY x.d, x.id
+SELECT n.id, 1 - {distance} AS s FROM (
+  SELECT x.id, x.d, x.passages FROM (
+    SELECT e.id, e.embedding <=> :qvec AS d, e.passages FROM episodes AS e
+    WHERE e.user_id = :user_id AND e.embedding IS NOT NULL {time_filter}
+    OFFSET 0
+  ) AS x
+  ORDER BY x.d, x.id
+  LIMIT :pool
+) AS n
+ORDER BY s DESC, n.id
 LIMIT :depth"""
 
-# A row's distance is that of its whole text or of its best passage, whichever is
-# smaller; rows without passages (short texts) skip the subquery.
-EPISODE_DISTANCE = (
-    "CASE WHEN e.passages IS NULL THEN e.embedding <=> :qvec ELSE least(e.embedding <=> :qvec, "
-    "(SELECT min(p <=> :qvec) FROM unnest(e.passages) AS p)) END"
-)
 
-# Large tenants (HNSW over whole-text vectors): their long rows' best passages,
-# scanned exactly, so that the passage rule holds at every tenant size.
+def _nearer(whole: str, passages: str) -> str:
+    """SQL: the smaller of a row's whole-text distance and its best passage's."""
+    return (
+        f"CASE WHEN {passages} IS NULL THEN {whole} ELSE least({whole}, "
+        f"(SELECT min(p <=> :qvec) FROM unnest({passages}) AS p)) END"
+    )
+
+
+# Of the ``pool`` rows nearest by whole text, a row's distance is that of its whole
+# text or of its best passage, whichever is smaller. Passages are stored out of
+# line and carried as pointers: only the pool's are read, and only rows that have
+# some. (No join back to episodes: with a new tenant's rows not yet analysed, the
+# planner chose a nested loop that compared every pair.)
+EPISODE_DISTANCE = _nearer("n.d", "n.passages")
+
+# Large tenants (HNSW over whole-text vectors): the passages of the pool the index
+# returned, scored exactly; rows found through the (user_id, id) key alone.
 _PG_PASSAGES = f"""
-SELECT e.id, 1 - ({EPISODE_DISTANCE}) AS s FROM episodes AS e
-WHERE e.user_id = :user_id AND e.passages IS NOT NULL AND e.embedding IS NOT NULL
-ORDER BY s DESC, e.id
-LIMIT :depth"""
+SELECT e.id, 1 - {_nearer("(e.embedding <=> :qvec)", "e.passages")} AS s FROM episodes AS e
+WHERE e.user_id = :user_id AND e.id = ANY(CAST(:pool_ids AS text[]))
+  AND e.passages IS NOT NULL"""
 
 _PG_DENSE_GIVEN = "SELECT * FROM unnest(CAST(:dense_ids AS text[]), CAST(:dense_sims AS float8[]))"
 
@@ -391,7 +418,12 @@ class EpisodeSearch:
         types: dict[str, Any] = {}
         if stats.rows > self.vectors.exact_threshold and request.time_range is None:
             dense = await self.vectors.dense_large(
-                session, request.user_id, qvec, request.fusion.depth, stats.rows
+                session,
+                request.user_id,
+                qvec,
+                request.fusion.depth,
+                stats.rows,
+                pool=request.fusion.pool,
             )
             dialect = replace(dialect, dense=_PG_DENSE_GIVEN)
             values.update(dense_ids=list(dense), dense_sims=list(dense.values()))

@@ -157,7 +157,8 @@ class EpisodeSearch:
         b: float,
     ) -> list[RecallHit]:
         vectors = await self.cache.vectors(session, request.user_id)
-        dense = vectors.nearest(qvec, request.fusion.depth, request.time_range)
+        fusion = request.fusion
+        dense = vectors.nearest(qvec, fusion.depth, request.time_range, fusion.pool)
         dialect = SQLITE_DIALECT
         values: dict[str, Any] = {**shared_params(request), "dense": json.dumps(dense)}
         types: dict[str, Any] = {"dense": String()}
