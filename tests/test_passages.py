@@ -9,6 +9,7 @@ better of the two cosines. docs/RECALL.md ("Passages") has the measured effect.
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -160,3 +161,21 @@ async def test_passages_are_scored_for_the_pool_nearest_by_whole_text(
     async with MemoryStore.open(db_url, embedder=minilm, recall_tuning=wide) as store:
         hits = await store.recall(QUERY, user_id="alice", limit=1)
     assert hits[0].output == LONG_ANSWER
+
+
+async def test_a_passage_never_brings_back_a_row_the_time_range_excludes(
+    db_url: str, minilm: Any
+) -> None:
+    early = datetime(2024, 1, 1, tzinfo=UTC)
+    late = datetime(2025, 1, 1, tzinfo=UTC)
+    episodes = [
+        replace(e, occurred_at=early if e.output == LONG_ANSWER else late)
+        for e in _episodes("alice")
+    ]
+    async with MemoryStore.open(db_url, embedder=minilm, recall_tuning=DENSE_ONLY) as store:
+        await store.remember_many(episodes)
+        hits = await store.recall(
+            QUERY, user_id="alice", limit=3, time_range=(late, late + timedelta(days=1))
+        )
+    assert LONG_ANSWER not in [hit.output for hit in hits]
+    assert hits[0].output == SHORT_DISTRACTOR
