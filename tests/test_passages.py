@@ -8,6 +8,7 @@ better of the two cosines. docs/RECALL.md ("Passages") has the measured effect.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -15,8 +16,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from memstore import Episode, MemoryStore
+from memstore import DimensionMismatch, Episode, InvalidInput, MemoryStore
 from memstore.documents import episode_text
+from memstore.embeddings import HashingEmbedder
 from memstore.recall import RecallTuning
 from memstore.recall.reembed import reembed
 
@@ -179,3 +181,29 @@ async def test_a_passage_never_brings_back_a_row_the_time_range_excludes(
         )
     assert LONG_ANSWER not in [hit.output for hit in hits]
     assert hits[0].output == SHORT_DISTRACTOR
+
+
+class _BrokenPassages(HashingEmbedder):
+    """Whole-text vectors as usual; passages with a NaN, or of another width."""
+
+    def __init__(self, *, width: int | None = None) -> None:
+        super().__init__()
+        self.width = width
+
+    async def embed_passages(self, texts: Sequence[str]) -> list[np.ndarray]:
+        width = self.width or self.dim
+        bad = np.full((2, width), np.nan if self.width is None else 0.1, dtype=np.float32)
+        return [bad for _ in texts]
+
+
+@pytest.mark.parametrize(
+    ("embedder", "error"),
+    [(_BrokenPassages(), InvalidInput), (_BrokenPassages(width=7), DimensionMismatch)],
+)
+async def test_bad_passages_are_refused_before_anything_is_written(
+    db_url: str, embedder: Any, error: type[Exception]
+) -> None:
+    async with MemoryStore.open(db_url, embedder=embedder) as store:
+        with pytest.raises(error):
+            await store.remember_many(_episodes("alice"))
+        assert await store.recall("spreadsheet", user_id="alice", limit=3) == []
