@@ -132,9 +132,14 @@ class Vector(TypeDecorator[np.ndarray]):
             return None
         if isinstance(value, bytes | bytearray | memoryview):
             return np.frombuffer(bytes(value), dtype=np.float32)
-        if hasattr(value, "to_numpy"):  # pgvector.Vector from the asyncpg codec
-            value = value.to_numpy()
-        return np.asarray(value, dtype=np.float32)
+        return _float32(value)
+
+
+def _float32(value: Any) -> np.ndarray:
+    """A vector read from Postgres (a pgvector ``Vector`` from the asyncpg codec) as float32."""
+    if hasattr(value, "to_numpy"):
+        value = value.to_numpy()
+    return np.asarray(value, dtype=np.float32)
 
 
 _WIDTH = np.dtype("<u4")
@@ -181,7 +186,5 @@ class VectorList(TypeDecorator[np.ndarray]):
             width = int(np.frombuffer(raw[: _WIDTH.itemsize], dtype=_WIDTH)[0])
             flat = np.frombuffer(raw[_WIDTH.itemsize :], dtype=np.float32)
             return flat.reshape(-1, width) if width else flat.reshape(0, 0)
-        rows = [
-            np.asarray(v.to_numpy() if hasattr(v, "to_numpy") else v, np.float32) for v in value
-        ]
+        rows = [_float32(v) for v in value]
         return np.stack(rows) if rows else np.zeros((0, 0), np.float32)

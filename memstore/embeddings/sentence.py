@@ -116,8 +116,8 @@ class SentenceTransformerEmbedder:
         if not dim:
             raise ValueError(f"model {self.model_name!r} does not report its embedding size")
         self._dim = int(dim)
-        self._window = _window_tokens(self._model) if whole_text else None
         window = _window_tokens(self._model)
+        self._window = window if whole_text else None
         if passage_tokens is not None and passage_tokens < 8:
             raise ValueError(f"passage_tokens must be at least 8 (or None), got {passage_tokens}")
         self._passage = (
