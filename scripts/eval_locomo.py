@@ -25,6 +25,11 @@ one-liners with multi-paragraph episodes.
 ``--ablation`` ingests once and asks every question again through stores opened with
 ``recall_tuning`` variants (public ``RecallTuning``), printing recall@10 per half and
 category for each.
+
+``--ceiling 20 50`` also asks for the top N and moves the evidence in it to the front:
+recall@10 of a perfect re-ranker of the shipped pipeline's top N, i.e. the most any
+re-ranking stage over those rows could reach. It reads the evidence, so it is a bound
+to compare ideas against, never a result.
 """
 
 from __future__ import annotations
@@ -216,10 +221,19 @@ async def ingest(
 
 
 async def ask(
-    store: MemoryStore, data: Sequence[dict[str, Any]], granularity: str = "turn"
-) -> Results:
-    """recall@k of every question with evidence, by conversation and category."""
-    results: Results = defaultdict(list)
+    store: MemoryStore,
+    data: Sequence[dict[str, Any]],
+    granularity: str = "turn",
+    ceilings: Sequence[int] = (),
+) -> dict[str, Results]:
+    """recall@k of every question with evidence, by conversation and category.
+
+    Under ``"shipped"``; with ``ceilings``, also under ``ceiling_name(n)`` the
+    recall@k of the top ``n`` re-ranked with the evidence first.
+    """
+    out: dict[str, Results] = {"shipped": defaultdict(list)}
+    for n in ceilings:
+        out[ceiling_name(n)] = defaultdict(list)
     for index, sample in enumerate(data):
         tenant = tenant_of(sample, index)
         run_of: dict[str, str] = {}
@@ -233,12 +247,27 @@ async def ask(
                 evidence = {run_of[e] for e in evidence if e in run_of}
             if not evidence:
                 continue
+            key = (tenant, str(qa.get("category")))
             found = await store.recall(qa["question"], user_id=tenant, limit=max(KS))
             ranked = [e.metadata.get("dia_id") for e in found]
-            results[(tenant, str(qa.get("category")))].append(
-                {k: len(evidence & set(ranked[:k])) / len(evidence) for k in KS}
-            )
-    return results
+            out["shipped"][key].append(_recall_at(evidence, ranked))
+            if not ceilings:
+                continue
+            deep = await store.recall(qa["question"], user_id=tenant, limit=max(ceilings))
+            deep_ranked = [e.metadata.get("dia_id") for e in deep]
+            for n in ceilings:
+                top = deep_ranked[:n]
+                reranked = [d for d in top if d in evidence] + [d for d in top if d not in evidence]
+                out[ceiling_name(n)][key].append(_recall_at(evidence, reranked))
+    return out
+
+
+def ceiling_name(depth: int) -> str:
+    return f"ceiling: ideal top {depth}"
+
+
+def _recall_at(evidence: set[str], ranked: Sequence[str | None]) -> dict[int, float]:
+    return {k: len(evidence & set(ranked[:k])) / len(evidence) for k in KS}
 
 
 async def evaluate(
@@ -247,6 +276,7 @@ async def evaluate(
     data: Sequence[dict[str, Any]],
     tunings: dict[str, RecallTuning | None],
     granularity: str = "turn",
+    ceilings: Sequence[int] = (),
 ) -> tuple[dict[str, Results], str, set[str]]:
     """Ingest ``data`` once, then ask every question through a store per tuning."""
     plans: set[str] = set()
@@ -256,7 +286,9 @@ async def evaluate(
         await ingest(store, data, granularity)
     for name, tuning in tunings.items():
         async with MemoryStore.open(url, embedder=embedder, recall_tuning=tuning) as store:
-            out[name] = await ask(store, data, granularity)
+            asked = await ask(store, data, granularity, ceilings if name == "shipped" else ())
+            out[name] = asked.pop("shipped")
+            out.update(asked)
             plans.add(getattr(store.search, "last_plan", "") or "exact (numpy)")
     return out, backend, plans
 
@@ -346,7 +378,9 @@ async def run(args: argparse.Namespace) -> None:
         dict(ABLATIONS) if args.ablation else {"shipped": None}
     )
     started = time.perf_counter()
-    runs, backend, plans = await evaluate(url, embedder, data, tunings, args.granularity)
+    runs, backend, plans = await evaluate(
+        url, embedder, data, tunings, args.granularity, args.ceiling
+    )
     elapsed = time.perf_counter() - started
     print(
         f"backend: {backend}   embedder: {args.embedder} {embedder!r}   "
@@ -359,7 +393,7 @@ async def run(args: argparse.Namespace) -> None:
         f"time: {elapsed:.0f}s"
     )
     print_report(runs["shipped"])
-    if args.ablation:
+    if args.ablation or args.ceiling:
         print()
         print_ablation(runs)
 
@@ -387,6 +421,14 @@ def main() -> None:
     which.add_argument("--conversations", nargs="+", metavar="ID", help="sample ids to use")
     parser.add_argument(
         "--ablation", action="store_true", help="recall@10 with each pipeline part off"
+    )
+    parser.add_argument(
+        "--ceiling",
+        nargs="+",
+        type=int,
+        default=[],
+        metavar="N",
+        help="also recall@10 of an ideal re-ranking of the top N (reads the evidence: a bound)",
     )
     args = parser.parse_args()
     if args.embedder is None:
