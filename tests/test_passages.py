@@ -147,6 +147,84 @@ async def test_reembed_and_import_compute_passages(
         assert (await _first(store, "carol"))[0] == LONG_ANSWER
 
 
+async def test_reembed_with_passages_backfills_them_and_keeps_the_vectors(
+    db_url: str, minilm: Any, minilm_whole_only: Any
+) -> None:
+    # Episodes stored without passages, as before migration 0011.
+    async with MemoryStore.open(
+        db_url, embedder=minilm_whole_only, recall_tuning=DENSE_ONLY
+    ) as store:
+        await store.remember_many(_episodes("alice"))
+        before = await store.recall_scored(QUERY, user_id="alice", limit=3)
+    from memstore.db.engine import create_engine
+
+    engine = create_engine(db_url)
+    try:
+        plain = await reembed(engine, minilm)
+        assert (plain.episodes, plain.passages) == (0, 0)
+        async with MemoryStore.open(db_url, embedder=minilm, recall_tuning=DENSE_ONLY) as store:
+            assert (await _first(store, "alice"))[0] == SHORT_DISTRACTOR
+
+        result = await reembed(engine, minilm, passages=True)
+    finally:
+        await engine.dispose()
+    # The two long episodes got passages; no vector was recomputed.
+    assert (result.episodes, result.facts, result.passages) == (0, 0, 2)
+    async with MemoryStore.open(db_url, embedder=minilm, recall_tuning=DENSE_ONLY) as store:
+        after = await store.recall_scored(QUERY, user_id="alice", limit=3)
+    assert after[0].episode.output == LONG_ANSWER
+    whole_before = {h.episode.id: h.parts["dense"] for h in before}
+    short = next(h for h in after if h.episode.output == SHORT_DISTRACTOR)
+    assert short.parts["dense"] == pytest.approx(whole_before[short.episode.id], abs=1e-6)
+
+
+async def test_reembed_with_passages_needs_an_embedder_that_has_them(db_url: str) -> None:
+    async with MemoryStore.open(db_url, embedder=HashingEmbedder()) as store:
+        await store.remember(_episodes("alice")[0])
+        with pytest.raises(InvalidInput, match="computes no passages"):
+            await reembed(store.engine, HashingEmbedder(48), passages=True)
+    # Refused before anything was written: the width is still 384 (opening with
+    # it would raise DimensionMismatch otherwise) and the vector is still there.
+    async with MemoryStore.open(db_url, embedder=HashingEmbedder()) as store:
+        hits = await store.recall_scored("budget spreadsheet", user_id="alice", limit=3)
+    assert len(hits) == 1 and hits[0].parts["dense"] > 0
+
+
+def test_reembed_cli_backfills_passages_or_says_why_not(
+    db_url: str, minilm: Any, minilm_whole_only: Any
+) -> None:
+    import asyncio
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    async def fill() -> None:
+        async with MemoryStore.open(db_url, embedder=minilm_whole_only) as store:
+            await store.remember_many(_episodes("alice"))
+
+    asyncio.run(fill())
+    root = Path(__file__).resolve().parents[1]
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "memstore", "reembed", "--url", db_url, *args],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            cwd=root,
+            env={**os.environ, "PYTHONPATH": str(root)},
+        )
+
+    refused = cli("--embedder", "hashing", "--passages")
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr
+    assert "InvalidInput" in refused.stderr and "computes no passages" in refused.stderr
+    done = cli("--embedder", "sentence-transformers", "--passages")
+    assert done.returncode == 0, done.stderr
+    assert "re-embedded 0 episodes and 0 facts" in done.stdout
+    assert "passages for 2 episodes" in done.stdout
+
+
 async def test_passages_are_scored_for_the_pool_nearest_by_whole_text(
     db_url: str, minilm: Any
 ) -> None:

@@ -17,6 +17,11 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--url", help="database URL (default: $MEMSTORE_URL or ./memstore.db)")
     add_embedder_arguments(parser, default="hashing")
     parser.add_argument("--all", action="store_true", help="re-embed every row")
+    parser.add_argument(
+        "--passages",
+        action="store_true",
+        help="also compute passages for episodes stored without them, keeping their vectors",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -25,7 +30,7 @@ async def _run(args: argparse.Namespace) -> ReembedResult:
     assert embedder is not None  # --embedder has a default here
     engine = create_engine(args.url)
     try:
-        return await reembed(engine, embedder, all_rows=args.all)
+        return await reembed(engine, embedder, all_rows=args.all, passages=args.passages)
     finally:
         await engine.dispose()
 
@@ -41,5 +46,6 @@ def run(args: argparse.Namespace) -> int:
         change += f", embedder {result.previous_embedder} -> {result.embedder}"
     else:
         change += f", embedder {result.embedder}"
-    print(f"re-embedded {result.episodes} episodes and {result.facts} facts ({change})")
+    filled = f"; passages for {result.passages} episodes" if args.passages else ""
+    print(f"re-embedded {result.episodes} episodes and {result.facts} facts ({change}){filled}")
     return 0

@@ -1,5 +1,8 @@
 """Recompute stored embeddings: backfill rows that have none, or switch to another embedder.
 
+``passages=True`` also gives passages to episodes stored without them (before
+migration 0011, or by an embedder without passages) while keeping their vectors.
+
 Switching to an embedder of another width changes the recorded dimension and, on
 Postgres, the column type (``vector(n)``) and its HNSW index, in one transaction with
 the recomputed vectors; nothing else in the schema is touched.
@@ -15,8 +18,9 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from memstore.db.crosstenant import cross_tenant_connection
 from memstore.documents import episode_text, fact_text
-from memstore.embeddings.base import Embedder, embed_checked, passages_checked
+from memstore.embeddings.base import Embedder, PassageEmbedder, embed_checked, passages_checked
 from memstore.embeddings.identity import embedder_identity
+from memstore.errors import InvalidInput
 from memstore.models import ConfigRow, EpisodeRow, FactRow
 from memstore.models.config import EMBEDDER_KEY, EMBEDDING_DIM_KEY
 from memstore.models.search import VECTOR_INDEX, vector_storage
@@ -36,6 +40,8 @@ class ReembedResult:
     facts: int
     embedder: str = ""
     previous_embedder: str | None = None
+    # Episodes that kept their vector and were given passages (``passages=True``).
+    passages: int = 0
 
 
 def _episode_text(row: Any) -> str:
@@ -100,10 +106,52 @@ async def _refresh(
         after = (rows[-1].user_id, rows[-1].id)
 
 
+async def _backfill_passages(conn: AsyncConnection, embedder: Embedder) -> int:
+    """Passages for episodes that have a vector but none; returns how many got some.
+
+    Every such row is read (a short text has none, and only the tokenizer can tell),
+    but only long texts cost a model pass.
+    """
+    filled = 0
+    after: tuple[str, str] | None = None
+    row_text = (EpisodeRow.user_id, EpisodeRow.id, EpisodeRow.session_id)
+    while True:
+        stmt = (
+            select(*row_text, EpisodeRow.input, EpisodeRow.output)
+            .where(EpisodeRow.embedding.is_not(None), EpisodeRow.passages.is_(None))
+            .order_by(EpisodeRow.user_id, EpisodeRow.id)
+            .limit(_BATCH)
+        )
+        if after is not None:
+            stmt = stmt.where(
+                (EpisodeRow.user_id > after[0])
+                | ((EpisodeRow.user_id == after[0]) & (EpisodeRow.id > after[1]))
+            )
+        rows = (await conn.execute(stmt)).all()
+        if not rows:
+            return filled
+        passages = await passages_checked(embedder, [_episode_text(r) for r in rows])
+        for row, found in zip(rows, passages, strict=True):
+            if found is None:
+                continue
+            await conn.execute(
+                update(EpisodeRow)
+                .where(EpisodeRow.user_id == row.user_id, EpisodeRow.id == row.id)
+                .values(passages=found)
+            )
+            filled += 1
+        after = (rows[-1].user_id, rows[-1].id)
+
+
 async def reembed(
-    engine: AsyncEngine, embedder: Embedder, *, all_rows: bool = False
+    engine: AsyncEngine, embedder: Embedder, *, all_rows: bool = False, passages: bool = False
 ) -> ReembedResult:
     """Embed rows without an embedding (or every row with ``all_rows``) using ``embedder``.
+
+    ``passages`` also computes the passages of episodes that have a vector but no
+    passages, leaving their vectors as they are: the way to give long episodes
+    stored before passages existed their passages without re-embedding every row.
+    ``embedder`` must then be a :class:`PassageEmbedder`.
 
     If its width differs from the recorded one, every row is re-embedded and the
     recorded width (and Postgres column type) changes with it. If another
@@ -112,6 +160,11 @@ async def reembed(
     embedder (a database that recorded none adopts it). Stores opened before
     should be re-opened: they keep the embedder they were opened with.
     """
+    if passages and not isinstance(embedder, PassageEmbedder):
+        raise InvalidInput(
+            f"{embedder!r} computes no passages; pass an embedder with embed_passages "
+            "(e.g. SentenceTransformerEmbedder) or leave passages off"
+        )
     dim = int(embedder.dim)
     identity = embedder_identity(embedder)
     async with engine.begin() as conn:
@@ -129,9 +182,11 @@ async def reembed(
         await set_embedder(conn, identity)
         episodes = await _refresh(conn, EpisodeRow, embedder, _episode_text, not all_rows)
         facts = await _refresh(conn, FactRow, embedder, _fact_text, not all_rows)
+        # After a full refresh every row has its passages already.
+        filled = await _backfill_passages(conn, embedder) if passages and not all_rows else 0
         if dim != recorded and conn.dialect.name == "postgresql":
             name, table, method = VECTOR_INDEX
             await conn.execute(text(f"CREATE INDEX {name} ON {table} USING {method}"))
     # Pooled connections may have cached the old column type's statements.
     await engine.dispose()
-    return ReembedResult(dim, recorded, episodes, facts, identity, previous)
+    return ReembedResult(dim, recorded, episodes, facts, identity, previous, filled)
