@@ -18,12 +18,14 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+# benchlib as scripts/bench.py imports it (one module name for mypy, too).
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from benchlib.servers import Databases, sqlalchemy_url
 from langgraph.store.base import PutOp
 
 from memstore.integrations.langgraph import MemstoreStore
 from memstore.migrate import upgrade
-from scripts.benchlib.servers import Databases, sqlalchemy_url
 
 WORDS = "tea coffee bicycle river paris garden music winter python lamp cloud stone".split()
 

@@ -39,7 +39,8 @@ def vectors(n: int, seed: int) -> np.ndarray:
     basis = np.random.default_rng(0).normal(size=(32, DIM))  # shared by rows and queries
     rng = np.random.default_rng(seed)
     v = rng.normal(size=(n, 32)) @ basis + 0.2 * rng.normal(size=(n, DIM))
-    return (v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float32)
+    unit: np.ndarray = (v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float32)
+    return unit
 
 
 async def main(args: argparse.Namespace) -> None:

@@ -63,7 +63,8 @@ def run_child(*args: str) -> dict[str, Any]:
     )
     if proc.returncode != 0:
         raise RuntimeError(f"child {args[0]} failed: {proc.stderr[-2000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return result
 
 
 def start_child(*args: str) -> Any:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import numpy as np
 
@@ -59,7 +60,8 @@ def episode_id(seed: int, row: int) -> str:
 
 
 def _normalise(m: np.ndarray) -> np.ndarray:
-    return (m / np.linalg.norm(m, axis=-1, keepdims=True)).astype(np.float32)
+    unit: np.ndarray = (m / np.linalg.norm(m, axis=-1, keepdims=True)).astype(np.float32)
+    return unit
 
 
 @dataclass
@@ -149,7 +151,7 @@ class Workload:
         lo = start - blocks[0].start
         hi = lo + (end - start)
 
-        def cat(parts: list, arrays: bool = True):
+        def cat(parts: list[Any], arrays: bool = True) -> Any:  # an array, or a list
             joined = np.concatenate(parts) if arrays else [x for p in parts for x in p]
             return joined[lo:hi]
 

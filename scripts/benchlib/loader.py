@@ -44,17 +44,21 @@ async def load_episodes(
     tenant: str | None = None,
     log: Any = print,
 ) -> LoadReport:
+    from sqlalchemy import Table
     from sqlalchemy.dialects import postgresql, sqlite
 
     from memstore.models import EpisodeRow
     from memstore.types import utcnow
 
     table = EpisodeRow.__table__
+    assert isinstance(table, Table)  # typed as any FromClause; a declarative table here
     pg = target.backend == "postgres"
-    dialect = postgresql.asyncpg.dialect() if pg else sqlite.dialect()
+    # SQLAlchemy leaves PGDialect.__init__ unannotated.
+    dialect = postgresql.asyncpg.dialect() if pg else sqlite.dialect()  # type: ignore[no-untyped-call]
     report = LoadReport()
     turns = Turns()
-    conn = await pg_connect(target.raw) if pg else sqlite_connect(target.raw)
+    # An asyncpg connection (untyped) when pg, else a sqlite3.Connection.
+    conn: Any = await pg_connect(target.raw) if pg else sqlite_connect(target.raw)
     try:
         indexes: list[tuple[str, str]] = []
         if pg:

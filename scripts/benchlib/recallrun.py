@@ -82,7 +82,8 @@ async def measure_recall(
     for queries in classes.values():
         for _, text, vec in queries:
             embedder.register(text, vec)
-    conn = await pg_connect(target.raw) if pg else await SqliteQueries(target.raw).__aenter__()
+    # An asyncpg connection (untyped) when pg, else a SqliteQueries.
+    conn: Any = await pg_connect(target.raw) if pg else await SqliteQueries(target.raw).__aenter__()
     raw = PgRecall(conn) if pg else SqliteRecall(conn)
     out: dict[str, Paired] = {}
     tuning = dense_only_tuning()
@@ -108,10 +109,12 @@ async def measure_recall(
                 paths["memstore vector-only"] = vector_only
                 paths["raw vector SQL (exact)"] = lambda q: raw.vector(q[0], q[2], K)
                 if pg:
+                    assert isinstance(raw, PgRecall)
                     paths["raw vector SQL (planner's choice)"] = lambda q: raw.vector(
                         q[0], q[2], K, exact=False
                     )
                 if pg and hnsw_ef:
+                    assert isinstance(raw, PgRecall)
                     paths[hnsw_path(hnsw_ef)] = lambda q: raw.vector_hnsw(q[0], q[2], K, hnsw_ef)
             plans: dict[str, int] = {}
             for cls, queries in classes.items():

@@ -50,7 +50,8 @@ def search_text(episode: Any) -> str | None:
         from memstore.documents import episode_search_text
     except ImportError:
         try:
-            from memstore.store import episode_search_text
+            # Older memstore checkouts (bench.py measures them too) had it here.
+            from memstore.store import episode_search_text  # type: ignore[attr-defined, no-redef]
         except ImportError:
             from memstore.models import EpisodeRow
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -13,6 +14,9 @@ from .data import EPOCH
 from .ingest_util import drop_hnsw
 from .memapi import LookupEmbedder, open_store
 from .stats import Section
+
+if TYPE_CHECKING:
+    from memstore import Episode
 
 __all__ = ["run"]
 
@@ -49,7 +53,7 @@ TEMPLATES = [
 ]
 
 
-def _episodes(n: int, users: int) -> list[object]:
+def _episodes(n: int, users: int) -> list[Episode]:
     from memstore import Episode
 
     rng = np.random.default_rng(77)

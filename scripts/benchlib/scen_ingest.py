@@ -27,22 +27,27 @@ BATCH = 1_000
 def _dialect(backend: str) -> Any:
     from sqlalchemy.dialects import postgresql, sqlite
 
-    return sqlite.dialect() if backend == "sqlite" else postgresql.asyncpg.dialect()
+    # SQLAlchemy leaves PGDialect.__init__ unannotated.
+    return sqlite.dialect() if backend == "sqlite" else postgresql.asyncpg.dialect()  # type: ignore[no-untyped-call]
 
 
 async def _alternate(
     mem: Target, raw: Target, work: Workload, insert: Target | None
 ) -> dict[str, Samples]:
+    from sqlalchemy import Table
+
     from memstore.models import EpisodeRow
     from memstore.types import utcnow
 
     backend = mem.backend
     table = EpisodeRow.__table__
+    assert isinstance(table, Table)  # typed as any FromClause; a declarative table here
     dialect = _dialect(backend)
     samples = {"mem": Samples(), "raw": Samples(), "insert": Samples()}
     turns = Turns()
     embedder = LookupEmbedder()
-    conn = sqlite_connect(raw.raw) if backend == "sqlite" else await pg_connect(raw.raw)
+    # A sqlite3.Connection, or an asyncpg connection (untyped) on Postgres.
+    conn: Any = sqlite_connect(raw.raw) if backend == "sqlite" else await pg_connect(raw.raw)
     ins = await pg_connect(insert.raw) if insert is not None else None
     paths = ["mem", "raw"] + (["insert"] if ins is not None else [])
     try:

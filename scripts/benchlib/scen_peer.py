@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -16,6 +17,9 @@ from .paired import Paired, run_paired
 from .recallrun import VECTOR_ONLY, K, Truth, dense_only_tuning, recall_at_k
 from .rows import episode_text, episodes_of
 from .stats import Samples, Section, ms, ratio
+
+if TYPE_CHECKING:
+    from langgraph.store.postgres.base import PostgresIndexConfig
 
 __all__ = ["run"]
 
@@ -36,8 +40,8 @@ async def _memstore_ingest(url: str, work: Workload) -> Samples:
     return samples
 
 
-def _langgraph_index(embedder: LookupEmbedder) -> dict[str, Any]:
-    async def embed(texts: list[str]) -> list[list[float]]:
+def _langgraph_index(embedder: LookupEmbedder) -> PostgresIndexConfig:
+    async def embed(texts: Sequence[str]) -> list[list[float]]:
         return [embedder.vector(t).tolist() for t in texts]
 
     return {
@@ -96,7 +100,8 @@ async def _search(mem_url: str, lg_dsn: str, queries: list[tuple[str, str, np.nd
 
         async def vector_only(q: tuple[str, str, np.ndarray]) -> list[Any]:
             embedder.known[VECTOR_ONLY] = q[2]
-            return await dense.recall(VECTOR_ONLY, user_id=q[0], limit=K)
+            found: list[Any] = await dense.recall(VECTOR_ONLY, user_id=q[0], limit=K)
+            return found
 
         return await run_paired(
             queries,

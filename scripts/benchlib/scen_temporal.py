@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from datetime import timedelta
+from collections.abc import Callable
+from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -95,14 +96,18 @@ def _versions(
 
 
 async def _load(target: Target, chains: list[Chain]) -> int:
+    from sqlalchemy import Table
     from sqlalchemy.dialects import postgresql, sqlite
 
     from memstore.models import FactRow
 
     table = FactRow.__table__
+    assert isinstance(table, Table)  # typed as any FromClause; a declarative table here
     pg = target.backend == "postgres"
-    dialect = postgresql.asyncpg.dialect() if pg else sqlite.dialect()
-    conn = await pg_connect(target.raw) if pg else sqlite_connect(target.raw)
+    # SQLAlchemy leaves PGDialect.__init__ unannotated.
+    dialect = postgresql.asyncpg.dialect() if pg else sqlite.dialect()  # type: ignore[no-untyped-call]
+    # An asyncpg connection (untyped) when pg, else a sqlite3.Connection.
+    conn: Any = await pg_connect(target.raw) if pg else sqlite_connect(target.raw)
     rng = np.random.default_rng(41)
     total = 0
     try:
@@ -164,8 +169,11 @@ async def _measure(
         subject = f"person{s:05d}"
         qs.append((tenant_name(t), subject, p, valid_at, known_at, subject_key(subject)))
     pg = target.backend == "postgres"
-    raw = await pg_connect(target.raw) if pg else await SqliteQueries(target.raw).__aenter__()
-    fmt = (lambda d: d) if pg else (lambda d: d.replace(tzinfo=None).isoformat(" "))
+    # An asyncpg connection (untyped) when pg, else a SqliteQueries.
+    raw: Any = await pg_connect(target.raw) if pg else await SqliteQueries(target.raw).__aenter__()
+    fmt: Callable[[datetime], datetime | str] = (
+        (lambda d: d) if pg else (lambda d: d.replace(tzinfo=None).isoformat(" "))
+    )
     recall_sql, facts_sql, hist_sql = raw_statements(pg)
 
     async def raw_query(sql: str, *params: Any) -> list[Any]:
@@ -174,7 +182,8 @@ async def _measure(
         names = {3: ("u", "s", "p"), 4: ("u", "v", "k", "s"), 5: ("u", "v", "k", "s", "p")}[
             len(params)
         ]
-        return await raw.fetch(sql, dict(zip(names, params, strict=True)))
+        rows: list[Any] = await raw.fetch(sql, dict(zip(names, params, strict=True)))
+        return rows
 
     try:
         async with open_store(target.url) as store:
