@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
 import io
 import json
 import os
@@ -215,7 +216,9 @@ def same_rows(a: dict[str, Any], b: dict[str, Any], *, tolerance: float = 0.0) -
 def main(args: argparse.Namespace) -> None:
     from sqlalchemy.engine import make_url
 
-    from tests.pg_servers import private_pgserver
+    # The tests' own server helper (stops the server and checks it is gone); imported
+    # by name so that type checking of scripts/ does not extend to tests/.
+    private_pgserver = importlib.import_module("tests.pg_servers").private_pgserver
 
     words = Words()
     rng = np.random.default_rng(99)
