@@ -271,10 +271,11 @@ class PostgresSearch:
 # Exact: the distance is computed once per row inside a subquery that OFFSET 0
 # keeps from being flattened, so the ORDER BY cannot reach the HNSW index (the
 # tenant's rows come from the user_id btree) and `<=>` is not evaluated twice.
+# ``rid`` is the row's address, by which the statement fetches it again.
 _PG_DENSE_EXACT = """
-SELECT n.id, 1 - {distance} AS s FROM (
-  SELECT x.id, x.d, x.passages FROM (
-    SELECT e.id, e.embedding <=> :qvec AS d, e.passages FROM episodes AS e
+SELECT n.id, 1 - {distance} AS s, n.rid FROM (
+  SELECT x.id, x.d, x.passages, x.rid FROM (
+    SELECT e.id, e.embedding <=> :qvec AS d, e.passages, e.ctid AS rid FROM episodes AS e
     WHERE e.user_id = :user_id AND e.embedding IS NOT NULL {time_filter}
     OFFSET 0
   ) AS x
@@ -307,7 +308,17 @@ SELECT e.id, 1 - {_nearer("(e.embedding <=> :qvec)", "e.passages")} AS s FROM ep
 WHERE e.user_id = :user_id AND e.id = ANY(CAST(:pool_ids AS text[]))
   AND e.passages IS NOT NULL"""
 
-_PG_DENSE_GIVEN = "SELECT * FROM unnest(CAST(:dense_ids AS text[]), CAST(:dense_sims AS float8[]))"
+# Large tenants: the rows the HNSW statements found, with their similarity and
+# the address this statement reads them at; in the order found, since the mean
+# and standard deviation over them are summed in it. One scan by id, not a join
+# of the ids to episodes, whose plan would hang on the tenant's row estimate. (A
+# row deleted since the HNSW statement now leaves the statistics too.)
+_PG_DENSE_GIVEN = """
+SELECT e.id, (CAST(:dense_sims AS float8[]))[array_position(CAST(:dense_ids AS text[]), e.id)],
+  e.ctid
+FROM episodes AS e
+WHERE e.user_id = :user_id AND e.id = ANY(CAST(:dense_ids AS text[]))
+ORDER BY array_position(CAST(:dense_ids AS text[]), e.id)"""
 
 # Term counts read from the stored tsvector of the tenant's matching rows. The
 # `^@ ANY` pre-filter (every term is a prefix of what it matches) keeps the
@@ -319,12 +330,13 @@ terms AS (
     WITH ORDINALITY AS t(term, prefix, i)
 ),
 kwd AS (
-  SELECT e.id, {tsv} AS v, length({doc}) AS dl FROM episodes AS e
+  SELECT e.id, e.ctid AS rid, {tsv} AS v, length({doc}) AS dl FROM episodes AS e
   WHERE e.user_id = :user_id AND {tsv} @@ to_tsquery('simple', :tsq) {time_filter}
   LIMIT :cap
 ),
 tf AS (
-  SELECT d.id, d.dl, t.i, sum(coalesce(array_length(u.positions, 1), 1)) AS n
+  SELECT d.id, d.dl, t.i, sum(coalesce(array_length(u.positions, 1), 1)) AS n,
+    max(d.rid) AS rid
   FROM kwd AS d CROSS JOIN LATERAL (
     SELECT x.lexeme, x.positions FROM unnest(d.v) AS x
     WHERE x.lexeme ^@ ANY(CAST(:terms AS text[]))
@@ -349,6 +361,7 @@ PG_DIALECT = Dialect(
         "OR e.occurred_at BETWEEN CAST(:t0 AS timestamptz) AND CAST(:t1 AS timestamptz))"
     ),
     windowed_sessions=True,
+    address_lookups=True,
 )
 
 # Keyword candidates scored per query: BM25 is exact while a tenant has fewer
