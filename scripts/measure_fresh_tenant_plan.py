@@ -36,7 +36,6 @@ import asyncio
 import importlib
 import io
 import json
-import os
 import random
 import statistics
 import subprocess
@@ -48,7 +47,8 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
-CODE = os.environ.get("MEMSTORE_CODE", str(REPO))
+# A child process imports the code tree it is measuring: ``--child CODE URL QUERIES OUT``.
+CODE = sys.argv[2] if len(sys.argv) == 6 and sys.argv[1] == "--child" else str(REPO)
 sys.path.insert(0, CODE)
 
 import numpy as np  # noqa: E402
@@ -191,9 +191,8 @@ def extract(rev: str, into: Path) -> Path:
 def run_child(code: Path, url: str, queries: list[str], work: Path) -> dict[str, Any]:
     qfile, out = work / "queries.json", work / "out.json"
     qfile.write_text(json.dumps(queries))
-    env = {**os.environ, "MEMSTORE_CODE": str(code)}
     subprocess.run(
-        [sys.executable, __file__, "--child", url, str(qfile), str(out)], check=True, env=env
+        [sys.executable, __file__, "--child", str(code), url, str(qfile), str(out)], check=True
     )
     return dict(json.loads(out.read_text()))
 
@@ -282,8 +281,8 @@ def main(args: argparse.Namespace) -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 5 and sys.argv[1] == "--child":
-        url, qfile, out = sys.argv[2], Path(sys.argv[3]), Path(sys.argv[4])
+    if len(sys.argv) == 6 and sys.argv[1] == "--child":
+        url, qfile, out = sys.argv[3], Path(sys.argv[4]), Path(sys.argv[5])
         out.write_text(json.dumps(asyncio.run(child(url, json.loads(qfile.read_text())))))
         sys.exit(0)
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
