@@ -17,10 +17,11 @@ import numpy as np
 import pytest
 
 from memstore import DimensionMismatch, Episode, InvalidInput, MemoryStore
+from memstore.db.engine import create_engine
 from memstore.documents import episode_text
 from memstore.embeddings import HashingEmbedder
 from memstore.recall import RecallTuning
-from memstore.recall.reembed import reembed
+from memstore.recall.reembed import ReembedResult, reembed
 
 _BUDGET = "We went through the quarterly budget spreadsheet line by line and fixed the formulas."
 _FILLER = " ".join([_BUDGET] * 12)
@@ -86,6 +87,14 @@ def test_passage_tokens_is_checked() -> None:
         SentenceTransformerEmbedder(passage_tokens=2)
 
 
+async def _reembed(db_url: str, embedder: Any, **options: bool) -> ReembedResult:
+    engine = create_engine(db_url)
+    try:
+        return await reembed(engine, embedder, **options)
+    finally:
+        await engine.dispose()
+
+
 async def _first(store: MemoryStore, user: str) -> tuple[str, float]:
     hits = await store.recall_scored(QUERY, user_id=user, limit=3)
     return hits[0].episode.output, hits[0].parts["dense"]
@@ -133,13 +142,7 @@ async def test_reembed_and_import_compute_passages(
         dump = await store.export(user_id="alice")
     assert all("passages" not in row for row in dump["tables"]["episodes"])
 
-    from memstore.db.engine import create_engine
-
-    engine = create_engine(db_url)
-    try:
-        await reembed(engine, minilm, all_rows=True)
-    finally:
-        await engine.dispose()
+    await _reembed(db_url, minilm, all_rows=True)
     async with MemoryStore.open(db_url, embedder=minilm, recall_tuning=DENSE_ONLY) as store:
         assert (await _first(store, "alice"))[0] == LONG_ANSWER
         # An import embeds the passages the dump does not carry.
@@ -156,18 +159,12 @@ async def test_reembed_with_passages_backfills_them_and_keeps_the_vectors(
     ) as store:
         await store.remember_many(_episodes("alice"))
         before = await store.recall_scored(QUERY, user_id="alice", limit=3)
-    from memstore.db.engine import create_engine
+    plain = await _reembed(db_url, minilm)
+    assert (plain.episodes, plain.passages) == (0, 0)
+    async with MemoryStore.open(db_url, embedder=minilm, recall_tuning=DENSE_ONLY) as store:
+        assert (await _first(store, "alice"))[0] == SHORT_DISTRACTOR
 
-    engine = create_engine(db_url)
-    try:
-        plain = await reembed(engine, minilm)
-        assert (plain.episodes, plain.passages) == (0, 0)
-        async with MemoryStore.open(db_url, embedder=minilm, recall_tuning=DENSE_ONLY) as store:
-            assert (await _first(store, "alice"))[0] == SHORT_DISTRACTOR
-
-        result = await reembed(engine, minilm, passages=True)
-    finally:
-        await engine.dispose()
+    result = await _reembed(db_url, minilm, passages=True)
     # The two long episodes got passages; no vector was recomputed.
     assert (result.episodes, result.facts, result.passages) == (0, 0, 2)
     async with MemoryStore.open(db_url, embedder=minilm, recall_tuning=DENSE_ONLY) as store:
