@@ -8,7 +8,8 @@ better of the two cosines. docs/RECALL.md ("Passages") has the measured effect.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -87,6 +88,14 @@ def test_passage_tokens_is_checked() -> None:
         SentenceTransformerEmbedder(passage_tokens=2)
 
 
+@asynccontextmanager
+async def _stored_without_passages(db_url: str, embedder: Any) -> AsyncIterator[MemoryStore]:
+    """A store holding alice's episodes as a passage-less embedder (or before 0011) wrote them."""
+    async with MemoryStore.open(db_url, embedder=embedder, recall_tuning=DENSE_ONLY) as store:
+        await store.remember_many(_episodes("alice"))
+        yield store
+
+
 async def _reembed(db_url: str, embedder: Any, **options: bool) -> ReembedResult:
     engine = create_engine(db_url)
     try:
@@ -135,10 +144,7 @@ async def test_large_tenants_on_the_ann_plan_use_passages_too(db_url: str, minil
 async def test_reembed_and_import_compute_passages(
     db_url: str, minilm: Any, minilm_whole_only: Any
 ) -> None:
-    async with MemoryStore.open(
-        db_url, embedder=minilm_whole_only, recall_tuning=DENSE_ONLY
-    ) as store:
-        await store.remember_many(_episodes("alice"))
+    async with _stored_without_passages(db_url, minilm_whole_only) as store:
         dump = await store.export(user_id="alice")
     assert all("passages" not in row for row in dump["tables"]["episodes"])
 
@@ -153,11 +159,7 @@ async def test_reembed_and_import_compute_passages(
 async def test_reembed_with_passages_backfills_them_and_keeps_the_vectors(
     db_url: str, minilm: Any, minilm_whole_only: Any
 ) -> None:
-    # Episodes stored without passages, as before migration 0011.
-    async with MemoryStore.open(
-        db_url, embedder=minilm_whole_only, recall_tuning=DENSE_ONLY
-    ) as store:
-        await store.remember_many(_episodes("alice"))
+    async with _stored_without_passages(db_url, minilm_whole_only) as store:
         before = await store.recall_scored(QUERY, user_id="alice", limit=3)
     plain = await _reembed(db_url, minilm)
     assert (plain.episodes, plain.passages) == (0, 0)
@@ -197,8 +199,8 @@ def test_reembed_cli_backfills_passages_or_says_why_not(
     from pathlib import Path
 
     async def fill() -> None:
-        async with MemoryStore.open(db_url, embedder=minilm_whole_only) as store:
-            await store.remember_many(_episodes("alice"))
+        async with _stored_without_passages(db_url, minilm_whole_only):
+            pass
 
     asyncio.run(fill())
     root = Path(__file__).resolve().parents[1]

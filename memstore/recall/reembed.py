@@ -10,10 +10,11 @@ the recomputed vectors; nothing else in the schema is touched.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import select, text, update
+from sqlalchemy import Select, select, text, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from memstore.db.crosstenant import cross_tenant_connection
@@ -71,22 +72,37 @@ async def _change_dimension(conn: AsyncConnection, dim: int) -> None:
     )
 
 
+async def _batches(
+    conn: AsyncConnection, stmt: Select[*tuple[Any, ...]], model: Any
+) -> AsyncIterator[Any]:
+    """The rows of ``stmt`` in ``(user_id, id)`` order, ``_BATCH`` at a time.
+
+    Pages by key rather than by offset, so rows updated out of the filter while
+    paging shift nothing.
+    """
+    after: tuple[str, str] | None = None
+    stmt = stmt.order_by(model.user_id, model.id).limit(_BATCH)
+    while True:
+        page = stmt
+        if after is not None:
+            page = stmt.where(
+                (model.user_id > after[0]) | ((model.user_id == after[0]) & (model.id > after[1]))
+            )
+        rows = (await conn.execute(page)).all()
+        if not rows:
+            return
+        yield rows
+        after = (rows[-1].user_id, rows[-1].id)
+
+
 async def _refresh(
     conn: AsyncConnection, model: Any, embedder: Embedder, to_text: Any, only_missing: bool
 ) -> int:
     done = 0
-    after: tuple[str, str] | None = None
-    while True:
-        stmt = select(model).order_by(model.user_id, model.id).limit(_BATCH)
-        if only_missing:
-            stmt = stmt.where(model.embedding.is_(None))
-        if after is not None:
-            stmt = stmt.where(
-                (model.user_id > after[0]) | ((model.user_id == after[0]) & (model.id > after[1]))
-            )
-        rows = (await conn.execute(stmt)).all()
-        if not rows:
-            return done
+    stmt = select(model)
+    if only_missing:
+        stmt = stmt.where(model.embedding.is_(None))
+    async for rows in _batches(conn, stmt, model):
         texts = [to_text(r) for r in rows]
         vectors = await embed_checked(embedder, texts)
         # A row's passages are recomputed with its vector: both must be in one space.
@@ -103,7 +119,7 @@ async def _refresh(
                 .values(**values)
             )
         done += len(rows)
-        after = (rows[-1].user_id, rows[-1].id)
+    return done
 
 
 async def _backfill_passages(conn: AsyncConnection, embedder: Embedder) -> int:
@@ -113,23 +129,11 @@ async def _backfill_passages(conn: AsyncConnection, embedder: Embedder) -> int:
     but only long texts cost a model pass.
     """
     filled = 0
-    after: tuple[str, str] | None = None
-    row_text = (EpisodeRow.user_id, EpisodeRow.id, EpisodeRow.session_id)
-    while True:
-        stmt = (
-            select(*row_text, EpisodeRow.input, EpisodeRow.output)
-            .where(EpisodeRow.embedding.is_not(None), EpisodeRow.passages.is_(None))
-            .order_by(EpisodeRow.user_id, EpisodeRow.id)
-            .limit(_BATCH)
-        )
-        if after is not None:
-            stmt = stmt.where(
-                (EpisodeRow.user_id > after[0])
-                | ((EpisodeRow.user_id == after[0]) & (EpisodeRow.id > after[1]))
-            )
-        rows = (await conn.execute(stmt)).all()
-        if not rows:
-            return filled
+    text_of = (EpisodeRow.session_id, EpisodeRow.input, EpisodeRow.output)
+    stmt = select(EpisodeRow.user_id, EpisodeRow.id, *text_of).where(
+        EpisodeRow.embedding.is_not(None), EpisodeRow.passages.is_(None)
+    )
+    async for rows in _batches(conn, stmt, EpisodeRow):
         passages = await passages_checked(embedder, [_episode_text(r) for r in rows])
         for row, found in zip(rows, passages, strict=True):
             if found is None:
@@ -140,7 +144,7 @@ async def _backfill_passages(conn: AsyncConnection, embedder: Embedder) -> int:
                 .values(passages=found)
             )
             filled += 1
-        after = (rows[-1].user_id, rows[-1].id)
+    return filled
 
 
 async def reembed(

@@ -60,7 +60,7 @@ class Fusion:
     session_top: int
     expand: int
     half_life_days: float
-    passage_pool: int = 500
+    passage_pool: int
 
     @property
     def pool(self) -> int:
