@@ -291,8 +291,7 @@ class CitusStatus:
             elif table.colocate_with is not None:
                 if table.distribution_column != DISTRIBUTION_COLUMN:
                     found[table.name] = (
-                        f"distributed by {table.distribution_column}, planned "
-                        f"{DISTRIBUTION_COLUMN}"
+                        f"distributed by {table.distribution_column}, planned {DISTRIBUTION_COLUMN}"
                     )
                     continue
                 anchor = by_name.get(table.colocate_with)
