@@ -57,6 +57,11 @@ from benchlib.servers import machine_info  # noqa: E402
 from benchlib.stats import Samples, ms, ratio  # noqa: E402
 
 LOAD_BATCH = 500
+# A new asyncpg connection introspects its types (vector, json, jsonb): ~50 ms on the plain
+# node, about 1 s or more on the Citus coordinator (measured separately below). A pool that
+# overflows opens and closes connections all the time, so each store gets a fixed pool,
+# opened during the warm-up: the phases then measure the statements, not connection setup.
+POOL_PER_CLIENT = 4
 FACTS_PER_TENANT = 4
 # operation -> share of the mixed workload (blocks left out: see the module docstring)
 MIX = {"remember": 0.3, "recall": 0.3, "context": 0.2, "add_fact": 0.1, "recall_facts": 0.1}
@@ -169,6 +174,7 @@ class Throughput:
     seconds: float
     client_cpu: float  # CPU seconds of this (client) process per wall second
     errors: Counter[str]
+    per_op: dict[str, Samples]
 
     @property
     def rate(self) -> float:
@@ -182,14 +188,14 @@ async def mixed(target: Target, work: Workload, args: argparse.Namespace, label:
     weights = [MIX[o] for o in ops]
     done = Counter[str]()
     errors = Counter[str]()
-    async with open_store(target.url, target.embedder) as store:
-        # Warm the pool and the caches a little so the phases start alike.
-        await asyncio.gather(
-            *(
-                one_call(store, "recall", work, random.Random(c), "warm")
-                for c in range(args.clients)
+    per_op: dict[str, Samples] = {}
+    pool = {"pool_size": POOL_PER_CLIENT * args.clients, "max_overflow": 0}
+    async with open_store(target.url, target.embedder, engine_options=pool) as store:
+        # Open the pool's connections and warm the caches so the phases start alike.
+        for op in ("context", "recall", "recall_facts"):
+            await asyncio.gather(
+                *(one_call(store, op, work, random.Random(c), "warm") for c in range(args.clients))
             )
-        )
         stop = time.perf_counter() + args.seconds
 
         async def client(c: int) -> None:
@@ -197,7 +203,9 @@ async def mixed(target: Target, work: Workload, args: argparse.Namespace, label:
             while time.perf_counter() < stop:
                 op = rng.choices(ops, weights)[0]
                 try:
+                    started = time.perf_counter()
                     await one_call(store, op, work, rng, label)
+                    per_op.setdefault(op, Samples()).add(time.perf_counter() - started)
                     done[op] += 1
                 except MemstoreError as error:
                     errors[f"{op}: {type(error).__name__}"] += 1
@@ -206,7 +214,7 @@ async def mixed(target: Target, work: Workload, args: argparse.Namespace, label:
         await asyncio.gather(*(client(c) for c in range(args.clients)))
         wall = time.perf_counter() - t0
         cpu = time.process_time() - cpu0
-    return Throughput(label, sum(done.values()), wall, cpu / wall, errors)
+    return Throughput(label, sum(done.values()), wall, cpu / wall, errors, per_op)
 
 
 async def latencies(targets: list[Target], work: Workload, n: int) -> dict[str, dict[str, Samples]]:
@@ -243,6 +251,25 @@ async def latencies(targets: list[Target], work: Workload, n: int) -> dict[str, 
                         samples[name].add(time.perf_counter() - start)
                 result[op] = samples
     return result
+
+
+async def connection_setup(url: str, times: int = 5) -> Samples:
+    """Seconds to open a memstore engine's first connection (codecs registered), SELECT 1."""
+    from sqlalchemy import text
+
+    from memstore.db.engine import create_engine
+
+    samples = Samples()
+    for _ in range(times):
+        engine = create_engine(url)
+        try:
+            start = time.perf_counter()
+            async with engine.connect() as conn:
+                await conn.execute(text("SELECT 1"))
+            samples.add(time.perf_counter() - start)
+        finally:
+            await engine.dispose()
+    return samples
 
 
 async def probe_blocks(url: str, embedder: LookupEmbedder) -> str:
@@ -307,6 +334,16 @@ def report(
         vs = f"{ratio(p.rate, by[base].rate)} ({base})" if base else "baseline"
         errs = ", ".join(f"{k} x{v}" for k, v in p.errors.items()) or "none"
         lines.append(f"| {p.label} | {p.rate:.1f} | {vs} | {p.client_cpu:.0%} of a core | {errs} |")
+    lines += [
+        "",
+        "p50 ms per operation during those phases:",
+        "",
+        "| phase | " + " | ".join(MIX) + " |",
+        "|---|" + "---|" * len(MIX),
+    ]
+    for p in phases:
+        cells = [ms(p.per_op[op].p50) if op in p.per_op else "-" for op in MIX]
+        lines.append(f"| {p.label} | " + " | ".join(cells) + " |")
     one, two = by["cluster, 1 worker"], by["cluster, 2 workers"]
     lines += [
         "",
@@ -351,6 +388,11 @@ async def run(
         await sql(url, "ANALYZE")
     facts["blocks on the cluster (update_block probe)"] = await probe_blocks(
         cluster_url, cluster.embedder
+    )
+    setup = {t.name: await connection_setup(t.url) for t in (cluster, plain)}
+    facts["new connection incl. type introspection, p50 (cluster / plain)"] = (
+        f"{ms(setup['cluster'].p50)} ms / {ms(setup['plain'].p50)} ms = "
+        f"{ratio(setup['cluster'].p50, setup['plain'].p50)}"
     )
     facts["shard placements before rebalance (port: shards)"] = await placements(cluster_url)
     phases = []
