@@ -57,11 +57,26 @@ from benchlib.servers import machine_info  # noqa: E402
 from benchlib.stats import Samples, ms, ratio  # noqa: E402
 
 LOAD_BATCH = 500
-# A new asyncpg connection introspects its types (vector, json, jsonb): ~50 ms on the plain
-# node, about 1 s or more on the Citus coordinator (measured separately below). A pool that
-# overflows opens and closes connections all the time, so each store gets a fixed pool,
-# opened during the warm-up: the phases then measure the statements, not connection setup.
-POOL_PER_CLIENT = 4
+# asyncpg runs its type-introspection query (``WITH RECURSIVE typeinfo_tree …``) on each
+# connection the first time a statement there has a type it has not seen (recall, remember
+# and context each have one). On the plain node that query takes milliseconds; on the Citus
+# coordinator it took seconds here, so fresh connections dominate a short phase. Each store
+# gets a fixed pool (no overflow connections opened and closed), every phase is preceded by
+# an untimed warm-up of the same workload, and the report counts the introspections left
+# inside the timed phase.
+POOL_PER_CLIENT = 3
+INTROSPECTIONS = Counter[str]()
+
+
+def _count_introspections(dbapi_connection: Any, _record: Any) -> None:
+    def logged(query: Any) -> None:
+        if "typeinfo_tree" in str(getattr(query, "query", "")):
+            INTROSPECTIONS["typeinfo"] += 1
+
+    # The asyncpg connection under SQLAlchemy's adapter; add_query_logger is asyncpg's API.
+    dbapi_connection._connection.add_query_logger(logged)  # noqa: SLF001
+
+
 FACTS_PER_TENANT = 4
 # operation -> share of the mixed workload (blocks left out: see the module docstring)
 MIX = {"remember": 0.3, "recall": 0.3, "context": 0.2, "add_fact": 0.1, "recall_facts": 0.1}
@@ -77,7 +92,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--tenants", type=int, default=60, help="tenants sharing them (default 60)")
     p.add_argument("--queries", type=int, default=40, help="timed calls per operation and target")
     p.add_argument("--seconds", type=float, default=20.0, help="length of each throughput phase")
-    p.add_argument("--clients", type=int, default=8, help="concurrent clients in the mixed load")
+    p.add_argument("--warmup", type=float, default=20.0, help="untimed seconds before each phase")
+    p.add_argument("--clients", type=int, default=4, help="concurrent clients in the mixed load")
     p.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
     return p.parse_args(argv)
 
@@ -175,6 +191,7 @@ class Throughput:
     client_cpu: float  # CPU seconds of this (client) process per wall second
     errors: Counter[str]
     per_op: dict[str, Samples]
+    introspections: int  # asyncpg type-introspection queries inside the timed phase
 
     @property
     def rate(self) -> float:
@@ -191,30 +208,31 @@ async def mixed(target: Target, work: Workload, args: argparse.Namespace, label:
     per_op: dict[str, Samples] = {}
     pool = {"pool_size": POOL_PER_CLIENT * args.clients, "max_overflow": 0}
     async with open_store(target.url, target.embedder, engine_options=pool) as store:
-        # Open the pool's connections and warm the caches so the phases start alike.
-        for op in ("context", "recall", "recall_facts"):
-            await asyncio.gather(
-                *(one_call(store, op, work, random.Random(c), "warm") for c in range(args.clients))
-            )
-        stop = time.perf_counter() + args.seconds
 
-        async def client(c: int) -> None:
-            rng = random.Random(c)  # the same sequence of calls in every phase
+        async def client(c: int, stop: float, timed: bool) -> None:
+            rng = random.Random(c + (1000 if timed else 0))  # same calls in every phase
             while time.perf_counter() < stop:
                 op = rng.choices(ops, weights)[0]
                 try:
                     started = time.perf_counter()
                     await one_call(store, op, work, rng, label)
-                    per_op.setdefault(op, Samples()).add(time.perf_counter() - started)
-                    done[op] += 1
+                    if timed:
+                        per_op.setdefault(op, Samples()).add(time.perf_counter() - started)
+                        done[op] += 1
                 except MemstoreError as error:
                     errors[f"{op}: {type(error).__name__}"] += 1
 
+        warm_until = time.perf_counter() + args.warmup
+        await asyncio.gather(*(client(c, warm_until, False) for c in range(args.clients)))
+        INTROSPECTIONS.clear()
         cpu0, t0 = time.process_time(), time.perf_counter()
-        await asyncio.gather(*(client(c) for c in range(args.clients)))
+        stop = t0 + args.seconds
+        await asyncio.gather(*(client(c, stop, True) for c in range(args.clients)))
         wall = time.perf_counter() - t0
         cpu = time.process_time() - cpu0
-    return Throughput(label, sum(done.values()), wall, cpu / wall, errors, per_op)
+    return Throughput(
+        label, sum(done.values()), wall, cpu / wall, errors, per_op, INTROSPECTIONS["typeinfo"]
+    )
 
 
 async def latencies(targets: list[Target], work: Workload, n: int) -> dict[str, dict[str, Samples]]:
@@ -318,11 +336,12 @@ def report(
         f"{loads['plain']:.1f} s, cluster with one worker {loads['cluster']:.1f} s "
         f"({ratio(loads['cluster'], loads['plain'])} the plain node's time).",
         "",
-        f"### Mixed workload throughput ({args.clients} clients, {args.seconds:.0f} s per phase, "
+        f"### Mixed workload throughput ({args.clients} clients, {args.seconds:.0f} s per phase "
+        f"after {args.warmup:.0f} s untimed, "
         f"mix {', '.join(f'{k} {v:.0%}' for k, v in MIX.items())})",
         "",
-        "| phase | ops/s | ratio to | client process CPU | errors |",
-        "|---|---|---|---|---|",
+        "| phase | ops/s | ratio to | client process CPU | type introspections | errors |",
+        "|---|---|---|---|---|---|",
     ]
     baselines = {
         "cluster, 1 worker": "plain, before",
@@ -333,7 +352,10 @@ def report(
         base = baselines.get(p.label)
         vs = f"{ratio(p.rate, by[base].rate)} ({base})" if base else "baseline"
         errs = ", ".join(f"{k} x{v}" for k, v in p.errors.items()) or "none"
-        lines.append(f"| {p.label} | {p.rate:.1f} | {vs} | {p.client_cpu:.0%} of a core | {errs} |")
+        lines.append(
+            f"| {p.label} | {p.rate:.1f} | {vs} | {p.client_cpu:.0%} of a core | "
+            f"{p.introspections} | {errs} |"
+        )
     lines += [
         "",
         "p50 ms per operation during those phases:",
@@ -420,9 +442,13 @@ async def run(
 
 
 def main(argv: list[str]) -> int:
+    from sqlalchemy import event
+    from sqlalchemy.pool import Pool
+
     from tests.citus_cluster import citus_unavailable, private_citus_cluster
 
     args = parse(argv)
+    event.listen(Pool, "connect", _count_introspections)
     reason = citus_unavailable() or pg15_unavailable()
     if reason is not None:
         print(f"bench_citus: cannot run here: {reason}", file=sys.stderr)
