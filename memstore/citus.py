@@ -11,7 +11,9 @@ tables become reference tables. :func:`citus_plan` only builds text;
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Collection
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from sqlalchemy import MetaData, text
 from sqlalchemy.engine import make_url
@@ -25,14 +27,23 @@ from memstore.db.distribution import (
 )
 from memstore.errors import MemstoreError
 
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncConnection
+
 __all__ = [
     "COLOCATION_ANCHOR",
     "TRIGGERS",
+    "CitusLayoutConflict",
+    "CitusNoWorkers",
+    "CitusNode",
     "CitusNotInstalled",
     "CitusPlan",
+    "CitusStatus",
+    "CitusTable",
     "SchemaNotDistributable",
     "apply_citus",
     "citus_plan",
+    "citus_status",
 ]
 
 # The biggest, most-queried table; every other tenant table joins its group.
@@ -54,6 +65,34 @@ class CitusNotInstalled(MemstoreError):
             "CREATE EXTENSION citus on the coordinator, add the workers "
             "(citus_add_node), then re-run `memstore citus --apply`, or run the statements "
             "`memstore citus` prints yourself"
+        )
+
+
+class CitusNoWorkers(MemstoreError):
+    """The coordinator has no active worker node to place shards on."""
+
+    def __init__(self, database: str) -> None:
+        self.database = database
+        super().__init__(
+            f"the Citus coordinator of database {database!r} has no active worker node "
+            "(pg_dist_node lists no worker), so distributing would put every shard on the "
+            "coordinator or fail; nothing was changed. Add the workers with "
+            "SELECT citus_add_node('host', port) in this database on the coordinator, then "
+            "re-run `memstore citus --apply`"
+        )
+
+
+class CitusLayoutConflict(MemstoreError):
+    """A memstore table is already a Citus table, but not in the shape memstore plans."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        super().__init__(
+            "memstore tables are already Citus tables of another kind than `memstore citus` "
+            "plans: "
+            + "; ".join(problems)
+            + ". Nothing was changed; undo them (undistribute_table) or fix them "
+            "(update_distributed_table_colocation), then re-run `memstore citus --apply`"
         )
 
 
@@ -103,8 +142,20 @@ def _metadata() -> MetaData:
     return Base.metadata
 
 
-def citus_plan(metadata: MetaData | None = None) -> CitusPlan:
-    """The statements that distribute ``metadata`` (default: memstore's models)."""
+def _layout(metadata: MetaData) -> dict[str, str | None]:
+    """Table -> the table it is co-located with (itself for the anchor); None: reference."""
+    tenants = [t.name for t in tenant_tables_in_order(metadata)]
+    anchor = COLOCATION_ANCHOR if COLOCATION_ANCHOR in tenants else (tenants[0] if tenants else "")
+    layout: dict[str, str | None] = {t.name: None for t in global_tables(metadata)}
+    layout.update({name: anchor for name in tenants})
+    return layout
+
+
+def citus_plan(metadata: MetaData | None = None, *, done: Collection[str] = ()) -> CitusPlan:
+    """The statements that distribute ``metadata`` (default: memstore's models).
+
+    Tables named in ``done`` are already laid out as planned and get no statement.
+    """
     metadata = metadata if metadata is not None else _metadata()
     problems = metadata_problems(metadata)
     if problems:
@@ -113,16 +164,19 @@ def citus_plan(metadata: MetaData | None = None) -> CitusPlan:
     names = [t.name for t in tenants]
     anchor = COLOCATION_ANCHOR if COLOCATION_ANCHOR in names else (names[0] if names else "")
     statements: list[str] = []
-    if any(name in TRIGGERS for name in names):
+    if any(name in TRIGGERS and name not in done for name in names):
         # Citus refuses to distribute a table with triggers unless told they are safe;
         # ours only raise and touch no other table, so they are safe on every shard.
         statements.append("SET LOCAL citus.enable_unsafe_triggers TO on")
     # Reference tables first: distributed tables may reference them, never the reverse.
     for table in global_tables(metadata):
-        statements.append(f"SELECT create_reference_table({_literal(table.name)})")
+        if table.name not in done:
+            statements.append(f"SELECT create_reference_table({_literal(table.name)})")
     # The anchor first (it references no tenant table), then parents before children.
     ordered = sorted(tenants, key=lambda t: t.name != anchor)
     for table in ordered:
+        if table.name in done:
+            continue
         args = [_literal(table.name), _literal(DISTRIBUTION_COLUMN)]
         if table.name != anchor:
             args.append(f"colocate_with => {_literal(anchor)}")
@@ -175,12 +229,250 @@ def _database_name(url: str) -> str:
     return make_url(url).database or "?"
 
 
-async def apply_citus(url: str | None = None) -> list[str]:
-    """Run :func:`citus_plan` on the coordinator at ``url`` in one transaction.
+@dataclass(frozen=True)
+class CitusNode:
+    """A row of ``pg_dist_node``, with the shards of memstore's distributed tables on it."""
 
-    Raises :class:`CitusNotInstalled` (nothing changed) when the database does
-    not have the citus extension, :class:`~memstore.errors.InvalidInput` for a
-    database that is not PostgreSQL.
+    host: str
+    port: int
+    coordinator: bool
+    active: bool
+    should_have_shards: bool
+    shards: int
+
+    @property
+    def is_worker(self) -> bool:
+        return not self.coordinator and self.active
+
+
+@dataclass(frozen=True)
+class CitusTable:
+    """One memstore table as Citus sees it, and what :func:`citus_plan` wants it to be.
+
+    ``kind`` is ``distributed``, ``reference``, ``not distributed`` (a plain table),
+    ``missing`` (no such table: not migrated) or ``other (partmethod/repmodel)`` for a
+    Citus table of another kind (a Citus local or single-shard table).
+    """
+
+    name: str
+    kind: str
+    distribution_column: str | None
+    colocation_id: int | None
+    shard_count: int
+    colocate_with: str | None  # planned: the anchor (itself for the anchor); None: reference
+
+    @property
+    def planned_kind(self) -> str:
+        return "reference" if self.colocate_with is None else "distributed"
+
+
+@dataclass(frozen=True)
+class CitusStatus:
+    """What :func:`citus_status` read from the coordinator's catalog."""
+
+    database: str
+    citus_version: str
+    nodes: list[CitusNode]
+    tables: list[CitusTable]
+
+    @property
+    def workers(self) -> list[CitusNode]:
+        return [n for n in self.nodes if n.is_worker]
+
+    def problems(self) -> dict[str, str]:
+        """Table -> how it differs from the plan; empty when everything is as planned."""
+        by_name = {t.name: t for t in self.tables}
+        found: dict[str, str] = {}
+        for table in self.tables:
+            if table.kind in ("not distributed", "missing"):
+                found[table.name] = table.kind
+            elif table.kind != table.planned_kind:
+                found[table.name] = f"is {table.kind}, planned {table.planned_kind}"
+            elif table.colocate_with is not None:
+                if table.distribution_column != DISTRIBUTION_COLUMN:
+                    found[table.name] = (
+                        f"distributed by {table.distribution_column}, planned {DISTRIBUTION_COLUMN}"
+                    )
+                    continue
+                anchor = by_name.get(table.colocate_with)
+                if anchor is None or anchor.kind != "distributed":
+                    found[table.name] = f"distributed, but {table.colocate_with} is not"
+                elif anchor.colocation_id != table.colocation_id:
+                    found[table.name] = (
+                        f"in colocation group {table.colocation_id}, not with "
+                        f"{table.colocate_with} (group {anchor.colocation_id})"
+                    )
+        return found
+
+    @property
+    def distributed(self) -> bool:
+        """Every memstore table is laid out as :func:`citus_plan` plans."""
+        return not self.problems()
+
+    def render(self) -> str:
+        """The report ``memstore citus --status`` prints."""
+        lines = [f"database {self.database!r}: Citus {self.citus_version}", "nodes:"]
+        for node in self.nodes:
+            role = "coordinator" if node.coordinator else "worker"
+            state = "active" if node.active else "inactive"
+            placing = "" if node.should_have_shards else ", no new shards"
+            lines.append(
+                f"  {role:<11} {node.host}:{node.port}  {state}{placing}, "
+                f"{node.shards} shards of memstore's distributed tables"
+            )
+        if not self.workers:
+            lines.append("  (no active worker: `memstore citus --apply` refuses to distribute)")
+        width = max([len(t.name) for t in self.tables] + [5])
+        lines.append("tables:")
+        lines.append(f"  {'table':<{width}}  {'type':<15}  {'column':<8}  colocation  shards")
+        for t in self.tables:
+            lines.append(
+                f"  {t.name:<{width}}  {t.kind:<15}  {t.distribution_column or '-':<8}  "
+                f"{t.colocation_id if t.colocation_id is not None else '-'!s:<10}  "
+                f"{t.shard_count}"
+            )
+        groups: dict[int, list[CitusTable]] = {}
+        for t in self.tables:
+            if t.colocation_id is not None:
+                groups.setdefault(t.colocation_id, []).append(t)
+        lines.append("colocation groups:")
+        for group, members in sorted(groups.items()):
+            counts = sorted({m.shard_count for m in members})
+            lines.append(
+                f"  {group}: {len(members)} table(s), "
+                f"{'/'.join(str(c) for c in counts)} shard(s) each: "
+                + ", ".join(m.name for m in members)
+            )
+        if not groups:
+            lines.append("  (none)")
+        problems = self.problems()
+        if problems:
+            by_reason: dict[str, list[str]] = {}
+            for name, why in problems.items():
+                by_reason.setdefault(why, []).append(name)
+            lines.append(
+                f"not as planned ({len(problems)} of {len(self.tables)} tables): "
+                + "; ".join(f"{why}: {', '.join(names)}" for why, names in by_reason.items())
+                + ". Run `memstore citus --apply` (after `memstore migrate`)"
+            )
+        else:
+            tenant = sum(1 for t in self.tables if t.colocate_with is not None)
+            lines.append(
+                f"distributed as planned: {tenant} tenant tables by {DISTRIBUTION_COLUMN}, "
+                f"co-located; {len(self.tables) - tenant} reference table(s)"
+            )
+        return "\n".join(lines) + "\n"
+
+
+_NODES_SQL = """
+SELECT n.nodename, n.nodeport, n.groupid = 0 AS coordinator, n.isactive,
+       n.shouldhaveshards,
+       count(pl.placementid) FILTER (WHERE p.partmethod = 'h' AND c.relname = ANY(:names))
+FROM pg_dist_node n
+LEFT JOIN pg_dist_placement pl ON pl.groupid = n.groupid
+LEFT JOIN pg_dist_shard s ON s.shardid = pl.shardid
+LEFT JOIN pg_dist_partition p ON p.logicalrelid = s.logicalrelid
+LEFT JOIN pg_class c ON c.oid = p.logicalrelid AND pg_table_is_visible(c.oid)
+WHERE n.noderole = 'primary'
+GROUP BY n.nodeid, n.nodename, n.nodeport, n.groupid, n.isactive, n.shouldhaveshards
+ORDER BY n.groupid, n.nodeid
+"""
+
+_TABLES_SQL = """
+SELECT t.name, c.oid IS NOT NULL AS present, p.partmethod::text, p.repmodel::text,
+       p.colocationid, column_to_column_name(p.logicalrelid, p.partkey),
+       (SELECT count(*) FROM pg_dist_shard s WHERE s.logicalrelid = p.logicalrelid)
+FROM unnest(CAST(:names AS text[])) AS t(name)
+LEFT JOIN pg_class c ON c.relname = t.name AND c.relkind IN ('r', 'p')
+     AND pg_table_is_visible(c.oid)
+LEFT JOIN pg_dist_partition p ON p.logicalrelid = c.oid
+"""
+
+
+def _kind(present: bool, partmethod: str | None, repmodel: str | None) -> str:
+    if not present:
+        return "missing"
+    if partmethod is None:
+        return "not distributed"
+    if partmethod == "h":
+        return "distributed"
+    if partmethod == "n" and repmodel == "t":
+        return "reference"
+    return f"other ({partmethod}/{repmodel})"
+
+
+async def _read_status(conn: AsyncConnection, database: str) -> CitusStatus:
+    """The catalog of the coordinator ``conn`` is connected to; CitusNotInstalled if none."""
+    version = await conn.scalar(text("SELECT extversion FROM pg_extension WHERE extname = 'citus'"))
+    if version is None:
+        raise CitusNotInstalled(database)
+    full = await conn.scalar(text("SELECT citus_version()"))
+    layout = _layout(_metadata())
+    names = list(layout)
+    nodes = [
+        CitusNode(
+            host=str(r[0]),
+            port=int(r[1]),
+            coordinator=bool(r[2]),
+            active=bool(r[3]),
+            should_have_shards=bool(r[4]),
+            shards=int(r[5]),
+        )
+        for r in await conn.execute(text(_NODES_SQL), {"names": names})
+    ]
+    rows = {r[0]: r for r in await conn.execute(text(_TABLES_SQL), {"names": names})}
+    tables = []
+    for name, colocate_with in layout.items():
+        r = rows[name]
+        kind = _kind(bool(r[1]), r[2], r[3])
+        tables.append(
+            CitusTable(
+                name=name,
+                kind=kind,
+                distribution_column=r[5],
+                colocation_id=int(r[4]) if r[4] is not None else None,
+                shard_count=int(r[6] or 0),
+                colocate_with=colocate_with,
+            )
+        )
+    # "Citus 13.2.2 on x86_64-..." -> "13.2.2"
+    short = str(full).split(" on ")[0].removeprefix("Citus ").strip() if full else str(version)
+    return CitusStatus(database=database, citus_version=short, nodes=nodes, tables=tables)
+
+
+async def citus_status(url: str | None = None) -> CitusStatus:
+    """Read which memstore tables are distributed, how, and on which nodes.
+
+    Raises :class:`CitusNotInstalled` when the database has no citus extension,
+    :class:`~memstore.errors.InvalidInput` for a database that is not PostgreSQL.
+    Changes nothing.
+    """
+    from memstore.db.engine import create_engine, resolve_url
+    from memstore.db.errors import translated
+    from memstore.errors import InvalidInput
+
+    resolved = resolve_url(url)
+    engine = create_engine(resolved)
+    try:
+        if engine.dialect.name != "postgresql":
+            raise InvalidInput("Citus distributes PostgreSQL only; this URL is not PostgreSQL")
+        with translated("read the Citus layout"):
+            async with engine.connect() as conn:
+                return await _read_status(conn, _database_name(resolved))
+    finally:
+        await engine.dispose()
+
+
+async def apply_citus(url: str | None = None) -> list[str]:
+    """Distribute what is not yet distributed, on the coordinator at ``url``, in one transaction.
+
+    Idempotent: tables already laid out as :func:`citus_plan` plans are skipped,
+    so a second run executes nothing and returns an empty list. Raises
+    :class:`CitusNotInstalled` when the database does not have the citus
+    extension, :class:`CitusNoWorkers` when the coordinator has no active worker,
+    :class:`CitusLayoutConflict` when a memstore table is already a Citus table
+    of another shape, :class:`~memstore.errors.InvalidInput` for a database that
+    is not PostgreSQL; in each case nothing was changed.
     """
     from memstore.db.crosstenant import cross_tenant_connection
     from memstore.db.engine import create_engine, resolve_url
@@ -188,7 +480,7 @@ async def apply_citus(url: str | None = None) -> list[str]:
     from memstore.errors import InvalidInput
     from memstore.migrate import check_schema
 
-    plan = citus_plan()
+    citus_plan()  # a schema that breaks the rules is refused before connecting
     resolved = resolve_url(url)
     engine = create_engine(resolved, command_timeout=None)
     try:
@@ -197,14 +489,24 @@ async def apply_citus(url: str | None = None) -> list[str]:
         await check_schema(engine)
         with translated("distribute on citus"):
             async with engine.begin() as conn:
-                installed = await conn.scalar(
-                    text("SELECT extversion FROM pg_extension WHERE extname = 'citus'")
-                )
-                if installed is None:
-                    raise CitusNotInstalled(_database_name(resolved))
+                status = await _read_status(conn, _database_name(resolved))
+                if not status.workers:
+                    raise CitusNoWorkers(status.database)
+                problems = status.problems()
+                conflicts = [
+                    f"{name} {why}"
+                    for name, why in problems.items()
+                    if why not in ("not distributed", "missing")
+                ]
+                if conflicts:
+                    raise CitusLayoutConflict(conflicts)
+                done = [t.name for t in status.tables if t.name not in problems]
+                statements = citus_plan(done=done).statements
+                if not any("create_" in s for s in statements):
+                    return []
                 await conn.run_sync(cross_tenant_connection, "citus-distribution")
-                for statement in plan.statements:
+                for statement in statements:
                     await conn.execute(text(statement))
     finally:
         await engine.dispose()
-    return plan.statements
+    return statements

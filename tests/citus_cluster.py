@@ -23,7 +23,9 @@ from pathlib import Path
 __all__ = ["CITUS_DIR", "CitusCluster", "citus_unavailable", "private_citus_cluster"]
 
 CITUS_DIR = Path(
-    os.environ.get("MEMSTORE_TEST_CITUS_DIR", Path(__file__).resolve().parents[1].parent / "shared" / "citus")
+    os.environ.get(
+        "MEMSTORE_TEST_CITUS_DIR", Path(__file__).resolve().parents[1].parent / "shared" / "citus"
+    )
 )
 _BIN = Path("/usr/lib/postgresql/15/bin")
 _NODES = 3
@@ -67,7 +69,9 @@ class CitusCluster:
         pids: set[int] = set()
         for port in range(self.port, self.port + _NODES):
             try:
-                pids.add(int((self.directory / f"n{port}" / "postmaster.pid").read_text().split()[0]))
+                pids.add(
+                    int((self.directory / f"n{port}" / "postmaster.pid").read_text().split()[0])
+                )
             except (OSError, ValueError, IndexError):
                 continue
         return pids

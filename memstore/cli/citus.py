@@ -1,4 +1,4 @@
-"""``memstore citus``: print (or, with ``--apply``, run) the Citus distribution statements."""
+"""``memstore citus``: print, run (``--apply``) or check (``--status``) the Citus distribution."""
 
 from __future__ import annotations
 
@@ -15,32 +15,49 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "citus",
         help="print the statements that distribute the schema on a Citus cluster "
-        "(--apply runs them)",
+        "(--apply runs them, --status reports the cluster's layout)",
     )
-    parser.add_argument(
+    action = parser.add_mutually_exclusive_group()
+    action.add_argument(
         "--apply",
         action="store_true",
-        help="run the statements on the coordinator (one transaction)",
+        help="run the statements still needed on the coordinator (one transaction; "
+        "a second run changes nothing)",
+    )
+    action.add_argument(
+        "--status",
+        action="store_true",
+        help="report which memstore tables are distributed or reference tables, their "
+        "colocation groups and shard counts, and the nodes (changes nothing)",
     )
     parser.add_argument(
-        "--url", help="with --apply: the coordinator's database URL (default: $MEMSTORE_URL)"
+        "--url",
+        help="with --apply or --status: the coordinator's database URL (default: $MEMSTORE_URL)",
     )
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from memstore.citus import apply_citus, citus_plan
+    from memstore.citus import apply_citus, citus_plan, citus_status
 
+    if args.status:
+        print(asyncio.run(citus_status(args.url)).render(), end="")
+        return 0
     if not args.apply:
         if args.url:
             # Printing needs no database: the plan comes from the models alone.
             raise InvalidInput(
-                "--url is only used with --apply; without it nothing connects anywhere"
+                "--url is only used with --apply or --status; without them nothing "
+                "connects anywhere"
             )
         print(citus_plan().render(), end="")
         return 0
     statements = asyncio.run(apply_citus(args.url))
+    if not statements:
+        print("already distributed: nothing to do (every memstore table is laid out as planned)")
+        return 0
     for statement in statements:
         print(f"{statement};")
-    print(f"distributed: {len(statements)} statements ran on the coordinator")
+    created = sum(1 for s in statements if "create_" in s)
+    print(f"distributed: {created} tables, {len(statements)} statements ran on the coordinator")
     return 0
