@@ -169,11 +169,13 @@ class Database:
             yield
             return
         async with self._permits:
-            token = _HOLDS_PERMIT.set(True)
+            _HOLDS_PERMIT.set(True)
             try:
                 yield
             finally:
-                _HOLDS_PERMIT.reset(token)
+                # Not reset(token): a transaction entered by one task may be left
+                # by another (SyncMemoryStore runs each step as its own task).
+                _HOLDS_PERMIT.set(False)
 
     @asynccontextmanager
     async def _transaction(
