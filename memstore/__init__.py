@@ -18,6 +18,7 @@ from memstore.errors import (
     PermissionDenied,
     SchemaOutOfDate,
     Unavailable,
+    WrongThread,
 )
 from memstore.gc import GcReport
 from memstore.repositories.facts import AssertOutcome, FactChange
@@ -88,5 +89,6 @@ __all__ = [
     "TokenCounter",
     "Unavailable",
     "WorkingMemory",
+    "WrongThread",
     "__version__",
 ]

@@ -6,6 +6,8 @@ escape the repository boundary untranslated.
 
 from __future__ import annotations
 
+import asyncio
+
 __all__ = [
     "ConfigurationError",
     "Conflict",
@@ -19,6 +21,7 @@ __all__ = [
     "PermissionDenied",
     "SchemaOutOfDate",
     "Unavailable",
+    "WrongThread",
 ]
 
 
@@ -130,3 +133,13 @@ class ConfigurationError(MemstoreError):
         super().__init__(message)
         self.setting = setting
         self.url = url
+
+
+class WrongThread(MemstoreError, asyncio.InvalidStateError):
+    """A store was used where it cannot run: a synchronous adapter called on the
+    store's own event loop, or while that loop is not running.
+
+    A store's connections belong to the event loop it was opened on. Also an
+    ``asyncio.InvalidStateError``, which LangGraph's own async stores raise for
+    the same misuse.
+    """

@@ -7,6 +7,7 @@ each given the store's :class:`~memstore.db.unit.Database`), owns construction
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from datetime import datetime
@@ -103,6 +104,9 @@ class MemoryStore:
         }
         self.db = db if db is not None else Database(engine, clock=clock, rls=rls)
         self.engine = engine
+        # The engine's connections belong to the loop the store was opened on;
+        # synchronous adapters (the LangGraph store) hand their calls to it.
+        self._loop = _running_loop()
         self.rls = rls
         self.embedder: Embedder = (
             embedder if embedder is not None else cast(Embedder, HashingEmbedder())
@@ -167,6 +171,12 @@ class MemoryStore:
     def now(self) -> datetime:
         """The store's clock (timezone-aware UTC)."""
         return self.db.now()
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop | None:
+        """The event loop the store was created on (None if outside one); its
+        connections belong to that loop, so every call must run there."""
+        return self._loop
 
     @contextmanager
     def reads_unrecorded(self) -> Iterator[None]:
@@ -685,3 +695,10 @@ class MemoryStore:
     ) -> list[AccessStat]:
         """The most-accessed items of a user (optionally of one kind), hottest first."""
         return await self._agent.access_stats(user_id=user_id, kind=kind, limit=limit)
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None

@@ -28,9 +28,16 @@ from langgraph.store.base import (
 )
 from typing_extensions import TypedDict
 
-from memstore import DimensionMismatch, InvalidInput, MemoryStore, MemstoreError
+from memstore import (
+    DimensionMismatch,
+    InvalidInput,
+    MemoryStore,
+    MemstoreError,
+    SyncMemoryStore,
+    Unavailable,
+)
 from memstore.embeddings.base import embed_checked
-from memstore.integrations.langgraph import MemstoreStore
+from memstore.integrations.langgraph import MemstoreStore, WrongThread
 
 DIM = 384
 
@@ -460,6 +467,14 @@ async def test_vector_search_ranks_by_meaning_and_scores_are_cosine(
     ] == [k.key for k in found[1:]]
 
 
+async def test_an_empty_query_ranks_nothing(vec: MemstoreStore) -> None:
+    """test_vector_search_edge_cases: query="" is no query (score None), as query=None."""
+    await vec.aput(("docs",), "d", {"text": "test document"})
+    for query in ("", None):
+        found = await vec.asearch(("docs",), query=query)
+        assert [(i.key, i.score) for i in found] == [("d", None)]
+
+
 async def test_vector_update_reembeds(vec: MemstoreStore, mstore: MemoryStore) -> None:
     ns = ("memories",)
     await vec.aput(ns, "doc", {"text": "bicycle repair shop"})
@@ -570,6 +585,88 @@ async def test_sync_api_on_the_loop_is_refused(lg: MemstoreStore) -> None:
     await lg.aput(("s",), "k", {"v": 1})
     with pytest.raises(MemstoreError, match="async"):
         lg.get(("s",), "k")
+
+
+async def test_sync_api_works_from_the_first_call(lg: MemstoreStore) -> None:
+    """No async call has bound anything: the store's loop is the one it was opened on."""
+    results: list[Any] = []
+
+    def worker() -> None:
+        lg.put(("s",), "k", {"v": 1})
+        results.append(lg.get(("s",), "k"))
+        results.append([i.key for i in lg.search(("s",))])
+        results.append(lg.list_namespaces(prefix=("s",)))
+        lg.delete(("s",), "k")
+        results.append(lg.batch([GetOp(("s",), "k")]))
+
+    await asyncio.to_thread(worker)
+    assert isinstance(results[0], Item) and results[0].value == {"v": 1}
+    assert results[1:] == [["k"], [("s",)], [None]]
+
+
+def test_sync_api_over_a_sync_memory_store(db_url: str) -> None:
+    """Plain synchronous code: the store's loop runs in SyncMemoryStore's thread."""
+    with SyncMemoryStore.open(db_url) as sync:
+        lg = MemstoreStore(sync.async_store, user_id="alice")
+        lg.put(("s",), "k", {"v": 1})
+        item = lg.get(("s",), "k")
+        assert item is not None and item.value == {"v": 1}
+        assert [i.key for i in lg.search(("s",))] == ["k"]
+
+
+async def test_sync_api_on_the_loop_is_asyncios_invalid_state(lg: MemstoreStore) -> None:
+    """LangGraph's own async stores raise asyncio.InvalidStateError there; so does memstore."""
+    calls = [
+        lambda: lg.put(("foo",), "k", {"v": 1}),
+        lambda: lg.get(("foo",), "k"),
+        lambda: lg.delete(("foo",), "k"),
+        lambda: lg.search(("foo",)),
+        lambda: lg.list_namespaces(prefix=("foo",)),
+        lambda: lg.batch([PutOp(("foo",), "k", {"v": 1})]),
+    ]
+    for call in calls:
+        with pytest.raises(asyncio.InvalidStateError) as refused:
+            call()
+        assert isinstance(refused.value, WrongThread)
+    assert await lg.asearch(("foo",)) == []
+
+
+async def test_a_burst_beyond_the_pool_waits_for_a_connection(db_url: str) -> None:
+    """test_large_batches_async: more concurrent calls than pooled connections queue.
+
+    One connection, a 10 ms checkout timeout, and that connection held by a
+    transaction for longer: calls that waited in the pool's checkout would fail
+    (Unavailable); they must wait their turn instead.
+    """
+    options = {"pool_size": 1, "max_overflow": 0, "pool_timeout": 0.01}
+    async with MemoryStore.open(db_url, engine_options=options) as small:
+        lg = MemstoreStore(small, user_id="alice")
+        held, release = asyncio.Event(), asyncio.Event()
+
+        async def hold() -> None:
+            async with small.db.write("alice"):
+                held.set()
+                await release.wait()
+
+        holder = asyncio.create_task(hold())
+        await held.wait()
+        burst = [asyncio.create_task(lg.aput(("b",), f"k{n}", {"n": n})) for n in range(20)]
+        await asyncio.sleep(0.1)  # longer than the checkout timeout
+        release.set()
+        await holder
+        await asyncio.gather(*burst)
+        assert len(await lg.asearch(("b",), limit=100)) == 20
+
+
+async def test_a_pool_held_elsewhere_is_busy_not_unreachable(db_url: str) -> None:
+    options = {"pool_size": 1, "max_overflow": 0, "pool_timeout": 0.01}
+    async with MemoryStore.open(db_url, engine_options=options) as small:
+        lg = MemstoreStore(small, user_id="alice")
+        async with small.engine.connect():  # not memstore's: holds the only connection
+            with pytest.raises(Unavailable, match="busy") as refused:
+                await lg.aget(("b",), "k")
+        assert "unreachable" not in str(refused.value)
+        assert await lg.aget(("b",), "k") is None
 
 
 async def test_concurrent_puts_and_searches(vec: MemstoreStore) -> None:

@@ -148,6 +148,47 @@ async def test_session_settings_limit(mstore: MemoryStore) -> None:
     assert await s.get_items(limit=3) == [_msg(1), _msg(2), _msg(3)]
 
 
+async def test_session_settings_are_coerced_like_the_sdks_own(mstore: MemoryStore) -> None:
+    """As the SDK's SQLiteSession: a dict becomes SessionSettings, the default is
+    SessionSettings(), and an unknown key is refused at construction (TypeError)."""
+    s = MemstoreSession("dict", mstore, user_id="alice", session_settings={"limit": 1})
+    assert isinstance(s.session_settings, SessionSettings) and s.session_settings.limit == 1
+    await s.add_items([_msg(1), _msg(2)])
+    assert await s.get_items() == [_msg(2)]
+    default = MemstoreSession("default", mstore, user_id="alice")
+    assert isinstance(default.session_settings, SessionSettings)
+    assert default.session_settings.limit is None
+    for bad in ({"limitt": 1}, {"limit": "many"}, 5):
+        with pytest.raises(TypeError) as refused:
+            MemstoreSession("x", mstore, session_settings=bad)  # type: ignore[arg-type]
+        assert isinstance(refused.value, InvalidInput)
+    with pytest.raises(TypeError, match="limitt"):
+        MemstoreSession("x", mstore, session_settings={"limitt": 1})
+
+
+async def test_a_non_json_item_is_also_the_sdks_type_error(mstore: MemoryStore) -> None:
+    s = MemstoreSession("nonjson", mstore, user_id="alice")
+    for bad in ([{"role": "user", "content": object()}], [1], "not a list"):
+        with pytest.raises(TypeError) as refused:
+            await s.add_items(bad)  # type: ignore[arg-type]
+        assert isinstance(refused.value, InvalidInput)
+    assert (await table_counts(mstore, "alice"))["slots"] == 0
+
+
+async def test_a_session_called_from_another_event_loop(mstore: MemoryStore) -> None:
+    """Runner.run_sync runs its own loop in a thread; the store's connections belong
+    to the loop it was opened on (asyncpg crashed the process when used from another)."""
+    s = MemstoreSession("other-loop", mstore, user_id="alice")
+
+    async def use() -> list[Any]:
+        await s.add_items([_msg(1), _msg(2)])
+        assert await s.pop_item() == _msg(2)
+        return await s.get_items()
+
+    assert await asyncio.to_thread(asyncio.run, use()) == [_msg(1)]
+    assert await s.get_items() == [_msg(1)]
+
+
 async def test_concurrent_pops_return_distinct_items(mstore: MemoryStore) -> None:
     s = MemstoreSession("pops", mstore, user_id="alice")
     await s.add_items([_msg(n) for n in range(10)])

@@ -12,6 +12,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DisconnectionError, InvalidRequestError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.pool import QueuePool
 
 from memstore.db import jsontext
 from memstore.db.slowlog import check_threshold, install_slow_query_log, slow_query_ms_from_env
@@ -28,6 +29,7 @@ __all__ = [
     "SQLITE_BUSY_TIMEOUT_MS",
     "TENANT_SETTING",
     "create_engine",
+    "pool_capacity",
     "redacted",
     "register_vector_codec",
     "resolve_url",
@@ -188,6 +190,15 @@ def _create(
     else:  # resolve_url refused every other backend
         raise AssertionError(backend)
     return engine
+
+
+def pool_capacity(engine: AsyncEngine) -> int | None:
+    """How many connections the engine's pool hands out at once (None: no fixed bound)."""
+    pool = engine.sync_engine.pool
+    if not isinstance(pool, QueuePool):
+        return None  # e.g. SQLite :memory: (one static connection), NullPool
+    overflow = int(getattr(pool, "_max_overflow", 0))
+    return None if overflow < 0 else pool.size() + overflow
 
 
 def _check_sqlite_directory(url: URL) -> None:

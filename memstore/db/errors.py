@@ -176,6 +176,12 @@ def translated(what: str) -> Iterator[None]:
             raise InvalidInput(f"{what}: the database refused a value ({orig})") from error
         raise
     except sa_exc.TimeoutError as error:  # no pooled connection became free in time
-        raise Unavailable(f"{what}: no database connection available ({error})") from error
+        # Not an outage: the server answers, but every pooled connection stayed
+        # busy (held outside the unit of work's permits, or by slow statements).
+        raise Unavailable(
+            f"{what}: every pooled database connection stayed busy for the pool's "
+            f"checkout timeout ({error}); retry, or give the pool more connections "
+            "(engine_options pool_size / max_overflow / pool_timeout)"
+        ) from error
     except (OSError, ConnectionError) as error:
         raise Unavailable(f"{what}: database unreachable ({error!r})") from error

@@ -14,9 +14,11 @@ an application that keeps its rows in the same database passes its
 
 from __future__ import annotations
 
+import asyncio
 import weakref
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from contextvars import ContextVar
 from datetime import datetime
 from typing import Any
 
@@ -28,6 +30,7 @@ from memstore.db.engine import (
     OWN_CONNECTION,
     READ_ONLY,
     TENANT_SETTING,
+    pool_capacity,
     register_vector_codec,
 )
 from memstore.db.errors import translated
@@ -45,6 +48,10 @@ Clock = Callable[[], datetime]
 # What :meth:`Database.statement` yields: a Core connection, or the session of
 # the transaction the statement has to join. Both run Core statements alike.
 Reader = AsyncSession | AsyncConnection
+
+# Set while this task holds one of the Database's connection permits: a nested
+# transaction of the same task must not wait for a permit it is itself holding.
+_HOLDS_PERMIT: ContextVar[bool] = ContextVar("memstore_holds_permit", default=False)
 
 
 class Database:
@@ -79,6 +86,14 @@ class Database:
         self._statements = own.execution_options(
             **{READ_ONLY: True, ONE_STATEMENT: True}, **isolation
         )
+        # One permit per connection the pool can hand out. A burst of more
+        # concurrent calls than that (thousands of tasks at once) queues here,
+        # first come first served, with no deadline: each holder's statements
+        # are bounded by the backend's own timeouts, so the queue drains. In the
+        # pool's checkout they would wait at most pool_timeout and then fail as
+        # if the database were unavailable.
+        capacity = pool_capacity(engine) if joined is None else None
+        self._permits = asyncio.Semaphore(capacity) if capacity else None
 
     @property
     def dialect(self) -> str:
@@ -143,9 +158,24 @@ class Database:
             async with self.read(tenant) as session:
                 yield session
             return
-        with translated("read"):
-            async with self._statements.connect() as connection:
-                yield connection
+        async with self._permit():
+            with translated("read"):
+                async with self._statements.connect() as connection:
+                    yield connection
+
+    @asynccontextmanager
+    async def _permit(self) -> AsyncIterator[None]:
+        if self._permits is None or _HOLDS_PERMIT.get():
+            yield
+            return
+        async with self._permits:
+            _HOLDS_PERMIT.set(True)
+            try:
+                yield
+            finally:
+                # Not reset(token): a transaction entered by one task may be left
+                # by another (SyncMemoryStore runs each step as its own task).
+                _HOLDS_PERMIT.set(False)
 
     @asynccontextmanager
     async def _transaction(
@@ -166,7 +196,7 @@ class Database:
                 yield session
                 await session.flush()
                 return
-            async with factory.begin() as session:
+            async with self._permit(), factory.begin() as session:
                 if snapshot:
                     # SQLite read transactions are snapshots already (WAL).
                     await session.connection(

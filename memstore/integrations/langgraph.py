@@ -42,7 +42,7 @@ from langgraph.store.base import (
 )
 
 from memstore.embeddings.base import embed_checked
-from memstore.errors import DimensionMismatch, InvalidInput, MemstoreError
+from memstore.errors import DimensionMismatch, InvalidInput, WrongThread
 from memstore.integrations.langgraph_filters import check_filter, matches_filter, matches_path
 from memstore.models import LangGraphItemRow
 from memstore.repositories.langgraph import SEPARATOR, LangGraphRepository
@@ -56,10 +56,6 @@ _MAX_LIMIT = 10_000
 # Namespace and key each; with a 255-character user_id the primary-key entry stays
 # under Postgres' btree limit (~2700 bytes), which would otherwise refuse the row.
 MAX_KEY_BYTES = 768
-
-
-class WrongThread(MemstoreError):
-    """The synchronous API was called from the event loop the store runs on."""
 
 
 def _check_count(name: str, value: object, minimum: int) -> int:
@@ -115,7 +111,6 @@ class MemstoreStore(BaseStore):
         self._pinned = None if user_id is None else storage_user_id(user_id)
         self.index_config = self._check_index(index)
         self.ttl_config = self._check_ttl_config(ttl)
-        self._loop: asyncio.AbstractEventLoop | None = None
 
     def _check_index(self, index: IndexConfig | None) -> IndexConfig | None:
         if index is None:
@@ -203,31 +198,32 @@ class MemstoreStore(BaseStore):
     # ---- batch -----------------------------------------------------------------------
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
-        """Run ``abatch`` on the store's event loop from another thread (sync graphs)."""
-        loop = self._loop
+        """Run ``abatch`` on the store's event loop from another thread (sync graphs).
+
+        Works from the first call: the loop is the one the :class:`MemoryStore` was
+        opened on (its connections belong to it), which must be running, e.g. an
+        async app serving sync nodes from worker threads, or ``SyncMemoryStore``.
+        """
+        loop = self._store.loop
         try:
             running = asyncio.get_running_loop()
         except RuntimeError:
             running = None
-        if loop is None or loop.is_closed():
-            if running is not None:
-                raise WrongThread(
-                    "MemstoreStore.batch() is synchronous and this thread runs an event loop; "
-                    "use the async methods (aget/aput/asearch/abatch) here"
-                )
-            raise WrongThread(
-                "MemstoreStore.batch() needs the store's event loop running in another "
-                "thread; call abatch() once from that loop first, or use the async API"
-            )
-        if running is loop:
+        if running is not None and running is loop:
             raise WrongThread(
                 "MemstoreStore.batch() was called on the store's own event loop and would "
                 "deadlock; use the async methods (aget/aput/asearch/abatch) there"
             )
+        if loop is None or loop.is_closed() or not loop.is_running():
+            raise WrongThread(
+                "MemstoreStore's synchronous methods run on the event loop the MemoryStore "
+                "was opened on, and that loop is not running; call them while it runs "
+                "(from another thread), open the store with SyncMemoryStore and wrap "
+                "its async_store, or use the async methods"
+            )
         return asyncio.run_coroutine_threadsafe(self.abatch(ops), loop).result()
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        self._loop = asyncio.get_running_loop()
         ops = list(ops)
         # Validate everything before anything is written: bad input writes nothing.
         for op in ops:
@@ -366,7 +362,8 @@ class MemstoreStore(BaseStore):
         user, rest = self._split(op.namespace_prefix)
         filter_ = check_filter(op.filter)
         now = self._store.now()
-        ranked = op.query is not None and self.index_config is not None
+        # An empty query ranks nothing (score None), as in LangGraph's own stores.
+        ranked = bool(op.query) and self.index_config is not None
         # Only ranking or filtering needs every item; otherwise SQL pages.
         paged = not ranked and not filter_
         async with self._store.db.read(user) as session:

@@ -18,10 +18,11 @@ numbering, so any number of processes can share one session safely:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+import asyncio
+from collections.abc import Coroutine, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from memstore.errors import InvalidInput, LimitExceeded
+from memstore.errors import InvalidInput, LimitExceeded, WrongThread
 from memstore.repositories.threads import ThreadRepository
 from memstore.slots import Slot, SlotMetadata
 from memstore.tenancy import public_user_id, storage_user_id
@@ -33,9 +34,18 @@ if TYPE_CHECKING:
 
     from memstore.store import MemoryStore
 
-__all__ = ["MemstoreSession"]
+__all__ = ["InvalidSessionInput", "MemstoreSession"]
 
 _WRITER = "openai-agents"
+T = TypeVar("T")
+
+
+class InvalidSessionInput(InvalidInput, TypeError):
+    """Session settings or items the session refuses; nothing was written.
+
+    Also a ``TypeError``, which the SDK's own sessions raise for the same input
+    (unknown settings, an item that is not JSON).
+    """
 
 
 class _NothingToPop(Exception):
@@ -70,16 +80,35 @@ class MemstoreSession:
         *,
         user_id: str | None = None,
         thread_prefix: str = "openai-agents:",
-        session_settings: SessionSettings | None = None,
+        session_settings: SessionSettings | Mapping[str, Any] | None = None,
     ) -> None:
         check_identifier("session_id", session_id)
         if not isinstance(thread_prefix, str):
             raise InvalidInput("thread_prefix must be a string")
         self.session_id = session_id
-        self.session_settings = session_settings
+        self.session_settings = _settings(session_settings)
         self._store = store
         self._user = storage_user_id(user_id)
         self._thread = check_identifier("thread id", thread_prefix + session_id)
+
+    async def _on_store_loop(self, call: Coroutine[Any, Any, T]) -> T:
+        """Run ``call`` on the loop the store was opened on.
+
+        The store's connections belong to that loop; the SDK may call from
+        another one (``Runner.run_sync`` runs its own loop in a thread), where
+        using them directly would break the driver (asyncpg crashes the process).
+        """
+        loop = self._store.loop
+        if loop is None or loop is asyncio.get_running_loop():
+            return await call
+        if loop.is_closed() or not loop.is_running():
+            call.close()
+            raise WrongThread(
+                "this session's MemoryStore was opened on another event loop, which is "
+                "not running; open the store on the loop that runs the agent, or keep "
+                "its loop running (e.g. SyncMemoryStore) while the agent runs"
+            )
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(call, loop))
 
     @property
     def user_id(self) -> str | None:
@@ -91,14 +120,17 @@ class MemstoreSession:
         return self._thread
 
     def _limit(self, limit: int | None) -> int | None:
-        if limit is None and self.session_settings is not None:
-            limit = self.session_settings.limit
+        if limit is None:
+            limit = _settings(self.session_settings).limit
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)):
             raise InvalidInput(f"limit must be an integer or None, got {limit!r}")
         return limit
 
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
         """The latest ``limit`` items (all if None) in chronological order; [] if limit <= 0."""
+        return await self._on_store_loop(self._get_items(limit))
+
+    async def _get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
         limit = self._limit(limit)
         if limit is not None and limit <= 0:
             return []
@@ -108,14 +140,20 @@ class MemstoreSession:
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
         """Append ``items`` atomically as one contiguous run; [] writes nothing."""
+        return await self._on_store_loop(self._add_items(items))
+
+    async def _add_items(self, items: list[TResponseInputItem]) -> None:
         if not isinstance(items, list):
-            raise InvalidInput(f"items must be a list, got {type(items).__name__}")
+            raise InvalidSessionInput(f"items must be a list, got {type(items).__name__}")
         for n, item in enumerate(items):
             if not isinstance(item, Mapping):
-                raise InvalidInput(f"items[{n}] must be a dict, got {type(item).__name__}")
+                raise InvalidSessionInput(f"items[{n}] must be a dict, got {type(item).__name__}")
         if not items:
             return
-        entry = check_json("items", {"add": [dict(item) for item in items]})
+        try:
+            entry = check_json("items", {"add": [dict(item) for item in items]})
+        except InvalidInput as exc:
+            raise InvalidSessionInput(str(exc)) from exc
         await self._store.threads.append(
             self._thread,
             entry,
@@ -126,6 +164,9 @@ class MemstoreSession:
 
     async def pop_item(self) -> TResponseInputItem | None:
         """Remove and return the most recent item; None (nothing written) if there is none."""
+        return await self._on_store_loop(self._pop_item())
+
+    async def _pop_item(self) -> TResponseInputItem | None:
         threads = self._store.threads
         now = self._store.now()
         try:
@@ -161,4 +202,28 @@ class MemstoreSession:
 
     async def clear_session(self) -> None:
         """Delete every item of this session (the thread and its slots)."""
+        return await self._on_store_loop(self._clear_session())
+
+    async def _clear_session(self) -> None:
         await self._store.threads.delete_thread(self._thread, user_id=self.user_id)
+
+
+def _settings(value: object) -> SessionSettings:
+    """``value`` as the SDK's ``SessionSettings``, coerced and checked as the SDK does.
+
+    A dict is converted (unknown keys refused), None gives the defaults, so
+    ``session_settings`` is always a ``SessionSettings`` like the SDK's sessions'.
+    """
+    from agents.memory import SessionSettings
+    from agents.memory.session_settings import coerce_session_settings
+
+    if value is None:
+        return SessionSettings()
+    if not isinstance(value, SessionSettings | Mapping):
+        raise InvalidSessionInput(
+            f"session_settings must be a SessionSettings or a dict, got {type(value).__name__}"
+        )
+    try:
+        return coerce_session_settings(value if isinstance(value, SessionSettings) else dict(value))
+    except (TypeError, ValueError) as exc:  # unknown keys; pydantic's checks
+        raise InvalidSessionInput(str(exc)) from exc
