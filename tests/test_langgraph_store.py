@@ -9,6 +9,7 @@ plus tenancy, which LangGraph's stores do not have.
 from __future__ import annotations
 
 import asyncio
+import base64
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -30,7 +31,14 @@ from langgraph.store.base import (
 from sqlalchemy import update
 from typing_extensions import TypedDict
 
-from memstore import DimensionMismatch, EmbedderMismatch, InvalidInput, MemoryStore, MemstoreError
+from memstore import (
+    DimensionMismatch,
+    EmbedderMismatch,
+    InvalidImportRow,
+    InvalidInput,
+    MemoryStore,
+    MemstoreError,
+)
 from memstore.db.engine import create_engine
 from memstore.embeddings import HashingEmbedder
 from memstore.embeddings.base import embed_checked
@@ -811,3 +819,65 @@ def test_reembed_cli_reports_langgraph_items_and_refuses_in_one_line(db_url: str
     refused = cli("--dim", "384")
     assert refused.returncode == 1 and "Traceback" not in refused.stderr
     assert "4 LangGraph item(s)" in refused.stderr
+
+
+# ---- imports give LangGraph items this store's vectors (issue 30, points 2 and 5) ------
+
+
+async def _docs_dump(db_url: str) -> dict[str, Any]:
+    await _put_docs(db_url)
+    async with MemoryStore.open(db_url) as store:
+        dump = await store.export(user_id="alice")
+        await store.forget(user_id="alice")
+    return dump
+
+
+async def _imported_scores(db_url: str, dump: dict[str, Any]) -> dict[str, float | None]:
+    async with MemoryStore.open(db_url) as store:
+        await store.import_(dump, user_id="alice")
+        found = await _indexed(store).asearch(("docs",), query="cats purr", limit=10)
+    return {i.key: i.score for i in found}
+
+
+def _assert_scores(got: dict[str, float | None], expected: dict[str, float | None]) -> None:
+    assert got.keys() == expected.keys()
+    for key, score in expected.items():
+        assert (got[key] is None) if score is None else got[key] == pytest.approx(score, abs=1e-5)
+
+
+async def test_import_from_another_embedder_recomputes_item_vectors(db_url: str) -> None:
+    dump = await _docs_dump(db_url)
+    # As if another embedder had made the dump: its vectors are in another space.
+    dump["embedder"] = ReversedEmbedder.identity
+    for row in dump["tables"]["langgraph_items"]:
+        if row["vectors"] is not None:
+            count = len(base64.b64decode(row["vectors"])) // (4 * DIM)
+            other = await embed_checked(ReversedEmbedder(), ["x"] * count)
+            row["vectors"] = base64.b64encode(other.astype("<f4").tobytes()).decode()
+    got = await _imported_scores(db_url, dump)
+    _assert_scores(got, await _expected_scores(HashingEmbedder(), "cats purr"))
+
+
+async def test_import_computes_missing_item_vectors_from_their_fields(db_url: str) -> None:
+    dump = await _docs_dump(db_url)
+    for row in dump["tables"]["langgraph_items"]:
+        row["vectors"] = None
+    got = await _imported_scores(db_url, dump)
+    _assert_scores(got, await _expected_scores(HashingEmbedder(), "cats purr"))
+
+
+async def test_import_from_another_embedder_refuses_items_without_fields(db_url: str) -> None:
+    dump = await _docs_dump(db_url)
+    dump["embedder"] = ReversedEmbedder.identity
+    rows = dump["tables"]["langgraph_items"]
+    index = next(i for i, r in enumerate(rows) if r["key"] == "cats")
+    rows[index].pop("index_fields")  # a dump from before migration 0012
+    async with MemoryStore.open(db_url) as store:
+        with pytest.raises(InvalidImportRow) as caught:
+            await store.import_(dump, user_id="alice")
+        assert (caught.value.table, caught.value.row, caught.value.column) == (
+            "langgraph_items",
+            index,
+            "vectors",
+        )
+        assert set((await table_counts(store, "alice")).values()) == {0}
