@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import math
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -629,8 +630,20 @@ async def test_range_filters_compare_numbers_exactly_beyond_float_range(
     assert await keys(**{"$lte": 0.5}) == ["half", "tiny"]
     assert await keys(**{"$gt": -(10**401), "$lt": -1}) == ["tiny"]
     assert await keys(**{"$eq": 10**400}) == ["huge"]
-    # A plain query (no filter) and a semantic-free listing still see every item.
     assert len(await lg.asearch(ns, limit=20)) == 6
+    with pytest.raises(InvalidInput, match="needs a number"):
+        await keys(**{"$gt": math.nan})
+
+
+async def test_numbers_beyond_float_range_survive_an_import(
+    lg: MemstoreStore, mstore: MemoryStore
+) -> None:
+    await lg.aput(("big",), "huge", {"n": 10**400, "text": "x"})
+    await lg.aput(("big",), "one", {"n": 1})
+    await mstore.import_(await mstore.export(user_id="alice"), user_id="bob")
+    bob = MemstoreStore(mstore, user_id="bob")
+    found = await bob.asearch(("big",), filter={"n": {"$gt": 1e308}})
+    assert [(i.key, i.value["n"]) for i in found] == [("huge", 10**400)]
 
 
 # ---- embedder identity (issue 30, point 3) ---------------------------------------------

@@ -436,5 +436,3 @@ class MemstoreStore(BaseStore):
             user = storage_user_id(user_id)
         async with self._store.db.write(user) as session:
             return await LangGraphRepository(session=session).sweep(user, self._store.now())
-
-

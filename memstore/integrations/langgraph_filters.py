@@ -80,10 +80,9 @@ def _apply(value: Any, op: str, operand: Any) -> bool:
         return not _same(value, operand)
     # A missing or non-numeric value is outside every range (JSONB comparison
     # of a number with a non-number is false), rather than an error.
-    number = _number(value)
-    if number is None:
+    number, bound = _number(value), _number(operand)
+    if number is None or bound is None:
         return False
-    bound = operand
     if op == "$gt":
         return number > bound
     if op == "$gte":
