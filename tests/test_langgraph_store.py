@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import math
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -29,7 +29,7 @@ from langgraph.store.base import (
     PutOp,
     SearchOp,
 )
-from sqlalchemy import update
+from sqlalchemy import delete, update
 from typing_extensions import TypedDict
 
 from memstore import (
@@ -717,6 +717,25 @@ async def _put_docs(db_url: str) -> None:
             await lg.aput(("docs",), key, value, index=index)
 
 
+@pytest.fixture
+def width_restored(db_url: str) -> Iterator[str]:
+    """``db_url``, put back to the default width after a test that re-embeds it."""
+    yield db_url
+
+    async def restore() -> None:
+        # The session-shared database must go back to the default width; items whose
+        # fields the test erased could not be re-embedded, so they go first.
+        engine = create_engine(db_url)
+        try:
+            async with engine.begin() as conn:
+                await conn.execute(delete(LangGraphItemRow))
+            await reembed(engine, HashingEmbedder())
+        finally:
+            await engine.dispose()
+
+    asyncio.run(restore())
+
+
 async def _reembed(db_url: str, embedder: Any, **options: bool) -> ReembedResult:
     engine = create_engine(db_url)
     try:
@@ -750,6 +769,7 @@ async def _expected_scores(embedder: Any, query: str) -> dict[str, float | None]
         pytest.param(ReversedEmbedder(), id="same-width-other-space"),
     ],
 )
+@pytest.mark.usefixtures("width_restored")
 async def test_reembed_recomputes_langgraph_vectors(db_url: str, new: Any) -> None:
     await _put_docs(db_url)
     result = await _reembed(db_url, new)
@@ -793,6 +813,7 @@ async def test_reembed_refuses_items_whose_indexed_fields_are_unknown(db_url: st
     assert found[0].score is not None and found[0].key in {"cats", "nested"}
 
 
+@pytest.mark.usefixtures("width_restored")
 def test_reembed_cli_reports_langgraph_items_and_refuses_in_one_line(db_url: str) -> None:
     import os
     import subprocess
