@@ -17,11 +17,29 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Boolean, Column, Float, Integer, LargeBinary, String, Table, Text
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Column,
+    Float,
+    Integer,
+    LargeBinary,
+    SmallInteger,
+    String,
+    Table,
+    Text,
+)
 from sqlalchemy.types import TypeDecorator
 
 from memstore.db.types import UTCDateTime, Vector, VectorList
 from memstore.errors import InvalidImportRow, InvalidInput
+from memstore.langgraph_input import (
+    check_index_fields,
+    check_key,
+    check_stored_namespace,
+    check_ttl,
+    check_vectors,
+)
 from memstore.validation import (
     check_aware,
     check_identifier,
@@ -135,6 +153,37 @@ def _aware_text(field: str, value: Any) -> datetime:
     return check_aware(field, parsed)
 
 
+# Integer columns hold what the narrowest backend holds (Postgres: int2/int4/int8);
+# a bigger number would reach the driver and fail there (or overflow SQLite's int64).
+_INT_BITS = ((BigInteger, 64), (SmallInteger, 16), (Integer, 32))
+# The session's next turn is one past its last: that must fit an integer column too.
+_MAX_TURN = 2**31 - 2
+
+
+def _integer_bits(kind: Any) -> int:
+    return next(bits for base, bits in _INT_BITS if isinstance(kind, base))
+
+
+def _at_most(maximum: int) -> Rule:
+    def rule(value: Any) -> None:
+        if value is not None and value > maximum:
+            raise InvalidInput(f"must be at most {maximum}")
+
+    return rule
+
+
+def _object(value: Any) -> None:
+    if not isinstance(value, dict):
+        raise InvalidInput(f"must be a JSON object, got {type(value).__name__}")
+
+
+def _rule_of(check: Callable[[Any], Any]) -> Rule:
+    def rule(value: Any) -> None:
+        check(value)
+
+    return rule
+
+
 # Column rules of the write API, by (table, column); checked after the type.
 _RULES: dict[tuple[str, str], list[Rule]] = {
     ("episodes", "id"): [_identifier(_EPISODE_ID_CHARS)],
@@ -144,7 +193,7 @@ _RULES: dict[tuple[str, str], list[Rule]] = {
     ("episodes", "tool_calls"): [_kind(list, "a list")],
     ("episodes", "metadata"): [_kind(dict, "an object")],
     ("episodes", "search_text"): [_text(300_000)],
-    ("episodes", "turn"): [_at_least(0)],
+    ("episodes", "turn"): [_at_least(0), _at_most(_MAX_TURN)],
     ("facts", "id"): [_identifier(_EPISODE_ID_CHARS)],
     ("facts", "fact_id"): [_identifier(_EPISODE_ID_CHARS)],
     ("facts", "subject"): [_text(_FACT_FIELD_CHARS, allow_empty=False), _stripped],
@@ -183,6 +232,16 @@ _RULES: dict[tuple[str, str], list[Rule]] = {
     ("access_stats", "access_count"): [_at_least(0)],
     ("session_turns", "session_id"): [_identifier()],
     ("session_turns", "next_turn"): [_at_least(0)],
+    # The LangGraph store's rules (memstore.langgraph_input), as MemstoreStore.put applies them.
+    ("langgraph_items", "namespace"): [_rule_of(check_stored_namespace)],
+    ("langgraph_items", "key"): [_rule_of(check_key)],
+    ("langgraph_items", "value"): [_object],
+    ("langgraph_items", "ttl_minutes"): [_rule_of(check_ttl)],
+    ("langgraph_items", "index_fields"): [_rule_of(check_index_fields)],
+}
+# Rules that need the store's embedding width.
+_WIDTH_RULES: dict[tuple[str, str], Callable[[Any, int | None], Any]] = {
+    ("langgraph_items", "vectors"): check_vectors,
 }
 
 
@@ -221,6 +280,9 @@ def _typed(column: Column[Any], value: Any, dim: int | None) -> Any:
     if isinstance(kind, Integer):
         if isinstance(value, bool) or not isinstance(value, int):
             raise InvalidInput(f"must be an integer, got {type(value).__name__}")
+        bits = _integer_bits(kind)
+        if not -(2 ** (bits - 1)) <= value < 2 ** (bits - 1):
+            raise InvalidInput(f"is out of range for a {bits}-bit integer column")
         return value
     if isinstance(kind, Float):
         if (
@@ -273,6 +335,12 @@ def _check_row(table: str, record: dict[str, Any]) -> tuple[str, str] | None:
             return "key" if table == "working_memory" else "session_id", str(exc)
     if table == "working_memory":
         return _check_internal_key(record["key"], record["value"])
+    if table == "langgraph_items" and (record.get("ttl_minutes") is None) != (
+        record.get("expires_at") is None
+    ):
+        # A put with a TTL sets both, one without neither; a TTL without an expiry
+        # would set one on the first read.
+        return "expires_at", "must be set exactly when ttl_minutes is"
     return None
 
 
@@ -344,6 +412,9 @@ def import_record(
                 value = _typed(column, value, dim)
                 for rule in _RULES.get((name, column.name), ()):
                     rule(value)
+                sized = _WIDTH_RULES.get((name, column.name))
+                if sized is not None:
+                    sized(value, dim)
         except InvalidInput as exc:
             raise fail(column.name, str(exc)) from exc
         record[column.name] = value

@@ -254,6 +254,11 @@ class MemoryStore:
                 # Postgres migrations run on their own engine, without the
                 # per-statement timeout (index builds may take long).
                 await upgrade(resolve_url(url) if postgres else engine)
+                if postgres:
+                    # The pool's connection that checked the schema predates
+                    # the `vector` type the migration created, so it has no
+                    # pgvector codec; later connections register it on connect.
+                    await engine.dispose()
             await check_schema(engine)
             dim, recorded = await recorded_settings(engine)
             if embedder is None:

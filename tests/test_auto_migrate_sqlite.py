@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from memstore import Episode, MemoryStore, SchemaOutOfDate
+from memstore import Episode, Fact, MemoryStore, SchemaOutOfDate
 from memstore.db.engine import create_engine
 from memstore.migrate import current_revision, downgrade, head_revision, upgrade
 
@@ -107,6 +107,16 @@ async def test_postgres_is_never_migrated_implicitly(empty_db_url: str) -> None:
     async with MemoryStore.open(empty_db_url, auto_migrate=True) as store:
         assert await store.working(user_id="u") == []
     assert await revision_of(empty_db_url) == head_revision()
+
+
+async def test_store_writes_vectors_right_after_open_migrated_it(empty_db_url: str) -> None:
+    # On Postgres the pool's connection that checked the schema predated the
+    # `vector` extension, so it had no pgvector codec: every vector write failed.
+    async with MemoryStore.open(empty_db_url, auto_migrate=True) as store:
+        await store.remember(Episode(session_id="s", user_id="u", input="the cat sleeps"))
+        await store.add_fact(Fact(user_id="u", subject="cat", predicate="is", object="asleep"))
+        assert [e.input for e in await store.recall("cat", user_id="u")] == ["the cat sleeps"]
+        assert [f.object for f in await store.recall_facts("cat", user_id="u")] == ["asleep"]
 
 
 _OPEN_AND_WRITE = """

@@ -12,11 +12,11 @@ from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 from conftest import table_counts
 
 from memstore import Conflict, Episode, Fact, InvalidInput, MemoryStore
+from memstore.embeddings.base import embed_checked
 from memstore.migrate import upgrade
 from memstore.repositories.langgraph import LangGraphRepository
 from memstore.repositories.tenants import tenant_tables
@@ -111,15 +111,17 @@ async def populate(store: MemoryStore, user: str | None) -> None:
     await store.recall("paris", user_id=user)
     await store.flush_access()
     # LangGraph store items (the repository, so this needs no langgraph install):
-    # a vector blob and a TTL, the columns other tables do not have.
+    # a vector blob, its indexed fields and a TTL, the columns other tables do not have.
     stored = storage_user_id(user)
+    vectors = await embed_checked(store.embedder, ["likes tea ☕"])
     async with store.db.write(stored) as session:
         await LangGraphRepository(session=session).put(
             stored,
             "memories.prefs",
             "k1",
-            {"text": "likes tea ☕", "n": 0.1},
-            vectors=np.arange(4, dtype="<f4").tobytes(),
+            {"text": "likes tea ☕", "n": 0.1, "huge": 10**400},
+            vectors=vectors.astype("<f4").tobytes(),
+            index_fields=["text"],
             now=MARCH,
             ttl_minutes=60.0,
             expires_at=MARCH + timedelta(days=36500),

@@ -4,11 +4,13 @@ column, nothing written), and two concurrent imports into one empty tenant never
 from __future__ import annotations
 
 import asyncio
+import base64
 import copy
 import math
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import pytest
 
 from memstore import Conflict, Episode, InvalidImportRow, InvalidInput, MemoryStore, TaskState
@@ -73,6 +75,42 @@ def is_task_state(row: dict[str, Any]) -> bool:
     return row["key"] == "_task_state"
 
 
+def blob(*values: float) -> str:
+    return base64.b64encode(np.array(values, dtype="<f4").tobytes()).decode()
+
+
+def nan_vectors(dump: Dump) -> int:
+    index, row = first(dump, "langgraph_items")
+    vectors = np.frombuffer(base64.b64decode(row["vectors"]), dtype="<f4").copy()
+    vectors[5] = math.nan
+    row["vectors"] = base64.b64encode(vectors.tobytes()).decode()
+    return index
+
+
+def lg(column: str, value: Any) -> Corruption:
+    return set_col("langgraph_items", column, value)
+
+
+# What the LangGraph store's own writes never store (issue 30, point 5).
+LANGGRAPH_CASES: list[tuple[str, Corruption, str, str]] = [
+    ("vectors not float32", lg("vectors", base64.b64encode(b"\x01" * 6).decode()), "vectors"),
+    ("vectors of another width", lg("vectors", blob(*[0.1] * 48)), "vectors"),
+    ("vectors NaN", nan_vectors, "vectors"),
+    ("vectors empty", lg("vectors", ""), "vectors"),
+    ("value a list", lg("value", [1, 2]), "value"),
+    ("value a string", lg("value", "likes tea"), "value"),
+    ("ttl negative", lg("ttl_minutes", -5.0), "ttl_minutes"),
+    ("ttl zero", lg("ttl_minutes", 0.0), "ttl_minutes"),
+    ("ttl without expiry", lg("expires_at", None), "expires_at"),
+    ("namespace empty label", lg("namespace", "memories..prefs"), "namespace"),
+    ("namespace leading dot", lg("namespace", ".memories"), "namespace"),
+    ("namespace NUL", lg("namespace", "memories.pr\x00efs"), "namespace"),
+    ("key empty", lg("key", ""), "key"),
+    ("index_fields text", lg("index_fields", "text"), "index_fields"),
+    ("index_fields empty path", lg("index_fields", [""]), "index_fields"),
+]
+
+
 # (case, corruption, table, column)
 CASES: list[tuple[str, Corruption, str, str]] = [
     ("embedding too short", width(-1), "episodes", "embedding"),
@@ -93,6 +131,22 @@ CASES: list[tuple[str, Corruption, str, str]] = [
     ),
     ("turn text", set_col("episodes", "turn", "three"), "episodes", "turn"),
     ("turn negative", set_col("episodes", "turn", -1), "episodes", "turn"),
+    ("turn beyond 64 bits", set_col("episodes", "turn", 2**70), "episodes", "turn"),
+    ("turn beyond 32 bits", set_col("episodes", "turn", 2**31), "episodes", "turn"),
+    # The session's next turn (this one + 1) must fit the counter too.
+    ("turn at the counter's end", set_col("episodes", "turn", 2**31 - 1), "episodes", "turn"),
+    (
+        "next_turn beyond 32 bits",
+        set_col("session_turns", "next_turn", 2**40),
+        "session_turns",
+        "next_turn",
+    ),
+    (
+        "access_count beyond 64 bits",
+        set_col("access_stats", "access_count", 2**70),
+        "access_stats",
+        "access_count",
+    ),
     ("metadata list", set_col("episodes", "metadata", [1, 2]), "episodes", "metadata"),
     ("tool_calls object", set_col("episodes", "tool_calls", {"a": 1}), "episodes", "tool_calls"),
     ("episode id too long", set_col("episodes", "id", "x" * 37), "episodes", "id"),
@@ -137,6 +191,7 @@ CASES: list[tuple[str, Corruption, str, str]] = [
     ("block version zero", set_col("blocks", "version", 0), "blocks", "version"),
     ("access kind", set_col("access_stats", "kind", "secret"), "access_stats", "kind"),
     ("missing column", drop_session_id, "episodes", "session_id"),
+    *((case, corrupt, "langgraph_items", column) for case, corrupt, column in LANGGRAPH_CASES),
 ]
 
 

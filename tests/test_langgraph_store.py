@@ -9,9 +9,12 @@ plus tenancy, which LangGraph's stores do not have.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+import base64
+import math
+from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
+import numpy as np
 import pytest
 from conftest import ManualClock, table_counts
 
@@ -26,18 +29,26 @@ from langgraph.store.base import (
     PutOp,
     SearchOp,
 )
+from sqlalchemy import delete, update
 from typing_extensions import TypedDict
 
 from memstore import (
     DimensionMismatch,
+    EmbedderMismatch,
+    InvalidImportRow,
     InvalidInput,
     MemoryStore,
     MemstoreError,
     SyncMemoryStore,
     Unavailable,
 )
+from memstore.db.engine import create_engine
+from memstore.embeddings import HashingEmbedder
 from memstore.embeddings.base import embed_checked
 from memstore.integrations.langgraph import MemstoreStore, WrongThread
+from memstore.models import LangGraphItemRow
+from memstore.recall.reembed import ReembedResult, reembed
+from memstore.recall.settings import recorded_embedder
 
 DIM = 384
 
@@ -681,3 +692,318 @@ async def test_concurrent_puts_and_searches(vec: MemstoreStore) -> None:
     for n, found in enumerate(results):
         assert found[0].key == f"d{n}"
     assert len(await vec.asearch(ns, limit=100)) == 30
+
+
+# ---- numbers beyond float range (issue 30, point 4) ----------------------------------
+
+
+async def test_range_filters_compare_numbers_exactly_beyond_float_range(
+    lg: MemstoreStore,
+) -> None:
+    ns = ("big",)
+    for key, n in [
+        ("huge", 10**400),
+        ("huger", 10**400 + 1),
+        ("tiny", -(10**400)),
+        ("one", 1),
+        ("half", 0.5),
+        ("word", "many"),
+    ]:
+        await lg.aput(ns, key, {"n": n})
+
+    async def keys(**condition: Any) -> list[str]:
+        return sorted(i.key for i in await lg.asearch(ns, filter={"n": condition}, limit=20))
+
+    assert await keys(**{"$gt": 1e308}) == ["huge", "huger"]
+    # Exact, not as floats (10**400 and 10**400 + 1 would both be inf, or overflow).
+    assert await keys(**{"$gt": 10**400}) == ["huger"]
+    assert await keys(**{"$gte": 10**400}) == ["huge", "huger"]
+    assert await keys(**{"$lt": 10**400}) == ["half", "one", "tiny"]
+    assert await keys(**{"$lte": 0.5}) == ["half", "tiny"]
+    assert await keys(**{"$gt": -(10**401), "$lt": -1}) == ["tiny"]
+    assert await keys(**{"$eq": 10**400}) == ["huge"]
+    assert len(await lg.asearch(ns, limit=20)) == 6
+    with pytest.raises(InvalidInput, match="needs a number"):
+        await keys(**{"$gt": math.nan})
+
+
+async def test_numbers_beyond_float_range_survive_an_import(
+    lg: MemstoreStore, mstore: MemoryStore
+) -> None:
+    await lg.aput(("big",), "huge", {"n": 10**400, "text": "x"})
+    await lg.aput(("big",), "one", {"n": 1})
+    await mstore.import_(await mstore.export(user_id="alice"), user_id="bob")
+    bob = MemstoreStore(mstore, user_id="bob")
+    found = await bob.asearch(("big",), filter={"n": {"$gt": 1e308}})
+    assert [(i.key, i.value["n"]) for i in found] == [("huge", 10**400)]
+
+
+# ---- embedder identity (issue 30, point 3) ---------------------------------------------
+
+
+class ReversedEmbedder:
+    """Same width as the default, another vector space (hashes reversed text)."""
+
+    identity = "test-reversed-embedder/384"
+    dim = DIM
+
+    async def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return HashingEmbedder(DIM).embed_sync([t[::-1] for t in texts])
+
+
+def _indexed(store: MemoryStore) -> MemstoreStore:
+    return MemstoreStore(
+        store, user_id="alice", index={"dims": store.embedder.dim, "fields": ["text"]}
+    )
+
+
+async def test_langgraph_vectors_record_the_embedder(db_url: str) -> None:
+    async with MemoryStore.open(db_url) as store:
+        await _indexed(store).aput(("docs",), "plain", {"text": "no vector"}, index=False)
+        assert await recorded_embedder(store.engine) is None  # nothing embedded yet
+        await _indexed(store).aput(("docs",), "a", {"text": "cats purr on the sofa"})
+        assert await recorded_embedder(store.engine) == HashingEmbedder().identity
+    with pytest.raises(EmbedderMismatch):
+        async with MemoryStore.open(db_url, embedder=ReversedEmbedder()):
+            pass
+
+
+async def test_two_stores_racing_to_claim_with_langgraph_writes(db_url: str) -> None:
+    async with (
+        MemoryStore.open(db_url) as first,
+        MemoryStore.open(db_url, embedder=ReversedEmbedder()) as second,
+    ):
+        await _indexed(first).aput(("docs",), "a", {"text": "cats purr"})
+        with pytest.raises(EmbedderMismatch):
+            await _indexed(second).aput(("docs",), "b", {"text": "dogs bark"})
+        # An unindexed put writes no vector: nothing to mix up.
+        await _indexed(second).aput(("docs",), "c", {"text": "fish swim"}, index=False)
+        assert sorted(i.key for i in await _indexed(first).asearch(("docs",))) == ["a", "c"]
+
+
+# ---- reembed covers LangGraph items (issue 30, point 2) --------------------------------
+
+_DOCS = {
+    "cats": {"text": "cats purr on the sofa", "title": "pets"},
+    "dogs": {"text": "dogs bark at the postman", "title": "pets"},
+    "tea": {"title": "green tea in the morning", "text": "a drink"},
+    "nested": {"text": "x", "sections": [{"body": "quantum physics"}, {"body": "cats"}]},
+    "plain": {"text": "cats everywhere"},
+}
+# What each item is indexed on (None: not indexed).
+_FIELDS: dict[str, list[str] | None] = {
+    "cats": None,
+    "dogs": None,
+    "tea": ["title"],
+    "nested": ["sections[*].body"],
+    "plain": [],
+}
+
+
+async def _put_docs(db_url: str) -> None:
+    async with MemoryStore.open(db_url) as store:
+        lg = _indexed(store)
+        for key, value in _DOCS.items():
+            fields = _FIELDS[key]
+            index: Any = False if fields == [] else fields
+            await lg.aput(("docs",), key, value, index=index)
+
+
+@pytest.fixture
+def width_restored(db_url: str) -> Iterator[str]:
+    """``db_url``, put back to the default width after a test that re-embeds it."""
+    yield db_url
+
+    async def restore() -> None:
+        # The session-shared database must go back to the default width; items whose
+        # fields the test erased could not be re-embedded, so they go first.
+        engine = create_engine(db_url)
+        try:
+            async with engine.begin() as conn:
+                await conn.execute(delete(LangGraphItemRow))
+            await reembed(engine, HashingEmbedder())
+        finally:
+            await engine.dispose()
+
+    asyncio.run(restore())
+
+
+async def _reembed(db_url: str, embedder: Any, **options: bool) -> ReembedResult:
+    engine = create_engine(db_url)
+    try:
+        return await reembed(engine, embedder, **options)
+    finally:
+        await engine.dispose()
+
+
+async def _expected_scores(embedder: Any, query: str) -> dict[str, float | None]:
+    expected: dict[str, float | None] = {}
+    (q,) = await embed_checked(embedder, [query])
+    for key, value in _DOCS.items():
+        fields = _FIELDS[key]
+        if fields == []:
+            expected[key] = None
+            continue
+        if fields is None:
+            texts = [str(value["text"])]
+        elif fields == ["title"]:
+            texts = [str(value["title"])]
+        else:
+            texts = [s["body"] for s in value["sections"]]  # type: ignore[attr-defined]
+        expected[key] = float((await embed_checked(embedder, texts) @ q).max())
+    return expected
+
+
+@pytest.mark.parametrize(
+    "new",
+    [
+        pytest.param(HashingEmbedder(48), id="other-width"),
+        pytest.param(ReversedEmbedder(), id="same-width-other-space"),
+    ],
+)
+@pytest.mark.usefixtures("width_restored")
+async def test_reembed_recomputes_langgraph_vectors(db_url: str, new: Any) -> None:
+    await _put_docs(db_url)
+    result = await _reembed(db_url, new)
+    async with MemoryStore.open(db_url, embedder=new) as store:
+        found = await _indexed(store).asearch(("docs",), query="cats purr", limit=10)
+    scores = {i.key: i.score for i in found}
+    expected = await _expected_scores(new, "cats purr")
+    assert scores.keys() == expected.keys()
+    for key, score in expected.items():
+        if score is None:
+            assert scores[key] is None, key
+        else:
+            assert scores[key] == pytest.approx(score, abs=1e-5), key
+    assert result.langgraph_items == 4  # every item that holds a vector
+
+
+async def test_reembed_counts_langgraph_items_only_when_it_recomputes_them(db_url: str) -> None:
+    await _put_docs(db_url)
+    assert (await _reembed(db_url, HashingEmbedder())).langgraph_items == 0  # all have vectors
+    assert (await _reembed(db_url, HashingEmbedder(), all_rows=True)).langgraph_items == 4
+
+
+async def test_reembed_refuses_items_whose_indexed_fields_are_unknown(db_url: str) -> None:
+    """Items written before their fields were recorded cannot be re-embedded: refuse,
+    writing nothing, rather than leave vectors of the old space behind."""
+    await _put_docs(db_url)
+    engine = create_engine(db_url)
+    try:
+        async with engine.begin() as conn:
+            await conn.execute(
+                update(LangGraphItemRow)
+                .where(LangGraphItemRow.user_id == "alice", LangGraphItemRow.key == "cats")
+                .values(index_fields=None)
+            )
+    finally:
+        await engine.dispose()
+    with pytest.raises(InvalidInput, match="1 LangGraph item"):
+        await _reembed(db_url, HashingEmbedder(48))
+    async with MemoryStore.open(db_url) as store:  # still the old width and embedder
+        found = await _indexed(store).asearch(("docs",), query="cats purr", limit=10)
+    assert found[0].score is not None and found[0].key in {"cats", "nested"}
+
+
+@pytest.mark.usefixtures("width_restored")
+def test_reembed_cli_reports_langgraph_items_and_refuses_in_one_line(db_url: str) -> None:
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    asyncio.run(_put_docs(db_url))
+    root = Path(__file__).resolve().parents[1]
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "memstore", "reembed", "--url", db_url, *args],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            cwd=root,
+            env={**os.environ, "PYTHONPATH": str(root)},
+        )
+
+    done = cli("--dim", "48")
+    assert done.returncode == 0, done.stderr
+    assert "re-embedded 0 episodes, 0 facts and 4 LangGraph store items" in done.stdout
+
+    async def forget_fields() -> None:
+        engine = create_engine(db_url)
+        try:
+            async with engine.begin() as conn:
+                await conn.execute(
+                    update(LangGraphItemRow)
+                    .where(LangGraphItemRow.user_id == "alice")
+                    .values(index_fields=None)
+                )
+        finally:
+            await engine.dispose()
+
+    asyncio.run(forget_fields())
+    refused = cli("--dim", "384")
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr
+    assert "4 LangGraph item(s)" in refused.stderr
+
+
+# ---- imports give LangGraph items this store's vectors (issue 30, points 2 and 5) ------
+
+
+async def _docs_dump(db_url: str) -> dict[str, Any]:
+    await _put_docs(db_url)
+    async with MemoryStore.open(db_url) as store:
+        dump = await store.export(user_id="alice")
+        await store.forget(user_id="alice")
+    return dump
+
+
+async def _imported_scores(db_url: str, dump: dict[str, Any]) -> dict[str, float | None]:
+    async with MemoryStore.open(db_url) as store:
+        await store.import_(dump, user_id="alice")
+        found = await _indexed(store).asearch(("docs",), query="cats purr", limit=10)
+    return {i.key: i.score for i in found}
+
+
+def _assert_scores(got: dict[str, float | None], expected: dict[str, float | None]) -> None:
+    assert got.keys() == expected.keys()
+    for key, score in expected.items():
+        assert (got[key] is None) if score is None else got[key] == pytest.approx(score, abs=1e-5)
+
+
+async def test_import_from_another_embedder_recomputes_item_vectors(db_url: str) -> None:
+    dump = await _docs_dump(db_url)
+    # As if another embedder had made the dump: its vectors are in another space.
+    dump["embedder"] = ReversedEmbedder.identity
+    for row in dump["tables"]["langgraph_items"]:
+        if row["vectors"] is not None:
+            count = len(base64.b64decode(row["vectors"])) // (4 * DIM)
+            other = await embed_checked(ReversedEmbedder(), ["x"] * count)
+            row["vectors"] = base64.b64encode(other.astype("<f4").tobytes()).decode()
+    got = await _imported_scores(db_url, dump)
+    _assert_scores(got, await _expected_scores(HashingEmbedder(), "cats purr"))
+
+
+async def test_import_computes_missing_item_vectors_from_their_fields(db_url: str) -> None:
+    dump = await _docs_dump(db_url)
+    for row in dump["tables"]["langgraph_items"]:
+        row["vectors"] = None
+    got = await _imported_scores(db_url, dump)
+    _assert_scores(got, await _expected_scores(HashingEmbedder(), "cats purr"))
+
+
+async def test_import_from_another_embedder_refuses_items_without_fields(db_url: str) -> None:
+    dump = await _docs_dump(db_url)
+    dump["embedder"] = ReversedEmbedder.identity
+    rows = dump["tables"]["langgraph_items"]
+    index = next(i for i, r in enumerate(rows) if r["key"] == "cats")
+    rows[index].pop("index_fields")  # a dump from before migration 0012
+    async with MemoryStore.open(db_url) as store:
+        with pytest.raises(InvalidImportRow) as caught:
+            await store.import_(dump, user_id="alice")
+        assert (caught.value.table, caught.value.row, caught.value.column) == (
+            "langgraph_items",
+            index,
+            "vectors",
+        )
+        assert set((await table_counts(store, "alice")).values()) == {0}

@@ -220,7 +220,7 @@ def test_reembed_cli_backfills_passages_or_says_why_not(
     assert "InvalidInput" in refused.stderr and "computes no passages" in refused.stderr
     done = cli("--embedder", "sentence-transformers", "--passages")
     assert done.returncode == 0, done.stderr
-    assert "re-embedded 0 episodes and 0 facts" in done.stdout
+    assert "re-embedded 0 episodes, 0 facts and 0 LangGraph store items" in done.stdout
     assert "passages for 2 episodes" in done.stdout
 
 

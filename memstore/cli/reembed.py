@@ -47,5 +47,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         change += f", embedder {result.embedder}"
     filled = f"; passages for {result.passages} episodes" if args.passages else ""
-    print(f"re-embedded {result.episodes} episodes and {result.facts} facts ({change}){filled}")
+    print(
+        f"re-embedded {result.episodes} episodes, {result.facts} facts and "
+        f"{result.langgraph_items} LangGraph store items ({change}){filled}"
+    )
     return 0

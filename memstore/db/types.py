@@ -11,7 +11,15 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator, TypeEngine, UserDefinedType
 
-__all__ = ["JSONDoc", "PgVector", "PgVectorArray", "UTCDateTime", "Vector", "VectorList"]
+__all__ = [
+    "JSONDoc",
+    "NullableJSONDoc",
+    "PgVector",
+    "PgVectorArray",
+    "UTCDateTime",
+    "Vector",
+    "VectorList",
+]
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -78,6 +86,13 @@ class _SQLiteJSON(TypeDecorator[Any]):
 
 # JSONB on Postgres (indexable, compact); plain JSON text elsewhere.
 JSONDoc: Any = JSON().with_variant(JSONB(), "postgresql").with_variant(_SQLiteJSON(), "sqlite")
+# The same, but Python None is SQL NULL rather than the JSON document ``null``,
+# for optional columns that queries test with IS NULL.
+NullableJSONDoc: Any = (
+    JSON(none_as_null=True)
+    .with_variant(JSONB(none_as_null=True), "postgresql")
+    .with_variant(_SQLiteJSON(none_as_null=True), "sqlite")
+)
 
 
 class PgVector(UserDefinedType[Any]):

@@ -18,7 +18,6 @@ post-filter can starve it.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
@@ -37,25 +36,29 @@ from langgraph.store.base import (
     SearchItem,
     SearchOp,
     TTLConfig,
-    get_text_at_path,
-    tokenize_path,
 )
 
 from memstore.embeddings.base import embed_checked
 from memstore.errors import DimensionMismatch, InvalidInput, WrongThread
 from memstore.integrations.langgraph_filters import check_filter, matches_filter, matches_path
+from memstore.langgraph_input import (
+    MAX_KEY_BYTES,
+    SEPARATOR,
+    check_key,
+    check_labels,
+    check_namespace_length,
+    check_ttl,
+    indexed_texts,
+)
 from memstore.models import LangGraphItemRow
-from memstore.repositories.langgraph import SEPARATOR, LangGraphRepository
+from memstore.repositories.langgraph import LangGraphRepository
 from memstore.store import MemoryStore
 from memstore.tenancy import storage_user_id
 from memstore.validation import check_json, check_text
 
-__all__ = ["MemstoreStore", "WrongThread"]
+__all__ = ["MAX_KEY_BYTES", "MemstoreStore", "WrongThread"]
 
 _MAX_LIMIT = 10_000
-# Namespace and key each; with a 255-character user_id the primary-key entry stays
-# under Postgres' btree limit (~2700 bytes), which would otherwise refuse the row.
-MAX_KEY_BYTES = 768
 
 
 def _check_count(name: str, value: object, minimum: int) -> int:
@@ -66,31 +69,6 @@ def _check_count(name: str, value: object, minimum: int) -> int:
     ):
         raise InvalidInput(f"{name} must be an integer between {minimum} and {_MAX_LIMIT}")
     return value
-
-
-def _check_labels(what: str, labels: object, *, wildcard: bool = False) -> tuple[str, ...]:
-    if not isinstance(labels, tuple | list):
-        raise InvalidInput(f"{what} must be a tuple of strings")
-    for label in labels:
-        if not isinstance(label, str) or not label:
-            raise InvalidInput(f"{what}: every label must be a non-empty string, got {label!r}")
-        if SEPARATOR in label or "\x00" in label:
-            raise InvalidInput(f"{what}: label {label!r} may not contain '.' or NUL")
-        if label == "*" and not wildcard:
-            raise InvalidInput(f"{what}: '*' is only a wildcard in list_namespaces")
-    return tuple(labels)
-
-
-def _check_ttl(ttl: object) -> float | None:
-    if ttl is None:
-        return None
-    if (
-        isinstance(ttl, bool)
-        or not isinstance(ttl, int | float)
-        or not (0 < ttl <= 1_000 * 365 * 24 * 60)
-    ):
-        raise InvalidInput(f"ttl must be a positive number of minutes, got {ttl!r}")
-    return float(ttl)
 
 
 class MemstoreStore(BaseStore):
@@ -157,7 +135,7 @@ class MemstoreStore(BaseStore):
                 "ttl['sweep_interval_minutes'] is not supported: there is no background "
                 "sweeper; call MemstoreStore.sweep_ttl(user_id=...) from your scheduler"
             )
-        _check_ttl(ttl.get("default_ttl"))
+        check_ttl(ttl.get("default_ttl"))
         if not isinstance(ttl.get("refresh_on_read", True), bool):
             raise InvalidInput("ttl['refresh_on_read'] must be a bool")
         return dict(ttl)  # type: ignore[return-value]
@@ -182,14 +160,14 @@ class MemstoreStore(BaseStore):
     def _split(self, namespace: tuple[str, ...]) -> tuple[str, tuple[str, ...]]:
         """(stored user_id, namespace inside the tenant)."""
         if self._pinned is not None:
-            return self._pinned, _check_length(namespace)
+            return self._pinned, check_namespace_length(namespace)
         if not namespace:
             raise InvalidInput(
                 "the first namespace label is the tenant (memstore user_id); an empty "
                 "namespace names no tenant. Pass e.g. ('alice', ...) or pin one with "
                 "MemstoreStore(store, user_id=...)"
             )
-        return storage_user_id(namespace[0]), _check_length(namespace[1:])
+        return storage_user_id(namespace[0]), check_namespace_length(namespace[1:])
 
     def _full(self, user: str, rest: str) -> tuple[str, ...]:
         labels = tuple(rest.split(SEPARATOR)) if rest else ()
@@ -243,16 +221,16 @@ class MemstoreStore(BaseStore):
 
     def _check_op(self, op: object) -> None:
         if isinstance(op, GetOp):
-            self._split(_check_labels("namespace", op.namespace))
-            _check_key(op.key)
+            self._split(check_labels("namespace", op.namespace))
+            check_key(op.key)
         elif isinstance(op, PutOp):
-            namespace = _check_labels("namespace", op.namespace)
+            namespace = check_labels("namespace", op.namespace)
             if not namespace:
                 raise InvalidInput("namespace cannot be empty")
             if namespace[0] == "langgraph":
                 raise InvalidInput("the root label 'langgraph' is reserved by LangGraph")
             self._split(namespace)
-            _check_key(op.key)
+            check_key(op.key)
             if op.value is not None:
                 if not isinstance(op.value, Mapping):
                     raise InvalidInput(f"value must be a dict, got {type(op.value).__name__}")
@@ -260,12 +238,12 @@ class MemstoreStore(BaseStore):
             if not (
                 op.index is None
                 or op.index is False
-                or (isinstance(op.index, list) and all(isinstance(f, str) for f in op.index))
+                or (isinstance(op.index, list) and all(isinstance(f, str) and f for f in op.index))
             ):
                 raise InvalidInput("index must be None, False or a list of JSON paths")
-            _check_ttl(op.ttl)
+            check_ttl(op.ttl)
         elif isinstance(op, SearchOp):
-            self._split(_check_labels("namespace_prefix", op.namespace_prefix))
+            self._split(check_labels("namespace_prefix", op.namespace_prefix))
             check_filter(op.filter)
             _check_count("limit", op.limit, 0)
             _check_count("offset", op.offset, 0)
@@ -279,7 +257,7 @@ class MemstoreStore(BaseStore):
             for condition in op.match_conditions or ():
                 if condition.match_type not in ("prefix", "suffix"):
                     raise InvalidInput(f"unknown match_type {condition.match_type!r}")
-                _check_labels("match path", condition.path, wildcard=True)
+                check_labels("match path", condition.path, wildcard=True)
             self._listing_tenant(op)
         else:
             raise InvalidInput(f"unknown store operation {type(op).__name__}")
@@ -326,10 +304,14 @@ class MemstoreStore(BaseStore):
                 await LangGraphRepository(session=session).delete(user, namespace, op.key)
             return
         value = dict(op.value)
-        vectors = await self._vectors(value, op.index)
+        fields, vectors = await self._vectors(value, op.index)
         now = self._store.now()
-        ttl = _check_ttl(op.ttl)
+        ttl = check_ttl(op.ttl)
         async with self._store.db.write(user) as session:
+            if vectors is not None:
+                # The first vector written by any path records the embedder;
+                # another embedder's store refuses, as for episodes.
+                await self._store.embedder_guard.claim(session)
             repo = LangGraphRepository(session=session)
             await repo.put(
                 user,
@@ -337,26 +319,24 @@ class MemstoreStore(BaseStore):
                 op.key,
                 value,
                 vectors=vectors,
+                index_fields=fields,
                 now=now,
                 ttl_minutes=ttl,
                 expires_at=self._expiry(ttl, now),
             )
 
-    async def _vectors(self, value: dict[str, Any], index: Any) -> bytes | None:
+    async def _vectors(
+        self, value: dict[str, Any], index: Any
+    ) -> tuple[list[str] | None, bytes | None]:
+        """(indexed fields, their vectors), or (None, None) when nothing is indexed."""
         if self.index_config is None or index is False:
-            return None
+            return None, None
         paths = index if isinstance(index, list) else self.index_config.get("fields") or ["$"]
-        texts: list[str] = []
-        for path in paths:
-            found = value if path == "$" else get_text_at_path(value, tokenize_path(path))
-            for text in found if isinstance(found, list) and path != "$" else [found]:
-                text = text if isinstance(text, str) else json.dumps(text, sort_keys=True)
-                if text:
-                    texts.append(text)
+        texts = indexed_texts(value, paths)
         if not texts:
-            return None
+            return None, None
         matrix = await embed_checked(self._store.embedder, texts)
-        return matrix.astype("<f4").tobytes()
+        return list(paths), matrix.astype("<f4").tobytes()
 
     async def _search(self, op: SearchOp) -> list[SearchItem]:
         user, rest = self._split(op.namespace_prefix)
@@ -381,7 +361,9 @@ class MemstoreStore(BaseStore):
             query = (await embed_checked(self._store.embedder, [op.query]))[0]
             dim = query.shape[0]
             for i, row in enumerate(rows):
-                if row.vectors:
+                # Vectors of another width (re-embedded by a memstore whose reembed
+                # skipped these items) leave the item unscored, not the search failed.
+                if row.vectors and len(row.vectors) % (4 * dim) == 0:
                     matrix = np.frombuffer(row.vectors, dtype="<f4").reshape(-1, dim)
                     scores[i] = float((matrix @ query).max())
             # Scored items first (best first), then unindexed ones in recency order.
@@ -451,24 +433,3 @@ class MemstoreStore(BaseStore):
             user = storage_user_id(user_id)
         async with self._store.db.write(user) as session:
             return await LangGraphRepository(session=session).sweep(user, self._store.now())
-
-
-def _check_key(key: object) -> str:
-    if not isinstance(key, str) or not key or "\x00" in key or _utf8(key) > MAX_KEY_BYTES:
-        raise InvalidInput(f"key must be a non-empty string of at most {MAX_KEY_BYTES} UTF-8 bytes")
-    return key
-
-
-def _check_length(rest: tuple[str, ...]) -> tuple[str, ...]:
-    if _utf8(SEPARATOR.join(rest)) > MAX_KEY_BYTES:
-        raise InvalidInput(
-            f"namespace too long: its labels joined by '.' exceed {MAX_KEY_BYTES} UTF-8 bytes"
-        )
-    return rest
-
-
-def _utf8(text: str) -> int:
-    try:
-        return len(text.encode())
-    except UnicodeEncodeError as exc:  # lone surrogates cannot be stored
-        raise InvalidInput(f"not valid Unicode text: {exc}") from exc

@@ -4,6 +4,11 @@ Kept free of LangGraph imports so they are testable and typed on their own. The
 semantics follow LangGraph's InMemoryStore (which mirrors its Postgres JSONB
 queries): a filter maps keys to a value (equality, nested dicts match
 recursively) or to a dict of ``$eq/$ne/$gt/$gte/$lt/$lte`` operators.
+
+Numbers compare exactly, as JSON numbers (and Postgres' JSONB ``numeric``) do:
+an integer beyond float range such as ``10**400`` is a valid operand and a
+valid stored value, greater than every float and than ``10**400 - 1``; no
+number is ever converted to a float, so none can overflow.
 """
 
 from __future__ import annotations
@@ -42,17 +47,19 @@ def _check_conditions(conditions: Mapping[Any, Any]) -> None:
                         f"{', '.join(sorted(OPERATORS))}"
                     )
                 if op in {"$gt", "$gte", "$lt", "$lte"} and (
-                    isinstance(operand, bool) or not isinstance(operand, int | float)
+                    isinstance(operand, bool)
+                    or not isinstance(operand, int | float)
+                    or operand != operand  # NaN: no JSON number, nothing is beyond it
                 ):
                     raise InvalidInput(f"{op} on {key!r} needs a number, got {operand!r}")
         elif isinstance(wanted, Mapping):
             _check_conditions(wanted)
 
 
-def _number(value: Any) -> float | None:
+def _number(value: Any) -> int | float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    return float(value)
+    return value  # Python compares int with float exactly, without converting
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -73,10 +80,9 @@ def _apply(value: Any, op: str, operand: Any) -> bool:
         return not _same(value, operand)
     # A missing or non-numeric value is outside every range (JSONB comparison
     # of a number with a non-number is false), rather than an error.
-    number = _number(value)
-    if number is None:
+    number, bound = _number(value), _number(operand)
+    if number is None or bound is None:
         return False
-    bound = float(operand)
     if op == "$gt":
         return number > bound
     if op == "$gte":
@@ -102,7 +108,9 @@ def _compare(value: Any, wanted: Any) -> bool:
     return _same(value, wanted)
 
 
-def matches_filter(value: Mapping[str, Any], filter_: Mapping[str, Any]) -> bool:
+def matches_filter(value: Any, filter_: Mapping[str, Any]) -> bool:
+    if not isinstance(value, Mapping):  # only a row from before imports checked values
+        return not filter_
     return all(_compare(value.get(key), wanted) for key, wanted in filter_.items())
 
 

@@ -8,7 +8,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from memstore.db.base import Base
 from memstore.db.columns import TenantId
-from memstore.db.types import JSONDoc
+from memstore.db.types import JSONDoc, NullableJSONDoc
 
 __all__ = ["LangGraphItemRow"]
 
@@ -30,6 +30,10 @@ class LangGraphItemRow(Base):
     value: Mapped[Any] = mapped_column(JSONDoc)
     # float32 unit vectors of the indexed fields, concatenated; NULL = not indexed.
     vectors: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)
+    # The JSON paths the vectors were computed from, so that a new embedder can
+    # compute them again (reembed, imports); NULL = not indexed, or indexed
+    # before migration 0012 recorded them.
+    index_fields: Mapped[list[str] | None] = mapped_column(NullableJSONDoc, nullable=True)
     created_at: Mapped[datetime]
     updated_at: Mapped[datetime]
     # LangGraph TTLs are in minutes; kept so a read can push expires_at forward.

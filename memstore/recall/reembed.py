@@ -6,6 +6,10 @@ migration 0011, or by an embedder without passages) while keeping their vectors.
 Switching to an embedder of another width changes the recorded dimension and, on
 Postgres, the column type (``vector(n)``) and its HNSW index, in one transaction with
 the recomputed vectors; nothing else in the schema is touched.
+
+Every row that holds a vector is covered: episodes (and their passages), facts, and
+the LangGraph store's items, whose vectors are recomputed from the fields recorded
+with them (``langgraph_items.index_fields``).
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Select, select, text, update
+from sqlalchemy import ColumnElement, Select, func, select, text, tuple_, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from memstore.db.crosstenant import cross_tenant_connection
@@ -22,7 +26,8 @@ from memstore.documents import episode_text, fact_text
 from memstore.embeddings.base import Embedder, PassageEmbedder, embed_checked, passages_checked
 from memstore.embeddings.identity import embedder_identity
 from memstore.errors import InvalidInput
-from memstore.models import ConfigRow, EpisodeRow, FactRow
+from memstore.langgraph_input import indexed_texts
+from memstore.models import ConfigRow, EpisodeRow, FactRow, LangGraphItemRow
 from memstore.models.config import EMBEDDER_KEY, EMBEDDING_DIM_KEY
 from memstore.models.search import VECTOR_INDEX, vector_storage
 from memstore.recall.settings import set_embedder
@@ -43,6 +48,8 @@ class ReembedResult:
     previous_embedder: str | None = None
     # Episodes that kept their vector and were given passages (``passages=True``).
     passages: int = 0
+    # LangGraph store items whose vectors were recomputed.
+    langgraph_items: int = 0
 
 
 def _episode_text(row: Any) -> str:
@@ -73,26 +80,29 @@ async def _change_dimension(conn: AsyncConnection, dim: int) -> None:
 
 
 async def _batches(
-    conn: AsyncConnection, stmt: Select[*tuple[Any, ...]], model: Any
+    conn: AsyncConnection, stmt: Select[*tuple[Any, ...]], keys: tuple[Any, ...]
 ) -> AsyncIterator[Any]:
-    """The rows of ``stmt`` in ``(user_id, id)`` order, ``_BATCH`` at a time.
+    """The rows of ``stmt`` in the order of the primary-key columns ``keys``, ``_BATCH``
+    at a time (``stmt`` must select those columns).
 
     Pages by key rather than by offset, so rows updated out of the filter while
     paging shift nothing.
     """
-    after: tuple[str, str] | None = None
-    stmt = stmt.order_by(model.user_id, model.id).limit(_BATCH)
+    after: tuple[Any, ...] | None = None
+    names = [key.key for key in keys]
+    stmt = stmt.order_by(*keys).limit(_BATCH)
     while True:
-        page = stmt
-        if after is not None:
-            page = stmt.where(
-                (model.user_id > after[0]) | ((model.user_id == after[0]) & (model.id > after[1]))
-            )
+        page = stmt if after is None else stmt.where(_after(keys, after))
         rows = (await conn.execute(page)).all()
         if not rows:
             return
         yield rows
-        after = (rows[-1].user_id, rows[-1].id)
+        after = tuple(getattr(rows[-1], name) for name in names)
+
+
+def _after(keys: tuple[Any, ...], last: tuple[Any, ...]) -> ColumnElement[bool]:
+    """Rows whose key sorts after ``last`` (a row-value comparison, on both backends)."""
+    return tuple_(*keys) > tuple_(*last)
 
 
 async def _refresh(
@@ -102,7 +112,7 @@ async def _refresh(
     stmt = select(model)
     if only_missing:
         stmt = stmt.where(model.embedding.is_(None))
-    async for rows in _batches(conn, stmt, model):
+    async for rows in _batches(conn, stmt, (model.user_id, model.id)):
         texts = [to_text(r) for r in rows]
         vectors = await embed_checked(embedder, texts)
         # A row's passages are recomputed with its vector: both must be in one space.
@@ -133,7 +143,7 @@ async def _backfill_passages(conn: AsyncConnection, embedder: Embedder) -> int:
     stmt = select(EpisodeRow.user_id, EpisodeRow.id, *text_of).where(
         EpisodeRow.embedding.is_not(None), EpisodeRow.passages.is_(None)
     )
-    async for rows in _batches(conn, stmt, EpisodeRow):
+    async for rows in _batches(conn, stmt, (EpisodeRow.user_id, EpisodeRow.id)):
         passages = await passages_checked(embedder, [_episode_text(r) for r in rows])
         for row, found in zip(rows, passages, strict=True):
             if found is None:
@@ -145,6 +155,55 @@ async def _backfill_passages(conn: AsyncConnection, embedder: Embedder) -> int:
             )
             filled += 1
     return filled
+
+
+_Item = LangGraphItemRow
+
+
+async def _check_langgraph_fields(conn: AsyncConnection) -> None:
+    """Refuse, before anything changes, items whose vectors could not be recomputed."""
+    unknown = await conn.scalar(
+        select(func.count())
+        .select_from(_Item)
+        .where(_Item.vectors.is_not(None), _Item.index_fields.is_(None))
+    )
+    if unknown:
+        raise InvalidInput(
+            f"{unknown} LangGraph item(s) hold vectors but were indexed before memstore "
+            "recorded which fields an item is indexed on (migration 0012), so reembed "
+            "cannot compute their vectors again and would leave them in the old "
+            "embedder's space. Put them again through MemstoreStore with the store's "
+            "current embedder (that records their fields), or delete them, then run "
+            "reembed again; nothing was changed"
+        )
+
+
+async def _refresh_langgraph(conn: AsyncConnection, embedder: Embedder) -> int:
+    """Recompute every indexed LangGraph item's vectors from its recorded fields."""
+    done = 0
+    keys = (_Item.user_id, _Item.namespace, _Item.key)
+    stmt = select(*keys, _Item.value, _Item.index_fields).where(_Item.index_fields.is_not(None))
+    async for rows in _batches(conn, stmt, keys):
+        texts = [indexed_texts(r.value, r.index_fields) for r in rows]
+        flat = [t for item in texts for t in item]
+        matrix = await embed_checked(embedder, flat) if flat else None
+        start = 0
+        for row, item in zip(rows, texts, strict=True):
+            vectors = None
+            if item and matrix is not None:
+                vectors = matrix[start : start + len(item)].astype("<f4").tobytes()
+                start += len(item)
+            await conn.execute(
+                update(_Item)
+                .where(
+                    _Item.user_id == row.user_id,
+                    _Item.namespace == row.namespace,
+                    _Item.key == row.key,
+                )
+                .values(vectors=vectors, index_fields=row.index_fields if vectors else None)
+            )
+        done += len(rows)
+    return done
 
 
 async def reembed(
@@ -178,14 +237,18 @@ async def reembed(
             or 0
         )
         previous = await conn.scalar(select(ConfigRow.value).where(ConfigRow.key == EMBEDDER_KEY))
+        if dim != recorded or (previous is not None and previous != identity):
+            all_rows = True
+        if all_rows:
+            await _check_langgraph_fields(conn)
         if dim != recorded:
             await _change_dimension(conn, dim)
-            all_rows = True
-        if previous is not None and previous != identity:
-            all_rows = True
         await set_embedder(conn, identity)
         episodes = await _refresh(conn, EpisodeRow, embedder, _episode_text, not all_rows)
         facts = await _refresh(conn, FactRow, embedder, _fact_text, not all_rows)
+        # An item is stored with its vectors or not indexed at all: none is missing
+        # a vector, so only a full refresh has items to recompute.
+        items = await _refresh_langgraph(conn, embedder) if all_rows else 0
         # After a full refresh every row has its passages already.
         filled = await _backfill_passages(conn, embedder) if passages and not all_rows else 0
         if dim != recorded and conn.dialect.name == "postgresql":
@@ -193,4 +256,4 @@ async def reembed(
             await conn.execute(text(f"CREATE INDEX {name} ON {table} USING {method}"))
     # Pooled connections may have cached the old column type's statements.
     await engine.dispose()
-    return ReembedResult(dim, recorded, episodes, facts, identity, previous, filled)
+    return ReembedResult(dim, recorded, episodes, facts, identity, previous, filled, items)

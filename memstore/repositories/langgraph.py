@@ -9,13 +9,12 @@ from sqlalchemy import case, delete, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from memstore.db.upsert import insert_for
+from memstore.langgraph_input import SEPARATOR
 from memstore.models import LangGraphItemRow
 
 __all__ = ["SEPARATOR", "LangGraphRepository"]
 
 Row = LangGraphItemRow
-# LangGraph forbids "." inside a namespace label, so joining on it is reversible.
-SEPARATOR = "."
 
 
 def _alive(now: datetime) -> Any:
@@ -47,6 +46,7 @@ class LangGraphRepository:
         value: Any,
         *,
         vectors: bytes | None,
+        index_fields: list[str] | None = None,
         now: datetime,
         ttl_minutes: float | None,
         expires_at: datetime | None,
@@ -58,6 +58,7 @@ class LangGraphRepository:
             key=key,
             value=value,
             vectors=vectors,
+            index_fields=index_fields if vectors is not None else None,
             created_at=now,
             updated_at=now,
             ttl_minutes=ttl_minutes,
@@ -70,6 +71,7 @@ class LangGraphRepository:
             set_={
                 "value": stmt.excluded.value,
                 "vectors": stmt.excluded.vectors,
+                "index_fields": stmt.excluded.index_fields,
                 "updated_at": stmt.excluded.updated_at,
                 "ttl_minutes": stmt.excluded.ttl_minutes,
                 "expires_at": stmt.excluded.expires_at,

@@ -168,7 +168,7 @@ class TransferService:
                     return
                 done = counts.get(current.name, 0)
                 rows_in = await fill_embeddings(
-                    self.embedder, current.name, batch, recompute=recompute
+                    self.embedder, current.name, batch, recompute=recompute, start=done
                 )
                 inserting[:] = [f"{current.name} rows {done}..{done + len(batch) - 1}"]
                 counts[current.name] = done + await repo.insert_rows(
