@@ -16,6 +16,9 @@ def register(subparsers: Any) -> None:
         "citus",
         help="print the statements that distribute the schema on a Citus cluster "
         "(--apply runs them)",
+        description="Print the statements that make the memstore schema distributed "
+        "(tenant tables sharded by user_id) on a Citus coordinator; with --apply run them "
+        "there in one transaction. See docs/SCALING.md.",
     )
     parser.add_argument(
         "--apply",

@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from memstore.cli.embedder_args import add_embedder_arguments, embedder_from_args
+from memstore.cli.user_args import add_user_argument
 from memstore.consolidation.consolidator import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_LEASE_SECONDS,
@@ -72,7 +73,7 @@ def register(subparsers: Any) -> None:
         help="stop starting new batches after this many seconds",
     )
     p.add_argument("--limit", type=_positive(int), help="consolidate at most this many episodes")
-    p.add_argument("--user", help="only this tenant (default: every tenant)")
+    add_user_argument(p, help="only this tenant (default: every tenant)")
     # Consolidated facts are embedded: with the database's embedder, or refused.
     add_embedder_arguments(p)
     p.add_argument(
@@ -101,7 +102,7 @@ def register(subparsers: Any) -> None:
     # Test hook: pause per episode during extraction (outside SQLite's write lock),
     # so concurrent test workers genuinely overlap.
     p.add_argument("--debug-extract-delay", type=float, default=0.0, help=argparse.SUPPRESS)
-    p.set_defaults(handler=run)
+    p.set_defaults(handler=run, existing_database=True)
 
 
 class _Slowed:
@@ -190,7 +191,7 @@ async def _run(args: argparse.Namespace) -> int:
         mode = f"loop every {args.interval:g}s" if args.loop else "once"
         print(
             f"memstore consolidate: {mode}, extractor={extractor.name}, "
-            f"batch-size={args.batch_size}, user={args.user or 'all'}",
+            f"batch-size={args.batch_size}, user={args.user_id or 'all'}",
             file=sys.stderr,
             flush=True,
         )
@@ -214,11 +215,11 @@ async def _run(args: argparse.Namespace) -> int:
                 if remaining <= 0:
                     break
             limit = None if args.limit is None else args.limit - total.processed
-            progress = _Progress(await consolidator.pending(args.user), sys.stderr)
+            progress = _Progress(await consolidator.pending(args.user_id), sys.stderr)
             try:
                 result = await consolidator.run(
                     limit=limit,
-                    user_id=args.user,
+                    user_id=args.user_id,
                     max_seconds=remaining,
                     on_batch=progress,
                     should_stop=stop.is_set,

@@ -5,6 +5,7 @@ import asyncio
 import json
 from typing import Any
 
+from memstore.cli.user_args import add_user_argument
 from memstore.gc import GcReport
 
 
@@ -18,7 +19,7 @@ def register(subparsers: Any) -> None:
     )
     gc.add_argument("--url", help="database URL (default: $MEMSTORE_URL or ./memstore.db)")
     who = gc.add_mutually_exclusive_group()
-    who.add_argument("--user-id", help="collect only this tenant")
+    add_user_argument(who, help="collect only this tenant")
     who.add_argument(
         "--anonymous", action="store_true", help="collect only the anonymous tenant (user_id=None)"
     )
@@ -35,7 +36,7 @@ def register(subparsers: Any) -> None:
         help="delete threads with no append for this long (default: never)",
     )
     gc.add_argument("--json", action="store_true", help="print the report as JSON")
-    gc.set_defaults(handler=run)
+    gc.set_defaults(handler=run, existing_database=True)
 
 
 async def _gc(args: argparse.Namespace) -> GcReport:

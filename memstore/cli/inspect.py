@@ -32,13 +32,18 @@ def register(subparsers: Any) -> None:
         default=2000,
         help="rows per table a page shows, newest first (default 2000)",
     )
-    add_embedder_arguments(inspect)
-    inspect.set_defaults(handler=run)
+    add_embedder_arguments(
+        inspect,
+        purpose="embedder of the search box's queries, compared with the stored vectors; "
+        "must be the database's (inspect never writes)",
+    )
+    inspect.set_defaults(handler=run, existing_database=True, extras=("inspect",))
 
 
 def run(args: argparse.Namespace) -> int:
-    token = args.token or os.environ.get("MEMSTORE_INSPECT_TOKEN") or None
     from memstore.inspect.server import Inspector
+
+    token = args.token or os.environ.get("MEMSTORE_INSPECT_TOKEN") or None
 
     inspector = Inspector(
         args.url,
@@ -48,17 +53,6 @@ def run(args: argparse.Namespace) -> int:
         embedder=embedder_from_args(args),
         max_rows=args.max_rows,
     )
-    try:
-        import jinja2  # noqa: F401
-        import starlette  # noqa: F401
-        import uvicorn  # noqa: F401
-    except ImportError as error:
-        print(
-            f"memstore inspect: {error.name} is missing; install the extra: "
-            "pip install 'memstore[inspect]'",
-            file=sys.stderr,
-        )
-        return 2
     print(
         f"memstore inspect: serving http://{args.host}:{args.port}/ (Ctrl-C stops)", file=sys.stderr
     )

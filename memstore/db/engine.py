@@ -15,7 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from memstore.db import jsontext
 from memstore.db.slowlog import check_threshold, install_slow_query_log, slow_query_ms_from_env
-from memstore.errors import ConfigurationError
+from memstore.errors import ConfigurationError, NotFound
 
 __all__ = [
     "DEFAULT_URL",
@@ -30,6 +30,7 @@ __all__ = [
     "create_engine",
     "redacted",
     "register_vector_codec",
+    "require_existing_database",
     "resolve_url",
 ]
 
@@ -112,6 +113,29 @@ def resolve_url(url: str | None) -> str:
     elif parsed.drivername == "sqlite":
         parsed = parsed.set(drivername="sqlite+aiosqlite")
     return parsed.render_as_string(hide_password=False)
+
+
+def require_existing_database(url: str | None) -> str:
+    """``url`` resolved; :class:`NotFound` if it names a SQLite file that does not exist.
+
+    Opening a missing SQLite file creates it, so tools that work on an existing
+    store (everything but ``memstore migrate`` and ``memstore demo``) check first
+    and never leave an empty database behind a mistyped path. A Postgres
+    database is never created by connecting, so it needs no check here.
+    """
+    resolved = resolve_url(url)
+    parsed = make_url(resolved)
+    if parsed.get_backend_name() != "sqlite":
+        return resolved
+    database = parsed.database or ""
+    if database in ("", ":memory:") or database.startswith("file:"):
+        return resolved
+    if not Path(database).expanduser().exists():
+        raise NotFound(
+            f"no SQLite database at {database!r}; pass the --url of an existing store "
+            "(or create one with `memstore migrate`)"
+        )
+    return resolved
 
 
 def create_engine(

@@ -158,7 +158,8 @@ async def serve_stdio(url: str | None, user_id: str | None) -> None:
     from mcp.server.stdio import stdio_server
 
     storage_user_id(user_id)
-    async with MemoryStore.open(url) as store:
+    # Serves an existing store: `memstore migrate` creates and upgrades schemas.
+    async with MemoryStore.open(url, auto_migrate=False) as store:
         server = build_server(store, lambda ctx: user_id)
         async with stdio_server() as (read, write):
             await server.run(read, write, server.create_initialization_options())
@@ -179,7 +180,7 @@ async def serve_http(
     allowed = frozenset(allowed_users)
     # Validate the allow-list, token and bind address before touching the database.
     TenantGate(_unused_app, allowed_users=allowed, token=token, host=host)
-    async with MemoryStore.open(url) as store:
+    async with MemoryStore.open(url, auto_migrate=False) as store:
 
         def tenant(ctx: ServerRequestContext[Any, Any]) -> str:
             # The gate decoded and checked the header; never decode it a second way here.
