@@ -2,8 +2,9 @@
 
 Each sub-command lives in its own module exposing ``register(subparsers)``;
 handlers return an exit code. Errors print their cause and exit non-zero.
-Commands that work on an existing store set ``existing_database=True`` as a
-parser default: a SQLite ``--url`` naming no file is then refused up front.
+Every command but ``migrate`` and ``demo`` works on an existing store: it calls
+:func:`memstore.db.engine.require_existing_database` before it opens anything, so a
+mistyped SQLite path fails in one line instead of leaving an empty database there.
 Commands that need an optional extra name it in the default ``extras``; a missing
 extra (or the embeddings extra of ``--embedder sentence-transformers``) is one
 line naming the ``pip install`` and exit status 1, for every command alike.
@@ -95,12 +96,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         for extra in getattr(args, "extras", ()):
             for module in sorted(EXTRA_MODULES[extra]):
                 importlib.import_module(module)
-        if getattr(args, "existing_database", False):
-            # Only `migrate` and `demo` may create a database; every other command
-            # fails on a mistyped SQLite path instead of leaving an empty file there.
-            from memstore.db.engine import require_existing_database
-
-            require_existing_database(args.url)
         return int(args.handler(args))
     except MemstoreError as error:
         print(f"memstore {args.command}: {type(error).__name__}: {error}", file=sys.stderr)

@@ -24,6 +24,7 @@ from memstore.consolidation.types import (
     ConsolidationResult,
     Extractor,
 )
+from memstore.db.engine import require_existing_database
 from memstore.errors import MemstoreError
 from memstore.types import Episode
 
@@ -102,7 +103,7 @@ def register(subparsers: Any) -> None:
     # Test hook: pause per episode during extraction (outside SQLite's write lock),
     # so concurrent test workers genuinely overlap.
     p.add_argument("--debug-extract-delay", type=float, default=0.0, help=argparse.SUPPRESS)
-    p.set_defaults(handler=run, existing_database=True)
+    p.set_defaults(handler=run)
 
 
 class _Slowed:
@@ -263,4 +264,5 @@ def _merge(total: ConsolidationResult, part: ConsolidationResult | None) -> Cons
 
 
 def run(args: argparse.Namespace) -> int:
+    require_existing_database(args.url)  # never create one behind a mistyped path
     return asyncio.run(_run(args))

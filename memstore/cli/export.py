@@ -7,6 +7,7 @@ from contextlib import ExitStack
 from typing import Any
 
 from memstore.cli.user_args import add_user_argument
+from memstore.db.engine import require_existing_database
 
 
 def register(subparsers: Any) -> None:
@@ -22,7 +23,7 @@ def register(subparsers: Any) -> None:
     add_user_argument(who, help="the tenant to export")
     who.add_argument("--anonymous", action="store_true", help="export the anonymous bucket")
     export.add_argument("-o", "--output", default="-", help="file to write (default: stdout)")
-    export.set_defaults(handler=run, existing_database=True)
+    export.set_defaults(handler=run)
 
 
 async def _export(args: argparse.Namespace, out: Any) -> dict[str, int]:
@@ -35,6 +36,7 @@ async def _export(args: argparse.Namespace, out: Any) -> dict[str, int]:
 
 
 def run(args: argparse.Namespace) -> int:
+    require_existing_database(args.url)  # never create one behind a mistyped path
     with ExitStack() as stack:
         out = (
             sys.stdout

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from memstore.cli.user_args import add_user_argument
+from memstore.db.engine import require_existing_database
 from memstore.gc import GcReport
 
 
@@ -36,7 +37,7 @@ def register(subparsers: Any) -> None:
         help="delete threads with no append for this long (default: never)",
     )
     gc.add_argument("--json", action="store_true", help="print the report as JSON")
-    gc.set_defaults(handler=run, existing_database=True)
+    gc.set_defaults(handler=run)
 
 
 async def _gc(args: argparse.Namespace) -> GcReport:
@@ -54,6 +55,7 @@ async def _gc(args: argparse.Namespace) -> GcReport:
 
 
 def run(args: argparse.Namespace) -> int:
+    require_existing_database(args.url)  # never create one behind a mistyped path
     report = asyncio.run(_gc(args))
     if args.json:
         print(

@@ -8,6 +8,7 @@ from typing import Any
 
 from memstore.cli.embedder_args import add_embedder_arguments, embedder_from_args
 from memstore.cli.user_args import add_user_argument
+from memstore.db.engine import require_existing_database
 
 
 def register(subparsers: Any) -> None:
@@ -24,7 +25,7 @@ def register(subparsers: Any) -> None:
     imp.add_argument("-i", "--input", default="-", help="file to read (default: stdin)")
     # Rows without an embedding (or embedded by another embedder) are embedded.
     add_embedder_arguments(imp)
-    imp.set_defaults(handler=run, existing_database=True)
+    imp.set_defaults(handler=run)
 
 
 async def _import(args: argparse.Namespace, lines: Any) -> dict[str, int]:
@@ -43,6 +44,7 @@ async def _import(args: argparse.Namespace, lines: Any) -> dict[str, int]:
 
 
 def run(args: argparse.Namespace) -> int:
+    require_existing_database(args.url)  # never create one behind a mistyped path
     with ExitStack() as stack:
         lines = (
             sys.stdin

@@ -6,6 +6,7 @@ import sys
 from typing import Any
 
 from memstore.cli.embedder_args import add_embedder_arguments, embedder_from_args
+from memstore.db.engine import require_existing_database
 
 
 def register(subparsers: Any) -> None:
@@ -37,7 +38,7 @@ def register(subparsers: Any) -> None:
         purpose="embedder of the search box's queries, compared with the stored vectors; "
         "must be the database's (inspect never writes)",
     )
-    inspect.set_defaults(handler=run, existing_database=True, extras=("inspect",))
+    inspect.set_defaults(handler=run, extras=("inspect",))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -53,6 +54,8 @@ def run(args: argparse.Namespace) -> int:
         embedder=embedder_from_args(args),
         max_rows=args.max_rows,
     )
+    # Before "serving": the page opens an existing store only, and says so in one line.
+    require_existing_database(args.url)
     print(
         f"memstore inspect: serving http://{args.host}:{args.port}/ (Ctrl-C stops)", file=sys.stderr
     )

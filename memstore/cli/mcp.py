@@ -12,6 +12,7 @@ import sys
 from typing import Any
 
 from memstore.cli.user_args import add_user_argument
+from memstore.db.engine import require_existing_database
 from memstore.mcp.gate import is_loopback
 
 __all__ = ["register"]
@@ -55,7 +56,7 @@ def register(subparsers: Any) -> None:
         help="http: bearer token clients must send (default: "
         "$MEMSTORE_MCP_TOKEN); required unless --host is loopback",
     )
-    mcp.set_defaults(handler=run, existing_database=True, extras=("mcp",))
+    mcp.set_defaults(handler=run, extras=("mcp",))
 
 
 def _usage_error(message: str) -> int:
@@ -79,6 +80,7 @@ def run(args: argparse.Namespace) -> int:
             )
         if not 0 <= args.port <= 65535:
             return _usage_error("--port must be between 0 and 65535")
+    require_existing_database(args.url)  # never create one behind a mistyped path
     from memstore.mcp.server import serve_http, serve_stdio
 
     if args.transport == "stdio":

@@ -5,7 +5,7 @@ import asyncio
 from typing import Any
 
 from memstore.cli.embedder_args import add_embedder_arguments, embedder_from_args
-from memstore.db.engine import create_engine
+from memstore.db.engine import create_engine, require_existing_database
 from memstore.migrate import check_schema
 from memstore.recall.reembed import ReembedResult, reembed
 
@@ -30,7 +30,7 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="also compute passages for episodes stored without them, keeping their vectors",
     )
-    parser.set_defaults(handler=run, existing_database=True)
+    parser.set_defaults(handler=run)
 
 
 async def _run(args: argparse.Namespace) -> ReembedResult:
@@ -47,6 +47,7 @@ async def _run(args: argparse.Namespace) -> ReembedResult:
 
 
 def run(args: argparse.Namespace) -> int:
+    require_existing_database(args.url)  # never create one behind a mistyped path
     result = asyncio.run(_run(args))
     change = (
         f"dimension {result.previous_dimension} -> {result.dimension}"

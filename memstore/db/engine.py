@@ -116,7 +116,8 @@ def resolve_url(url: str | None) -> str:
 
 
 def require_existing_database(url: str | None) -> str:
-    """``url`` resolved; :class:`NotFound` if it names a SQLite file that does not exist.
+    """``url`` resolved; :class:`NotFound` if it names a SQLite file that does not exist
+    (:class:`ConfigurationError` if not even its directory does).
 
     Opening a missing SQLite file creates it, so tools that work on an existing
     store (everything but ``memstore migrate`` and ``memstore demo``) check first
@@ -130,6 +131,7 @@ def require_existing_database(url: str | None) -> str:
     database = parsed.database or ""
     if database in ("", ":memory:") or database.startswith("file:"):
         return resolved
+    _check_sqlite_directory(parsed)  # a missing directory stays a ConfigurationError
     if not Path(database).expanduser().exists():
         raise NotFound(
             f"no SQLite database at {database!r}; pass the --url of an existing store "
