@@ -9,7 +9,7 @@ import ipaddress
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-__all__ = ["ASGIApp", "Message", "Receive", "Scope", "Send", "is_loopback"]
+__all__ = ["ASGIApp", "Message", "Receive", "Scope", "Send", "host_name", "is_loopback"]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -26,3 +26,10 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
+
+
+def host_name(header: str) -> str:
+    """The host of a ``Host`` header value, without its port (``[::1]`` keeps its brackets)."""
+    if header.startswith("["):
+        return header.split("]")[0] + "]"
+    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header

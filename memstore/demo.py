@@ -119,7 +119,8 @@ async def run_demo(url: str) -> None:
             "\n".join(f"  {e.input}" for e in bob_view),
         )
 
-        now_facts = await store.recall_facts("lives", user_id="alice")
+        # The lives_in facts only (a search for "lives" would rank every fact of hers).
+        now_facts = await store.facts(user_id="alice", subject="alice", predicate="lives_in")
         _say(
             "where alice lives — as known now",
             "\n".join(
@@ -130,13 +131,15 @@ async def run_demo(url: str) -> None:
             ),
         )
         april = march + timedelta(days=40)
-        in_april = await store.recall_facts("lives", user_id="alice", valid_at=april)
+        in_april = await store.facts(
+            user_id="alice", subject="alice", predicate="lives_in", valid_at=april
+        )
         _say(
             "where did alice live in April? (valid time)",
             "  " + ", ".join(f.object for f in in_april),
         )
-        believed = await store.recall_facts(
-            "lives", user_id="alice", valid_at=store.now(), known_at=before_correction
+        believed = await store.facts(
+            user_id="alice", subject="alice", predicate="lives_in", known_at=before_correction
         )
         _say(
             "what did we believe before the correction? (transaction time)",

@@ -348,10 +348,13 @@ async def test_cli_consolidates_with_log_lines_and_summary(store: MemoryStore, d
     assert done.stdout.strip().splitlines()[-1].startswith("consolidated 5 episodes in 3 batches")
 
 
-def test_cli_failure_exits_non_zero_with_cause(empty_db_url: str) -> None:
+def test_cli_failure_exits_non_zero_with_cause(backend: str, empty_db_url: str) -> None:
     done = _cli("--url", empty_db_url)
     assert done.returncode == 1
-    assert "SchemaOutOfDate" in done.stderr
+    # A SQLite path with no file is refused (and not created); an empty Postgres
+    # database exists but has no schema.
+    assert ("NotFound" if backend == "sqlite" else "SchemaOutOfDate") in done.stderr
+    assert "Traceback" not in done.stderr
 
 
 def test_cli_rejects_bad_options(capsys: pytest.CaptureFixture[str]) -> None:

@@ -306,16 +306,17 @@ def test_import_memstore_and_other_commands_do_not_import_mcp() -> None:
 # ---- streamable HTTP ----------------------------------------------------------------
 
 
-def _free_port() -> int:
+def _free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
+        sock.bind((host, 0))
         return int(sock.getsockname()[1])
 
 
 class HttpServer:
-    def __init__(self, url: str, private_dir: Path, *extra: str) -> None:
-        self.port = _free_port()
-        self.endpoint = f"http://127.0.0.1:{self.port}/mcp"
+    def __init__(self, url: str, private_dir: Path, *extra: str, host: str = "127.0.0.1") -> None:
+        self.host = host
+        self.port = _free_port(host)
+        self.endpoint = f"http://{host}:{self.port}/mcp"
         self.log = private_dir / f"server-{self.port}.log"
         with self.log.open("w") as log:
             self.process = subprocess.Popen(
@@ -329,7 +330,7 @@ class HttpServer:
                     "--url",
                     url,
                     "--host",
-                    "127.0.0.1",
+                    host,
                     "--port",
                     str(self.port),
                     *extra,
@@ -345,7 +346,7 @@ class HttpServer:
             if self.process.poll() is not None:
                 raise RuntimeError(f"server exited: {self.log.read_text()}")
             try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
+                socket.create_connection((host, self.port), timeout=0.5).close()
                 return
             except OSError:
                 if time.monotonic() > deadline:
@@ -421,7 +422,7 @@ async def test_http_concurrent_tenants_stay_apart(http_server: HttpServer, sqlit
             )
 
 
-def _post(endpoint: str, headers: dict[str, str]) -> httpx2.Response:
+def _post(endpoint: str, headers: dict[str, str | bytes]) -> httpx2.Response:
     body = {
         "jsonrpc": "2.0",
         "id": 1,
@@ -486,6 +487,112 @@ async def test_http_bearer_token(sqlite_url: str, private_dir: Path) -> None:
         dump = await store.export(user_id="alice")
     # Only the authenticated call wrote; the refused ones wrote nothing.
     assert [r["input"] for r in dump["tables"]["episodes"]] == ["with token"]
+
+
+@pytest.mark.sqlite
+@pytest.mark.parametrize("bind", ["127.0.0.1", "127.0.0.2"])
+async def test_http_checks_host_and_origin_on_every_loopback_address(
+    bind: str, sqlite_url: str, private_dir: Path
+) -> None:
+    # A page on evil.example whose name re-resolves to the bind address (DNS rebinding)
+    # sends its own name as Host and Origin. The SDK only checks 127.0.0.1/localhost/::1.
+    server = HttpServer(sqlite_url, private_dir, "--allow-user", "alice", host=bind)
+    alice = {"X-Memstore-User": "alice"}
+    own = f"{bind}:{server.port}"
+    try:
+        rebound = _post(
+            server.endpoint,
+            {
+                **alice,
+                "Host": f"evil.example:{server.port}",
+                "Origin": f"http://evil.example:{server.port}",
+            },
+        )
+        assert rebound.status_code == 421, rebound.text
+        for origin in (
+            f"http://evil.example:{server.port}",
+            "null",
+            "http://127.0.0.1.evil.example",
+        ):
+            foreign = _post(server.endpoint, {**alice, "Host": own, "Origin": origin})
+            assert foreign.status_code == 403, (origin, foreign.text)
+        # Loopback names and origins are served, with or without an Origin.
+        for headers in (
+            {"Host": own},
+            {"Host": f"localhost:{server.port}", "Origin": f"http://localhost:{server.port}"},
+            {"Host": own, "Origin": f"http://{own}"},
+        ):
+            served = _post(server.endpoint, {**alice, **headers})
+            assert served.status_code == 200, (headers, served.text)
+    finally:
+        server.stop()
+    async with MemoryStore.open(sqlite_url) as store:
+        dump = await store.export(user_id="alice")
+    assert [r["input"] for r in dump["tables"]["episodes"]] == ["intruder"] * 3
+
+
+def test_gate_refuses_a_public_bind_without_a_token() -> None:
+    from memstore.errors import InvalidInput
+    from memstore.mcp.gate import TenantGate
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        raise AssertionError("not reached")
+
+    with pytest.raises(InvalidInput, match="without a bearer token"):
+        TenantGate(app, allowed_users=["alice"], token=None, host="0.0.0.0")
+    TenantGate(app, allowed_users=["alice"], token="t", host="0.0.0.0")
+    TenantGate(app, allowed_users=["alice"], token=None, host="127.0.0.2")
+
+
+@pytest.mark.sqlite
+async def test_http_non_ascii_tenants(sqlite_url: str, private_dir: Path) -> None:
+    # "josÃ©" is what josé's UTF-8 bytes read as latin-1: with one decoding in one
+    # place, neither can act as the other.
+    confusable = "josé".encode().decode("latin-1")
+    assert confusable == "josÃ©"
+    server = HttpServer(
+        sqlite_url,
+        private_dir,
+        *("--allow-user", "josé", "--allow-user", confusable, "--allow-user", "李"),
+    )
+    try:
+        for user in ("josé", confusable, "李"):
+            async with server.client({"X-Memstore-User": user.encode()}) as client:
+                stored = await client.call_tool(
+                    "remember", {"input": f"I am {user}", "output": "", "session_id": "s"}
+                )
+                assert not stored.is_error, (user, _text(stored))
+                found = await client.call_tool("search_memory", {"query": "I am"})
+                texts = [r["text"] for r in found.structured_content["results"]]
+                assert len(texts) == 1 and texts[0].endswith(f"user: I am {user}"), texts
+        # Off the list, or not UTF-8 (josé in latin-1), is refused at the gate.
+        for raw in ("zoë".encode(), "josé".encode("latin-1"), b"jose"):
+            refused = _post(server.endpoint, {"X-Memstore-User": raw})
+            assert refused.status_code == 403, (raw, refused.text)
+    finally:
+        server.stop()
+    async with MemoryStore.open(sqlite_url) as store:
+        for user in ("josé", confusable, "李"):
+            dump = await store.export(user_id=user)
+            assert [r["input"] for r in dump["tables"]["episodes"]] == [f"I am {user}"], user
+        for user in ("zoë", "jose"):
+            assert (await store.export(user_id=user))["tables"]["episodes"] == []
+
+
+@pytest.mark.sqlite
+def test_http_stateless_server_answers_405_to_get_and_delete(http_server: HttpServer) -> None:
+    # No server-to-client stream in stateless mode: GET must not open one that never
+    # ends. Streamed, so the status is read as soon as the headers arrive and an
+    # event stream (kept alive by pings) cannot hang the test.
+    alice = {"X-Memstore-User": "alice", "Accept": "text/event-stream"}
+    with httpx2.Client(timeout=30) as http:
+        for method in ("GET", "DELETE"):
+            with http.stream(method, http_server.endpoint, headers=alice) as answer:
+                assert answer.status_code == 405, (method, answer.headers)
+                assert answer.headers["allow"] == "POST"
+                assert "POST only" in answer.read().decode()
+        # The gate still answers first: no tenant, no information.
+        assert http.get(http_server.endpoint).status_code == 401
 
 
 # ---- README -------------------------------------------------------------------------

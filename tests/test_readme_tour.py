@@ -62,3 +62,28 @@ def test_api_tour_runs_verbatim_in_a_fresh_directory(fresh_dir: Path) -> None:
     assert "tour finished" in done.stdout
     # The embedded default: ./memstore.db, created in the working directory.
     assert (fresh_dir / "memstore.db").is_file()
+
+
+@pytest.mark.sqlite
+def test_api_tour_pasted_into_the_asyncio_repl(fresh_dir: Path) -> None:
+    # What the README says a reader can do: paste the block into `python -m asyncio`
+    # and press Enter once more. The REPL reads stdin line by line as typed input; a
+    # blank line inside the `async with` would end the block there and turn every
+    # later line into an IndentationError (printed, not an exit status).
+    env = {k: v for k, v in os.environ.items() if k != "MEMSTORE_URL"}
+    env["PYTHONPATH"] = str(ROOT)
+    typed = api_tour() + "\n" + 'print("tour", "finished")\n'
+    done = subprocess.run(
+        [sys.executable, "-m", "asyncio"],
+        input=typed,
+        cwd=fresh_dir,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output
+    assert "Error" not in output and "Traceback" not in output, output
+    assert "tour finished" in done.stdout, output
+    assert (fresh_dir / "memstore.db").is_file()

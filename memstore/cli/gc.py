@@ -5,6 +5,8 @@ import asyncio
 import json
 from typing import Any
 
+from memstore.cli.user_args import add_user_argument
+from memstore.db.engine import require_existing_database
 from memstore.gc import GcReport
 
 
@@ -18,7 +20,7 @@ def register(subparsers: Any) -> None:
     )
     gc.add_argument("--url", help="database URL (default: $MEMSTORE_URL or ./memstore.db)")
     who = gc.add_mutually_exclusive_group()
-    who.add_argument("--user-id", help="collect only this tenant")
+    add_user_argument(who, help="collect only this tenant")
     who.add_argument(
         "--anonymous", action="store_true", help="collect only the anonymous tenant (user_id=None)"
     )
@@ -53,6 +55,7 @@ async def _gc(args: argparse.Namespace) -> GcReport:
 
 
 def run(args: argparse.Namespace) -> int:
+    require_existing_database(args.url)  # never create one behind a mistyped path
     report = asyncio.run(_gc(args))
     if args.json:
         print(

@@ -7,15 +7,20 @@ from contextlib import ExitStack
 from typing import Any
 
 from memstore.cli.embedder_args import add_embedder_arguments, embedder_from_args
+from memstore.cli.user_args import add_user_argument
+from memstore.db.engine import require_existing_database
 
 
 def register(subparsers: Any) -> None:
     imp = subparsers.add_parser(
-        "import", help="load a `memstore export` JSON Lines dump into an empty tenant"
+        "import",
+        help="load a `memstore export` JSON Lines dump into an empty tenant",
+        description="Load a `memstore export` dump into a tenant that holds nothing yet, "
+        "in one transaction: every row is checked first, and a bad row writes nothing.",
     )
     imp.add_argument("--url", help="database URL (default: $MEMSTORE_URL or ./memstore.db)")
     who = imp.add_mutually_exclusive_group()
-    who.add_argument("--user", help="import as this tenant (default: the dump's)")
+    add_user_argument(who, help="import as this tenant (default: the dump's)")
     who.add_argument("--anonymous", action="store_true", help="import into the anonymous bucket")
     imp.add_argument("-i", "--input", default="-", help="file to read (default: stdin)")
     # Rows without an embedding (or embedded by another embedder) are embedded.
@@ -30,8 +35,8 @@ async def _import(args: argparse.Namespace, lines: Any) -> dict[str, int]:
     user: Any = FROM_DUMP
     if args.anonymous:
         user = None
-    elif args.user is not None:
-        user = args.user
+    elif args.user_id is not None:
+        user = args.user_id
     async with MemoryStore.open(
         args.url, embedder=embedder_from_args(args), auto_migrate=False
     ) as store:
@@ -39,6 +44,7 @@ async def _import(args: argparse.Namespace, lines: Any) -> dict[str, int]:
 
 
 def run(args: argparse.Namespace) -> int:
+    require_existing_database(args.url)  # never create one behind a mistyped path
     with ExitStack() as stack:
         lines = (
             sys.stdin

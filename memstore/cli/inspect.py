@@ -6,6 +6,7 @@ import sys
 from typing import Any
 
 from memstore.cli.embedder_args import add_embedder_arguments, embedder_from_args
+from memstore.db.engine import require_existing_database
 
 
 def register(subparsers: Any) -> None:
@@ -32,13 +33,18 @@ def register(subparsers: Any) -> None:
         default=2000,
         help="rows per table a page shows, newest first (default 2000)",
     )
-    add_embedder_arguments(inspect)
-    inspect.set_defaults(handler=run)
+    add_embedder_arguments(
+        inspect,
+        purpose="embedder of the search box's queries, compared with the stored vectors; "
+        "must be the database's (inspect never writes)",
+    )
+    inspect.set_defaults(handler=run, extras=("inspect",))
 
 
 def run(args: argparse.Namespace) -> int:
-    token = args.token or os.environ.get("MEMSTORE_INSPECT_TOKEN") or None
     from memstore.inspect.server import Inspector
+
+    token = args.token or os.environ.get("MEMSTORE_INSPECT_TOKEN") or None
 
     inspector = Inspector(
         args.url,
@@ -48,17 +54,8 @@ def run(args: argparse.Namespace) -> int:
         embedder=embedder_from_args(args),
         max_rows=args.max_rows,
     )
-    try:
-        import jinja2  # noqa: F401
-        import starlette  # noqa: F401
-        import uvicorn  # noqa: F401
-    except ImportError as error:
-        print(
-            f"memstore inspect: {error.name} is missing; install the extra: "
-            "pip install 'memstore[inspect]'",
-            file=sys.stderr,
-        )
-        return 2
+    # Before "serving": the page opens an existing store only, and says so in one line.
+    require_existing_database(args.url)
     print(
         f"memstore inspect: serving http://{args.host}:{args.port}/ (Ctrl-C stops)", file=sys.stderr
     )

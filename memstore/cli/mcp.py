@@ -11,11 +11,11 @@ import os
 import sys
 from typing import Any
 
+from memstore.cli.user_args import add_user_argument
+from memstore.db.engine import require_existing_database
 from memstore.mcp.gate import is_loopback
 
 __all__ = ["register"]
-
-_NEEDS_EXTRA = "the MCP server needs the mcp extra: pip install 'memstore[mcp]'"
 
 
 def register(subparsers: Any) -> None:
@@ -29,9 +29,15 @@ def register(subparsers: Any) -> None:
         "--allow-user list.",
     )
     mcp.add_argument("--url", help="database URL (default: $MEMSTORE_URL or ./memstore.db)")
-    mcp.add_argument("--transport", choices=["stdio", "http"], default="stdio")
     mcp.add_argument(
-        "--user-id",
+        "--transport",
+        choices=["stdio", "http"],
+        default="stdio",
+        help="stdio: one client on stdin/stdout as one tenant (default); http: "
+        "streamable HTTP at http://HOST:PORT/mcp for the --allow-user tenants",
+    )
+    add_user_argument(
+        mcp,
         default=os.environ.get("MEMSTORE_USER_ID"),
         help="stdio: the tenant to act as (default: $MEMSTORE_USER_ID)",
     )
@@ -50,7 +56,7 @@ def register(subparsers: Any) -> None:
         help="http: bearer token clients must send (default: "
         "$MEMSTORE_MCP_TOKEN); required unless --host is loopback",
     )
-    mcp.set_defaults(handler=run)
+    mcp.set_defaults(handler=run, extras=("mcp",))
 
 
 def _usage_error(message: str) -> int:
@@ -74,13 +80,9 @@ def run(args: argparse.Namespace) -> int:
             )
         if not 0 <= args.port <= 65535:
             return _usage_error("--port must be between 0 and 65535")
-    try:
-        from memstore.mcp.server import serve_http, serve_stdio
-    except ModuleNotFoundError as exc:
-        if exc.name is not None and exc.name.split(".")[0] in ("mcp", "mcp_types", "uvicorn"):
-            print(f"memstore mcp: {_NEEDS_EXTRA}", file=sys.stderr)
-            return 1
-        raise
+    require_existing_database(args.url)  # never create one behind a mistyped path
+    from memstore.mcp.server import serve_http, serve_stdio
+
     if args.transport == "stdio":
         asyncio.run(serve_stdio(args.url, args.user_id))
         return 0

@@ -10,7 +10,11 @@ from memstore.migrate import current_revision, downgrade, head_revision, upgrade
 
 def register(subparsers: Any) -> None:
     migrate = subparsers.add_parser(
-        "migrate", help="upgrade the database schema (same as `alembic upgrade head`)"
+        "migrate",
+        help="upgrade the database schema (same as `alembic upgrade head`)",
+        description="Create or upgrade the memstore schema (a SQLite file is created if "
+        "missing), or with --downgrade go back to --revision. Prints the revision the "
+        "database is at afterwards.",
     )
     migrate.add_argument("--url", help="database URL (default: $MEMSTORE_URL or ./memstore.db)")
     migrate.add_argument("--revision", default="head", help="target revision (default: head)")

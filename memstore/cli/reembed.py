@@ -5,7 +5,8 @@ import asyncio
 from typing import Any
 
 from memstore.cli.embedder_args import add_embedder_arguments, embedder_from_args
-from memstore.db.engine import create_engine
+from memstore.db.engine import create_engine, require_existing_database
+from memstore.migrate import check_schema
 from memstore.recall.reembed import ReembedResult, reembed
 
 
@@ -13,9 +14,16 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "reembed",
         help="embed rows that have no embedding, or switch embedder (and dimension)",
+        description="Embed the rows stored without a vector with --embedder, or every "
+        "row with --all. A different width or embedder than the recorded one re-embeds "
+        "every row and records the new one. Stores opened before should be reopened.",
     )
     parser.add_argument("--url", help="database URL (default: $MEMSTORE_URL or ./memstore.db)")
-    add_embedder_arguments(parser, default="hashing")
+    add_embedder_arguments(
+        parser,
+        default="hashing",
+        purpose="embedder to (re-)embed the rows with; it becomes the database's",
+    )
     parser.add_argument("--all", action="store_true", help="re-embed every row")
     parser.add_argument(
         "--passages",
@@ -30,12 +38,16 @@ async def _run(args: argparse.Namespace) -> ReembedResult:
     assert embedder is not None  # --embedder has a default here
     engine = create_engine(args.url)
     try:
+        # Without this, a database with no schema fails inside reembed's first
+        # statement ("no such table") instead of naming the fix.
+        await check_schema(engine)
         return await reembed(engine, embedder, all_rows=args.all, passages=args.passages)
     finally:
         await engine.dispose()
 
 
 def run(args: argparse.Namespace) -> int:
+    require_existing_database(args.url)  # never create one behind a mistyped path
     result = asyncio.run(_run(args))
     change = (
         f"dimension {result.previous_dimension} -> {result.dimension}"

@@ -16,7 +16,7 @@ from sqlalchemy.pool import QueuePool
 
 from memstore.db import jsontext
 from memstore.db.slowlog import check_threshold, install_slow_query_log, slow_query_ms_from_env
-from memstore.errors import ConfigurationError
+from memstore.errors import ConfigurationError, NotFound
 
 __all__ = [
     "DEFAULT_URL",
@@ -32,6 +32,7 @@ __all__ = [
     "pool_capacity",
     "redacted",
     "register_vector_codec",
+    "require_existing_database",
     "resolve_url",
 ]
 
@@ -114,6 +115,31 @@ def resolve_url(url: str | None) -> str:
     elif parsed.drivername == "sqlite":
         parsed = parsed.set(drivername="sqlite+aiosqlite")
     return parsed.render_as_string(hide_password=False)
+
+
+def require_existing_database(url: str | None) -> str:
+    """``url`` resolved; :class:`NotFound` if it names a SQLite file that does not exist
+    (:class:`ConfigurationError` if not even its directory does).
+
+    Opening a missing SQLite file creates it, so tools that work on an existing
+    store (everything but ``memstore migrate`` and ``memstore demo``) check first
+    and never leave an empty database behind a mistyped path. A Postgres
+    database is never created by connecting, so it needs no check here.
+    """
+    resolved = resolve_url(url)
+    parsed = make_url(resolved)
+    if parsed.get_backend_name() != "sqlite":
+        return resolved
+    database = parsed.database or ""
+    if database in ("", ":memory:") or database.startswith("file:"):
+        return resolved
+    _check_sqlite_directory(parsed)  # a missing directory stays a ConfigurationError
+    if not Path(database).expanduser().exists():
+        raise NotFound(
+            f"no SQLite database at {database!r}; pass the --url of an existing store "
+            "(or create one with `memstore migrate`)"
+        )
+    return resolved
 
 
 def create_engine(

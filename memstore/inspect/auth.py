@@ -6,17 +6,11 @@ import hmac
 from http.cookies import SimpleCookie
 from urllib.parse import parse_qsl, urlencode
 
-from memstore.asgi import ASGIApp, Receive, Scope, Send, is_loopback
+from memstore.asgi import ASGIApp, Receive, Scope, Send, host_name, is_loopback
 
 __all__ = ["COOKIE", "TokenGate", "is_loopback"]
 
 COOKIE = "memstore_inspect"
-
-
-def _host_name(header: str) -> str:
-    if header.startswith("["):
-        return header.split("]")[0] + "]"
-    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
 
 
 class TokenGate:
@@ -46,7 +40,7 @@ class TokenGate:
             k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])
         }
         if self.token is None:
-            if is_loopback(_host_name(headers.get("host", ""))):
+            if is_loopback(host_name(headers.get("host", ""))):
                 await self.app(scope, receive, send)
             else:
                 await _plain(send, 403, "memstore inspect: loopback host names only")

@@ -5,14 +5,11 @@ from __future__ import annotations
 import asyncio
 import re
 import socket
-from pathlib import Path
 from typing import Any
 
-from sqlalchemy.engine import make_url
-
-from memstore.db.engine import resolve_url
+from memstore.db.engine import require_existing_database, resolve_url
 from memstore.embeddings.base import Embedder
-from memstore.errors import InvalidInput, NotFound
+from memstore.errors import InvalidInput
 from memstore.inspect.auth import is_loopback
 from memstore.validation import check_limit
 
@@ -34,18 +31,6 @@ def check_bind(host: str, token: str | None) -> None:
             f"refusing to serve memory on {host!r} without a token: pass --token or set "
             "MEMSTORE_INSPECT_TOKEN (or bind 127.0.0.1)"
         )
-
-
-def _check_sqlite_exists(url: str) -> None:
-    # Opening a missing SQLite file would create it: a read-only tool must not.
-    parsed = make_url(url)
-    if parsed.get_backend_name() != "sqlite":
-        return
-    database = parsed.database or ""
-    if database in ("", ":memory:") or database.startswith("file:"):
-        return
-    if not Path(database).exists():
-        raise NotFound(f"no SQLite database at {database!r}; pass the --url of an existing store")
 
 
 class Inspector:
@@ -92,7 +77,8 @@ class Inspector:
         from memstore.inspect.app import create_app
         from memstore.store import MemoryStore
 
-        _check_sqlite_exists(self.url)
+        # Opening a missing SQLite file would create it: a read-only tool must not.
+        require_existing_database(self.url)
         # Never migrates (the page must not write); the embedder must be the
         # database's, since searches compare query vectors with stored ones.
         async with MemoryStore.open(self.url, embedder=self.embedder, auto_migrate=False) as store:

@@ -22,7 +22,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.jsonrpc import INVALID_PARAMS
 
 from memstore.errors import InvalidInput, MemstoreError, NotFound
-from memstore.mcp.gate import TenantGate, tenant_from_headers
+from memstore.mcp.gate import PostOnly, TenantGate, tenant_from_scope
 from memstore.mcp.tools import call_mcp_tool, mcp_tool_definitions
 from memstore.store import MemoryStore
 from memstore.tenancy import storage_user_id
@@ -30,6 +30,7 @@ from memstore.tenancy import storage_user_id
 __all__ = ["BLOCK_URI_PREFIX", "TenantResolver", "build_server", "serve_http", "serve_stdio"]
 
 BLOCK_URI_PREFIX = "memstore://blocks/"
+MCP_PATH = "/mcp"
 TenantResolver = Callable[[ServerRequestContext[Any, Any]], str | None]
 _INSTRUCTIONS = (
     "Long-term memory of the current user. Call get_context at the start of a turn, "
@@ -157,7 +158,8 @@ async def serve_stdio(url: str | None, user_id: str | None) -> None:
     from mcp.server.stdio import stdio_server
 
     storage_user_id(user_id)
-    async with MemoryStore.open(url) as store:
+    # Serves an existing store: `memstore migrate` creates and upgrades schemas.
+    async with MemoryStore.open(url, auto_migrate=False) as store:
         server = build_server(store, lambda ctx: user_id)
         async with stdio_server() as (read, write):
             await server.run(read, write, server.create_initialization_options())
@@ -176,19 +178,24 @@ async def serve_http(
     import uvicorn
 
     allowed = frozenset(allowed_users)
-    # Validate the allow-list and token before touching the database.
-    TenantGate(_unused_app, allowed_users=allowed, token=token)
-    async with MemoryStore.open(url) as store:
+    # Validate the allow-list, token and bind address before touching the database.
+    TenantGate(_unused_app, allowed_users=allowed, token=token, host=host)
+    async with MemoryStore.open(url, auto_migrate=False) as store:
 
         def tenant(ctx: ServerRequestContext[Any, Any]) -> str:
-            headers = ctx.request.headers if ctx.request is not None else None
-            return tenant_from_headers(headers, allowed)
+            # The gate decoded and checked the header; never decode it a second way here.
+            scope = ctx.request.scope if ctx.request is not None else None
+            return tenant_from_scope(scope, allowed)
 
         server = build_server(store, tenant)
         # Stateless: every request is authenticated and resolved on its own, so no
         # session outlives the header that opened it.
-        app = server.streamable_http_app(stateless_http=True, host=host)
-        gated = TenantGate(app, allowed_users=allowed, token=token)
+        app = server.streamable_http_app(
+            streamable_http_path=MCP_PATH, stateless_http=True, host=host
+        )
+        gated = TenantGate(
+            PostOnly(app, path=MCP_PATH), allowed_users=allowed, token=token, host=host
+        )
         config = uvicorn.Config(gated, host=host, port=port, log_level="warning", lifespan="on")
         http = uvicorn.Server(config)
         if on_ready is not None:
