@@ -196,9 +196,10 @@ async def build_context(
 
 
 def _last_fitted(items: list[ContextItem], kind: ItemKind, packed: set[str]) -> bool:
-    """Whether the lowest-priority item of ``kind`` was packed."""
+    """Whether the lowest-priority item of ``kind`` was packed (or none was recalled:
+    a full recall of only this session's own turns)."""
     of_kind = [i for i in items if i.kind is kind]
-    return bool(of_kind) and of_kind[-1].id in packed
+    return not of_kind or of_kind[-1].id in packed
 
 
 async def _ranked_items(
