@@ -49,6 +49,7 @@ async def main() -> None:
         bob = await store.recall("cat", user_id="bob")
         print("bob sees:", [e.input for e in bob])
 
+        # score: how relevant the row is to the query, 0 to 1 (min_score= is on this scale).
         scored = await store.recall_scored("ramen", user_id="alice", limit=1)
         print(f"best match for 'ramen': {scored[0].episode.input} (score {scored[0].score:.2f})")
         await store.forget(user_id="bob")

@@ -51,6 +51,7 @@ from memstore.types import (
     Episode,
     EpisodeMatch,
     Fact,
+    FactMatch,
     MemoryBlock,
     Message,
     Profile,
@@ -315,13 +316,17 @@ class MemoryStore:
         recency_weight: float = 0.0,
         min_score: float | None = None,
     ) -> list[EpisodeMatch]:
-        """Episodes ranked by hybrid recall, with the score's parts.
+        """Episodes ranked by hybrid recall, each with its relevance and the ranking's parts.
 
-        Parts: ``dense`` (cosine), ``keyword`` (BM25), their z-scores
-        ``dense_z``/``keyword_z`` and sum ``fused``, the context terms ``neighbour``
-        and ``session``, ``recency`` when ``recency_weight`` is set (added as
-        ``recency_weight * 2^(-age / 30 days)``), and ``relevance`` (0..1, not
-        part of the ranking; ``min_score`` is compared with it: docs/RECALL.md).
+        ``score`` is the row's relevance to the query, 0..1 (the number
+        ``min_score`` is compared with; the same scale as ``recall_facts_scored``).
+        Rows come in ranking order, ``parts["ranking"]``: relative to this query's
+        candidates, no fixed range. Its parts: ``dense`` (cosine), ``keyword``
+        (BM25), their z-scores ``dense_z``/``keyword_z`` and sum ``fused``, the
+        context terms ``neighbour`` and ``session``, ``recency`` when
+        ``recency_weight`` is set (added as ``recency_weight * 2^(-age / 30
+        days)``); and ``relevance`` (= ``score``). docs/RECALL.md, "Scores and the
+        relevance floor".
         """
         return await self._episodes.recall_scored(
             query,
@@ -429,6 +434,31 @@ class MemoryStore:
         :meth:`recall`.
         """
         return await self._facts.recall_facts(
+            query,
+            user_id=user_id,
+            limit=limit,
+            valid_at=valid_at,
+            known_at=known_at,
+            min_score=min_score,
+        )
+
+    async def recall_facts_scored(
+        self,
+        query: str,
+        *,
+        user_id: str | None = None,
+        limit: int = 5,
+        valid_at: datetime | None = None,
+        known_at: datetime | None = None,
+        min_score: float | None = None,
+    ) -> list[FactMatch]:
+        """:meth:`recall_facts` with each fact's relevance and the ranking's parts.
+
+        ``score`` is the fact's relevance to the query, 0..1, on the same scale as
+        :meth:`recall_scored`'s (so facts and episodes can be merged by it);
+        ``parts["ranking"]`` is what the order follows.
+        """
+        return await self._facts.recall_facts_scored(
             query,
             user_id=user_id,
             limit=limit,
@@ -636,8 +666,8 @@ class MemoryStore:
         query: str = "",
         max_tokens: int = 2_000,
         counter: TokenCounter | None = None,
-        fact_limit: int = 10,
-        episode_limit: int = 5,
+        fact_limit: int | None = None,
+        episode_limit: int | None = None,
         message_limit: int = 20,
         keep_recent: int = 4,
         min_score: float | None = None,
@@ -645,8 +675,13 @@ class MemoryStore:
         """Memory for one agent turn, packed by priority into ``max_tokens``.
 
         Priority: working blocks (pinned order), the newest ``keep_recent``
-        messages of ``session_id``, facts true now relevant to ``query``, relevant
-        episodes of other sessions, then older messages of this session.
+        messages of ``session_id``, the facts true now and the episodes of other
+        sessions relevant to ``query`` (each kind in its ranking's order, the two
+        merged by relevance), then older messages of this session. The budget
+        decides how many facts and episodes come in: as many as fit, unless
+        ``fact_limit`` / ``episode_limit`` caps their number (at most
+        1,000 of each are recalled). Each fact and episode item's ``score`` is its
+        relevance to ``query`` (0..1, as in :meth:`recall_scored`).
         ``min_score`` is the relevance floor of the facts and episodes recalled
         (as in :meth:`recall`); blocks and this session's messages are not recalled.
         """

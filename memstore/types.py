@@ -13,6 +13,7 @@ __all__ = [
     "Episode",
     "EpisodeMatch",
     "Fact",
+    "FactMatch",
     "MemoryBlock",
     "Message",
     "Profile",
@@ -100,9 +101,26 @@ class Message:
 
 @dataclass(frozen=True, kw_only=True)
 class EpisodeMatch:
-    """A recalled episode with its fused score and the parts it was made of."""
+    """A recalled episode, how relevant it is to the query, and its ranking's parts.
+
+    ``score`` is the row's relevance to the query, from 0 (nothing relates it)
+    to 1, depending on the query and this row only; it is the number
+    ``min_score`` is compared with, and the same scale as :class:`FactMatch`'s.
+    Matches come in ranking order (``parts["ranking"]``, which also weighs
+    neighbouring turns, the session and recency), so a row may follow one of
+    lower ``score``. See docs/RECALL.md, "Scores and the relevance floor".
+    """
 
     episode: Episode
+    score: float
+    parts: dict[str, float]
+
+
+@dataclass(frozen=True, kw_only=True)
+class FactMatch:
+    """A recalled fact: ``score`` is its relevance (0..1), as in :class:`EpisodeMatch`."""
+
+    fact: Fact
     score: float
     parts: dict[str, float]
 

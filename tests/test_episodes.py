@@ -58,7 +58,7 @@ async def test_keyword_recall_ranks_matches_then_recency(store: MemoryStore) -> 
         "Paris again: the Louvre trip was long",
         "We talked about the Paris trip",
     ]
-    assert hits[0].score > hits[1].score
+    assert hits[0].parts["ranking"] > hits[1].parts["ranking"]
     assert set(hits[0].parts) >= {"keyword", "dense", "fused"}
     weighted = await store.recall_scored("Paris", user_id="alice", limit=1, recency_weight=0.1)
     assert "recency" in weighted[0].parts

@@ -191,7 +191,8 @@ async def test_keyword_and_dense_fuse_and_parts_are_reported(store: MemoryStore)
     assert {"dense", "keyword", "dense_z", "keyword_z", "fused", "neighbour", "session"} <= set(top)
     assert top["keyword"] > hits[1].parts["keyword"] > 0
     assert hits[-1].parts["keyword"] == 0.0
-    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    ranking = [h.parts["ranking"] for h in hits]
+    assert ranking == sorted(ranking, reverse=True)
 
 
 async def test_keyword_prefix_matching_finds_inflections(store: MemoryStore) -> None:

@@ -14,17 +14,33 @@ from memstore.agent.context import (
     pack,
 )
 from memstore.agent.memory import AgentMemory
+from memstore.agent.ranking import merge_by_score
 from memstore.agent.tokens import TokenCounter
 from memstore.errors import InvalidInput
 from memstore.recall.relevance import check_min_score
-from memstore.types import Episode, Fact, MemoryBlock, Message
+from memstore.types import Episode, EpisodeMatch, Fact, FactMatch, MemoryBlock, Message
 from memstore.validation import check_limit
 
-__all__ = ["MAX_CONTEXT_TOKENS", "block_item", "build_context", "episode_item", "fact_item"]
+__all__ = [
+    "MAX_CONTEXT_TOKENS",
+    "MAX_RECALLED",
+    "block_item",
+    "build_context",
+    "episode_item",
+    "fact_item",
+]
 
 MAX_CONTEXT_TOKENS = 2_000_000
-# Recall over-fetches by this factor so the access prior can re-rank a little.
+# With a count limit, recall over-fetches by this factor so the access prior can
+# re-rank a little.
 _OVERFETCH = 2
+# Without one, the budget decides how many facts and episodes a context holds:
+# recall first asks for as many as would fit at about this many tokens each,
+# and asks again for twice as many while the last one recalled still fitted
+# (a wrong guess costs another recall, never a different context) ...
+_TOKENS_PER_ITEM = 40
+# ... up to this many of each kind.
+MAX_RECALLED = 1_000
 
 
 def block_item(block: MemoryBlock, **kw: Any) -> ContextItem:
@@ -72,16 +88,18 @@ async def build_context(
     query: str,
     max_tokens: int,
     counter: TokenCounter | None = None,
-    fact_limit: int = 10,
-    episode_limit: int = 5,
+    fact_limit: int | None = None,
+    episode_limit: int | None = None,
     message_limit: int = 20,
     keep_recent: int = 4,
     message_overhead: int = DEFAULT_MESSAGE_OVERHEAD,
     min_score: float | None = None,
 ) -> Context:
     check_limit("max_tokens", max_tokens, maximum=MAX_CONTEXT_TOKENS)
-    check_limit("fact_limit", fact_limit, maximum=1_000)
-    check_limit("episode_limit", episode_limit, maximum=1_000)
+    if fact_limit is not None:
+        check_limit("fact_limit", fact_limit, maximum=MAX_RECALLED)
+    if episode_limit is not None:
+        check_limit("episode_limit", episode_limit, maximum=MAX_RECALLED)
     check_limit("message_limit", message_limit, maximum=1_000)
     if isinstance(keep_recent, bool) or not isinstance(keep_recent, int) or keep_recent < 0:
         raise InvalidInput("keep_recent must be a non-negative integer")
@@ -93,63 +111,27 @@ async def build_context(
     async def no_messages() -> list[Message]:
         return []
 
+    # This session's own turns are its messages, not past episodes: recall asks
+    # for that many more.
+    own_turns = message_limit // 2 + 1 if session_id is not None else 0
+    guess = min(MAX_RECALLED, max(10, max_tokens // _TOKENS_PER_ITEM))
+    want_facts = fact_limit * _OVERFETCH if fact_limit is not None else guess
+    want_episodes = (episode_limit * _OVERFETCH if episode_limit is not None else guess) + own_turns
+
     # Gathering candidates is not "using" them: only what is packed is counted.
     # The reads are independent, so they run concurrently (each on its own
     # connection); the tasks inherit the unrecorded-reads setting.
     with store.reads_unrecorded():
-        own_turns = message_limit // 2 + 1 if session_id is not None else 0
         blocks, facts, matches, messages = await asyncio.gather(
             store.working(user_id=user_id),
-            store.recall_facts(
-                query, user_id=user_id, limit=fact_limit * _OVERFETCH, min_score=min_score
+            store.recall_facts_scored(
+                query, user_id=user_id, limit=want_facts, min_score=min_score
             ),
-            store.recall_scored(
-                query,
-                user_id=user_id,
-                limit=episode_limit * _OVERFETCH + own_turns,
-                min_score=min_score,
-            ),
+            store.recall_scored(query, user_id=user_id, limit=want_episodes, min_score=min_score),
             store.session_messages(session_id, user_id=user_id, limit=message_limit)
             if session_id is not None
             else no_messages(),
         )
-
-    episodes = [m for m in matches if m.episode.session_id != session_id]
-    fact_counts, episode_counts = await asyncio.gather(
-        store.access_counts("fact", [f.fact_id for f in facts if f.fact_id], user_id=user_id),
-        store.access_counts("episode", [m.episode.id for m in episodes], user_id=user_id),
-    )
-    # recall_facts returns a ranking without scores; a reciprocal-rank score
-    # keeps its order unless access frequency separates near neighbours.
-    scored_facts = sorted(
-        (
-            (1.0 / (1 + rank) + access_prior(fact_counts.get(f.fact_id or "", 0)), rank, f)
-            for rank, f in enumerate(facts)
-        ),
-        key=lambda t: (-t[0], t[1]),
-    )[:fact_limit]
-    # Scores are min-max normalised over the candidates first, so the prior stays
-    # small whatever scale (or sign: hybrid recall fuses z-scores) recall uses,
-    # and exact ties stay ties for the prior to break.
-    scores = [m.score for m in episodes]
-    low, high = min(scores, default=0.0), max(scores, default=0.0)
-
-    def relevance(rank: int, score: float) -> float:
-        return (score - low) / (high - low) if high > low else 1.0
-
-    scored_episodes = sorted(
-        (
-            (
-                relevance(rank, m.score) + access_prior(episode_counts.get(m.episode.id, 0)),
-                rank,
-                m.episode,
-            )
-            for rank, m in enumerate(episodes)
-        ),
-        key=lambda t: (-t[0], t[1]),
-    )[:episode_limit]
-
-    candidates: list[ContextItem] = [block_item(b, order=n) for n, b in enumerate(blocks)]
     message_items = [
         ContextItem(
             id=f"episode:{m.episode_id}",
@@ -161,14 +143,119 @@ async def build_context(
         for n, m in enumerate(messages)
     ]
     newest_first = list(reversed(message_items))
-    candidates += newest_first[:keep_recent]
-    candidates += [fact_item(f, order=n, score=s) for n, (s, _, f) in enumerate(scored_facts)]
-    candidates += [episode_item(e, order=n, score=s) for n, (s, _, e) in enumerate(scored_episodes)]
-    candidates += newest_first[keep_recent:]
+    first = [block_item(b, order=n) for n, b in enumerate(blocks)] + newest_first[:keep_recent]
+    last = newest_first[keep_recent:]
 
-    context = pack(candidates, max_tokens, counter=counter, message_overhead=message_overhead)
+    while True:
+        recalled = await _ranked_items(
+            store,
+            user_id=user_id,
+            facts=facts,
+            episodes=[m for m in matches if m.episode.session_id != session_id],
+            fact_limit=fact_limit,
+            episode_limit=episode_limit,
+        )
+        context = pack(
+            first + recalled + last,
+            max_tokens,
+            counter=counter,
+            message_overhead=message_overhead,
+        )
+        # Without a count limit, a kind whose last recalled item still fitted may
+        # have more that fit: recall twice as many and pack again.
+        packed = set(context.ids)
+        more_facts = (
+            fact_limit is None
+            and len(facts) == want_facts < MAX_RECALLED
+            and _last_fitted(recalled, ItemKind.FACT, packed)
+        )
+        more_episodes = (
+            episode_limit is None
+            and len(matches) == want_episodes < MAX_RECALLED + own_turns
+            and _last_fitted(recalled, ItemKind.EPISODE, packed)
+        )
+        if not (more_facts or more_episodes):
+            break
+        with store.reads_unrecorded():
+            if more_facts:
+                want_facts = min(MAX_RECALLED, want_facts * 2)
+                facts = await store.recall_facts_scored(
+                    query, user_id=user_id, limit=want_facts, min_score=min_score
+                )
+            if more_episodes:
+                want_episodes = min(MAX_RECALLED, (want_episodes - own_turns) * 2) + own_turns
+                matches = await store.recall_scored(
+                    query, user_id=user_id, limit=want_episodes, min_score=min_score
+                )
+
     for kind in (ItemKind.BLOCK, ItemKind.FACT, ItemKind.EPISODE):
         store.record_access(
             str(kind), [i.id.split(":", 1)[1] for i in context.of_kind(kind)], user_id=user_id
         )
     return context
+
+
+def _last_fitted(items: list[ContextItem], kind: ItemKind, packed: set[str]) -> bool:
+    """Whether the lowest-priority item of ``kind`` was packed (or none was recalled:
+    a full recall of only this session's own turns)."""
+    of_kind = [i for i in items if i.kind is kind]
+    return not of_kind or of_kind[-1].id in packed
+
+
+async def _ranked_items(
+    store: AgentMemory,
+    *,
+    user_id: str | None,
+    facts: list[FactMatch],
+    episodes: list[EpisodeMatch],
+    fact_limit: int | None,
+    episode_limit: int | None,
+) -> list[ContextItem]:
+    """Facts and episodes as context items in packing order, ``score`` their relevance.
+
+    Each kind keeps recall's ranking, re-ranked slightly by the access prior;
+    the two are merged by relevance (one scale for both kinds).
+    """
+    fact_counts, episode_counts = await asyncio.gather(
+        store.access_counts(
+            "fact", [m.fact.fact_id for m in facts if m.fact.fact_id], user_id=user_id
+        ),
+        store.access_counts("episode", [m.episode.id for m in episodes], user_id=user_id),
+    )
+    # A reciprocal-rank score keeps the facts' order unless access frequency
+    # separates near neighbours.
+    ranked_facts = sorted(
+        (
+            (1.0 / (1 + rank) + access_prior(fact_counts.get(m.fact.fact_id or "", 0)), rank, m)
+            for rank, m in enumerate(facts)
+        ),
+        key=lambda t: (-t[0], t[1]),
+    )[:fact_limit]
+    # Ranking scores are min-max normalised over the candidates first, so the
+    # prior stays small whatever scale (or sign: hybrid recall fuses z-scores)
+    # the ranking uses, and exact ties stay ties for the prior to break.
+    ranking = [m.parts.get("ranking", 0.0) for m in episodes]
+    low, high = min(ranking, default=0.0), max(ranking, default=0.0)
+
+    def normalised(value: float) -> float:
+        return (value - low) / (high - low) if high > low else 1.0
+
+    ranked_episodes = sorted(
+        (
+            (
+                normalised(value) + access_prior(episode_counts.get(m.episode.id, 0)),
+                rank,
+                m,
+            )
+            for rank, (value, m) in enumerate(zip(ranking, episodes, strict=True))
+        ),
+        key=lambda t: (-t[0], t[1]),
+    )[:episode_limit]
+    fact_items = [
+        fact_item(m.fact, order=n, score=m.score) for n, (_, _, m) in enumerate(ranked_facts)
+    ]
+    episode_items = [
+        episode_item(m.episode, order=n, score=m.score)
+        for n, (_, _, m) in enumerate(ranked_episodes)
+    ]
+    return merge_by_score([fact_items, episode_items], lambda i: i.score or 0.0)

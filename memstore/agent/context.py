@@ -63,6 +63,9 @@ class ContextItem:
     ``fact:<fact_id>`` or ``episode:<id>`` (a session message carries the id of
     the episode it came from). ``priority`` is its position in packing order
     (0 was considered first); ``order`` is its position inside its section.
+    ``score`` is a fact's or episode's relevance to the query, 0..1 (the
+    ``score`` of ``recall_scored`` / ``recall_facts_scored``); None for blocks
+    and messages, which are not recalled.
     """
 
     id: str

@@ -14,7 +14,15 @@ from typing import Protocol
 
 from memstore.repositories.access import AccessStat
 from memstore.repositories.facts import AssertOutcome
-from memstore.types import Episode, EpisodeMatch, Fact, MemoryBlock, Message, Profile
+from memstore.types import (
+    Episode,
+    EpisodeMatch,
+    Fact,
+    FactMatch,
+    MemoryBlock,
+    Message,
+    Profile,
+)
 
 __all__ = ["AgentMemory"]
 
@@ -36,6 +44,17 @@ class AgentMemory(Protocol):
         known_at: datetime | None = None,
         min_score: float | None = None,
     ) -> list[Fact]: ...
+
+    async def recall_facts_scored(
+        self,
+        query: str,
+        *,
+        user_id: str | None = None,
+        limit: int = 5,
+        valid_at: datetime | None = None,
+        known_at: datetime | None = None,
+        min_score: float | None = None,
+    ) -> list[FactMatch]: ...
 
     async def recall_scored(
         self,

@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from memstore.agent.builder import episode_text, fact_text
 from memstore.agent.memory import AgentMemory
+from memstore.agent.ranking import merge_by_score
 from memstore.errors import InvalidInput, NotFound
 from memstore.types import Fact
 from memstore.validation import check_aware
@@ -55,8 +56,9 @@ TOOL_SCHEMAS: dict[str, dict[str, Any]] = {
     "search_memory": {
         "description": (
             "Search the user's long-term memory. Returns matching past episodes "
-            "(conversation turns) and/or facts, each with an id you can cite or "
-            "pass to load_memory."
+            "(conversation turns) and/or facts, best matches first, each with an id "
+            "you can cite or pass to load_memory and a score: its relevance to the "
+            "query, from 0 (unrelated) to 1."
         ),
         "parameters": {
             "type": "object",
@@ -343,17 +345,26 @@ async def _search(store: AgentMemory, user_id: str | None, args: dict[str, Any])
     kind = args.get("kind", "all")
     limit = int(args.get("limit", 5))
     min_score = args.get("min_score")
-    results: list[dict[str, Any]] = []
+    facts: list[dict[str, Any]] = []
+    episodes: list[dict[str, Any]] = []
     if kind in ("all", "facts"):
-        for fact in await store.recall_facts(
+        for fact_match in await store.recall_facts_scored(
             args["query"], user_id=user_id, limit=limit, min_score=min_score
         ):
-            results.append({"id": f"fact:{fact.fact_id}", "kind": "fact", "text": fact_text(fact)})
+            fact = fact_match.fact
+            facts.append(
+                {
+                    "id": f"fact:{fact.fact_id}",
+                    "kind": "fact",
+                    "score": round(fact_match.score, 4),
+                    "text": fact_text(fact),
+                }
+            )
     if kind in ("all", "episodes"):
         for match in await store.recall_scored(
             args["query"], user_id=user_id, limit=limit, min_score=min_score
         ):
-            results.append(
+            episodes.append(
                 {
                     "id": f"episode:{match.episode.id}",
                     "kind": "episode",
@@ -361,7 +372,8 @@ async def _search(store: AgentMemory, user_id: str | None, args: dict[str, Any])
                     "text": episode_text(match.episode),
                 }
             )
-    return {"results": results}
+    # Both kinds score relevance on one scale: merged by it, each in its own ranking's order.
+    return {"results": merge_by_score([facts, episodes], lambda r: float(r["score"]))}
 
 
 async def _load(store: AgentMemory, user_id: str | None, args: dict[str, Any]) -> Any:

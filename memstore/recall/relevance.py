@@ -1,9 +1,12 @@
 """Absolute relevance of a recalled row to its query, and the floor recall can apply to it.
 
-The ranking score fuses z-scores over a tenant's candidates: it says which rows
-are best *relative to each other*, never whether any of them is about the query.
+The ranking fuses z-scores over a tenant's candidates: it says which rows are
+best *relative to each other*, never whether any of them is about the query.
 ``relevance`` is a separate number in [0, 1] that does not depend on the other
-rows, so a floor on it can say "nothing here is about that":
+rows, so a floor on it can say "nothing here is about that". It is the
+``score`` of every recalled episode and fact (``recall_scored``,
+``recall_facts_scored``, the ``search_memory`` tool, context items), one scale
+for both kinds:
 
     relevance = max(clamp(dense, 0, 1), coverage)
 
@@ -21,13 +24,10 @@ import math
 import re
 from collections.abc import Sequence
 
-from memstore.documents import fact_text
 from memstore.errors import InvalidInput
-from memstore.lexical import is_prefix, query_terms
-from memstore.recall.hybrid import Scored
-from memstore.types import Fact
+from memstore.lexical import is_prefix
 
-__all__ = ["above_floor", "check_min_score", "coverage", "relevance"]
+__all__ = ["check_min_score", "coverage", "relevance"]
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
@@ -44,7 +44,7 @@ def check_min_score(min_score: object) -> float | None:
     ):
         raise InvalidInput(
             f"min_score must be None (no floor) or a number from 0 to 1, got {min_score!r}; "
-            "it is compared with the relevance part of recall_scored (0.35 suits "
+            "it is compared with each row's relevance, the score of recall_scored (0.35 suits "
             "the default embedder and MiniLM, see docs/RECALL.md)"
         )
     return float(min_score)
@@ -68,12 +68,3 @@ def relevance(terms: Sequence[str], text: str, dense: float) -> float:
     """``max(clamp(dense, 0, 1), coverage(terms, text))``; ``terms`` from ``query_terms``."""
     cosine = min(max(dense, 0.0), 1.0) if math.isfinite(dense) else 0.0
     return max(cosine, coverage(terms, text))
-
-
-def above_floor(
-    query: str, facts: Sequence[Fact], ranked: Sequence[Scored], floor: float
-) -> list[Fact]:
-    """The recalled ``facts`` whose relevance to ``query`` is at least ``floor``, in order."""
-    terms = query_terms(query)
-    dense = {s.id: s.parts.get("dense", 0.0) for s in ranked}
-    return [f for f in facts if relevance(terms, fact_text(f), dense.get(f.id or "", 0.0)) >= floor]

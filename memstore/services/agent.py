@@ -41,8 +41,8 @@ class AgentService:
         query: str = "",
         max_tokens: int = 2_000,
         counter: TokenCounter | None = None,
-        fact_limit: int = 10,
-        episode_limit: int = 5,
+        fact_limit: int | None = None,
+        episode_limit: int | None = None,
         message_limit: int = 20,
         keep_recent: int = 4,
         min_score: float | None = None,
@@ -50,8 +50,13 @@ class AgentService:
         """Memory for one agent turn, packed by priority into ``max_tokens``.
 
         Priority: working blocks (pinned order), the newest ``keep_recent``
-        messages of ``session_id``, facts true now relevant to ``query``, relevant
-        episodes of other sessions, then older messages of this session.
+        messages of ``session_id``, the facts true now and the episodes of other
+        sessions relevant to ``query`` (each kind in its ranking's order, the two
+        merged by relevance), then older messages of this session. The budget
+        decides how many facts and episodes come in: as many as fit, unless
+        ``fact_limit`` / ``episode_limit`` caps their number (at most
+        1,000 of each are recalled). Each fact and episode item's ``score`` is its
+        relevance to ``query`` (0..1, as in :meth:`recall_scored`).
         """
         from memstore.agent.builder import build_context
 

@@ -166,14 +166,18 @@ class EpisodeService:
         recency_weight: float = 0.0,
         min_score: float | None = None,
     ) -> list[EpisodeMatch]:
-        """Episodes ranked by hybrid recall, with the score's parts.
+        """Episodes ranked by hybrid recall, each with its relevance and the ranking's parts.
 
-        Parts: ``dense`` (cosine), ``keyword`` (BM25), their z-scores
-        ``dense_z``/``keyword_z`` and sum ``fused``, the context terms ``neighbour``
-        and ``session``, ``recency`` when ``recency_weight`` is set (added as
-        ``recency_weight * 2^(-age / 30 days)``), and ``relevance`` (0..1, not
-        part of the ranking): with ``min_score`` only rows whose ``relevance`` is
-        at least that are returned, so fewer than ``limit`` (or none) may come back.
+        ``score`` is the row's relevance to the query (0..1, also
+        ``parts["relevance"]``): with ``min_score`` only rows whose score is at
+        least that are returned, so fewer than ``limit`` (or none) may come back.
+        The order is the ranking's, ``parts["ranking"]`` (relative to this
+        query's candidates: no fixed range, often negative), the sum of
+        ``fused`` (the z-scores ``dense_z`` of ``dense``, the cosine, and
+        ``keyword_z`` of ``keyword``, BM25), the context terms ``neighbour`` and
+        ``session``, and ``recency_weight * recency`` (``recency`` = 2^(-age / 30
+        days), present when ``recency_weight`` is set). An empty query has no
+        ranking: the newest episodes, score 0.
         """
         return await self._ranked(
             query,
@@ -237,17 +241,23 @@ class EpisodeService:
                 qvec=qvec,
                 limit=limit,
             )
-        matches = [EpisodeMatch(episode=h.episode, score=h.score, parts=h.parts) for h in ranked]
+        # The ranking score is relative to this query's candidates (any sign, no
+        # range), so it is reported as a part; ``score`` is the row's relevance.
         # Tokenising every returned row costs a few microseconds each: a plain
-        # recall without a floor, which drops the parts, does not pay for it.
-        if with_relevance or floor is not None:
-            terms = query_terms(query)
-            for m in matches[:limit]:
-                m.parts["relevance"] = relevance(
-                    terms, episode_search_text(m.episode), m.parts.get("dense", 0.0)
+        # recall without a floor, which drops the scores, does not pay for it.
+        terms = query_terms(query) if with_relevance or floor is not None else None
+        matches: list[EpisodeMatch] = []
+        for h in ranked[:limit]:
+            parts = {**h.parts, "ranking": h.score}
+            if terms is not None:
+                parts["relevance"] = relevance(
+                    terms, episode_search_text(h.episode), parts.get("dense", 0.0)
                 )
+            matches.append(
+                EpisodeMatch(episode=h.episode, score=parts.get("relevance", 0.0), parts=parts)
+            )
         if floor is not None:
-            matches = [m for m in matches[:limit] if m.parts["relevance"] >= floor]
+            matches = [m for m in matches if m.score >= floor]
         self.access_tracker.record(user, "episode", [m.episode.id for m in matches[:limit]], now)
         return matches[:limit]
 

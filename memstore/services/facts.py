@@ -9,9 +9,10 @@ from memstore.documents import fact_text
 from memstore.embeddings.base import Embedder, embed_checked
 from memstore.errors import NotFound
 from memstore.fact_input import MAX_FACT_FIELD_CHARS, valid_fact
+from memstore.lexical import query_terms
 from memstore.predicates import normalize_predicate
 from memstore.recall.hybrid import HybridRecall
-from memstore.recall.relevance import above_floor, check_min_score
+from memstore.recall.relevance import check_min_score, relevance
 from memstore.recall.settings import EmbedderGuard
 from memstore.repositories.facts import (
     AssertOutcome,
@@ -21,7 +22,7 @@ from memstore.repositories.facts import (
 )
 from memstore.services.access import AccessTracker
 from memstore.tenancy import storage_user_id
-from memstore.types import Fact
+from memstore.types import Fact, FactMatch
 from memstore.validation import (
     check_aware,
     check_identifier,
@@ -153,6 +154,55 @@ class FactService:
         With ``min_score``, only facts of at least that relevance (0..1, see
         docs/RECALL.md), so fewer than ``limit`` (or none) may come back.
         """
+        matches = await self._ranked(
+            query,
+            user_id=user_id,
+            limit=limit,
+            valid_at=valid_at,
+            known_at=known_at,
+            min_score=min_score,
+            with_relevance=False,
+        )
+        return [m.fact for m in matches]
+
+    async def recall_facts_scored(
+        self,
+        query: str,
+        *,
+        user_id: str | None = None,
+        limit: int = 5,
+        valid_at: datetime | None = None,
+        known_at: datetime | None = None,
+        min_score: float | None = None,
+    ) -> list[FactMatch]:
+        """:meth:`recall_facts` with each fact's relevance (``score``, 0..1) and parts.
+
+        ``score`` means what it means for episodes (``recall_scored``), so the two
+        can be merged. Parts: ``dense`` (cosine), ``keyword`` (BM25), their
+        z-scores ``dense_z``/``keyword_z`` and sum ``fused``, ``ranking`` (for a
+        fact the same as ``fused``: the order) and ``relevance`` (= ``score``).
+        """
+        return await self._ranked(
+            query,
+            user_id=user_id,
+            limit=limit,
+            valid_at=valid_at,
+            known_at=known_at,
+            min_score=min_score,
+            with_relevance=True,
+        )
+
+    async def _ranked(
+        self,
+        query: str,
+        *,
+        user_id: str | None,
+        limit: int,
+        valid_at: datetime | None,
+        known_at: datetime | None,
+        min_score: float | None,
+        with_relevance: bool,
+    ) -> list[FactMatch]:
         user = storage_user_id(user_id)
         check_text("query", query, allow_empty=True, max_chars=10_000)
         check_limit("limit", limit)
@@ -169,7 +219,7 @@ class FactService:
                     user, [], valid_at=valid_at, known_at=known_at, limit=limit
                 )
             self.access_tracker.record(user, "fact", [f.fact_id or "" for f in newest], now)
-            return newest
+            return [FactMatch(fact=f, score=0.0, parts={"relevance": 0.0}) for f in newest]
         qvec = await self._recall.embed_query(query)
         async with self.db.read(user) as session:
             facts = FactRepository(session=session)
@@ -178,13 +228,26 @@ class FactService:
             )
             wanted = [s.id for s in ranked[: limit * 2 + 10]]
             rows = await facts.rows_by_id(user, wanted)
-        score = {s.id: s.score for s in ranked}
-        found = [fact_from_row(r) for r in rows]
+        by_id = {s.id: s for s in ranked}
+        terms = query_terms(query) if with_relevance or floor is not None else None
+        found: list[FactMatch] = []
+        for row in rows:
+            fact = fact_from_row(row)
+            scored = by_id[fact.id or ""]
+            parts = {**scored.parts, "ranking": scored.score}
+            if terms is not None:
+                parts["relevance"] = relevance(terms, fact_text(fact), parts.get("dense", 0.0))
+            found.append(FactMatch(fact=fact, score=parts.get("relevance", 0.0), parts=parts))
         if floor is not None:
-            found = above_floor(query, found, ranked, floor)
+            found = [m for m in found if m.score >= floor]
         # Ties (e.g. an empty query) go to the most recently recorded.
         found.sort(
-            key=lambda f: (-score[f.id or ""], -(f.recorded_at or now).timestamp(), f.id or "")
+            key=lambda m: (
+                -m.parts["ranking"],
+                -(m.fact.recorded_at or now).timestamp(),
+                m.fact.id or "",
+            )
         )
-        self.access_tracker.record(user, "fact", [f.fact_id or "" for f in found[:limit]], now)
-        return found[:limit]
+        found = found[:limit]
+        self.access_tracker.record(user, "fact", [m.fact.fact_id or "" for m in found], now)
+        return found
