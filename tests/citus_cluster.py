@@ -20,13 +20,17 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["CITUS_DIR", "CitusCluster", "citus_unavailable", "private_citus_cluster"]
+__all__ = ["CITUS_DIR", "SHARD_COUNT", "CitusCluster", "citus_unavailable", "private_citus_cluster"]
 
 CITUS_DIR = Path(
-    os.environ.get("MEMSTORE_TEST_CITUS_DIR", Path(__file__).resolve().parents[1].parent / "shared" / "citus")
+    os.environ.get(
+        "MEMSTORE_TEST_CITUS_DIR", Path(__file__).resolve().parents[1].parent / "shared" / "citus"
+    )
 )
 _BIN = Path("/usr/lib/postgresql/15/bin")
 _NODES = 3
+# Shards per distributed table in test databases (Citus's default is 32).
+SHARD_COUNT = 4
 
 
 def citus_unavailable() -> str | None:
@@ -59,15 +63,52 @@ class CitusCluster:
         )
         return done.stdout.strip().splitlines()[-1]
 
-    def create_database(self, name: str) -> str:
-        """A new database on every node with citus and vector, workers registered; its URL."""
-        return self.run_script("createdb", str(self.directory), name, str(self.port))
+    def create_database(self, name: str, *, shard_count: int = SHARD_COUNT) -> str:
+        """A new database on every node with citus and vector, workers registered; its URL.
+
+        Tables distributed in it get ``shard_count`` shards (two per worker by default:
+        still several shards per node, but DDL and multi-shard wipes touch 4, not 32).
+        """
+        url = self.run_script("createdb", str(self.directory), name, str(self.port))
+        self.psql(name, f'ALTER DATABASE "{name}" SET citus.shard_count = {int(shard_count)}')
+        return url
+
+    def psql(self, database: str, sql: str, *, node: int = 0) -> str:
+        """Run ``sql`` with psql on a node (0 = coordinator); its unaligned output."""
+        done = subprocess.run(
+            [
+                str(_BIN / "psql"),
+                "-X",
+                "-q",
+                "-A",
+                "-t",
+                "-v",
+                "ON_ERROR_STOP=1",
+                "-h",
+                "127.0.0.1",
+                "-p",
+                str(self.port + node),
+                "-U",
+                "postgres",
+                "-d",
+                database,
+                "-c",
+                sql,
+            ],
+            check=True,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        return done.stdout.strip()
 
     def postmaster_pids(self) -> set[int]:
         pids: set[int] = set()
         for port in range(self.port, self.port + _NODES):
             try:
-                pids.add(int((self.directory / f"n{port}" / "postmaster.pid").read_text().split()[0]))
+                pids.add(
+                    int((self.directory / f"n{port}" / "postmaster.pid").read_text().split()[0])
+                )
             except (OSError, ValueError, IndexError):
                 continue
         return pids

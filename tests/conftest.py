@@ -54,6 +54,7 @@ def is_postgres(backend: str) -> bool:
     """Whether ``backend``'s database is PostgreSQL (plain or distributed by Citus)."""
     return backend in POSTGRES_BACKENDS
 
+
 _db_counter = itertools.count()
 
 
@@ -236,7 +237,7 @@ def db_url(
 ) -> str:
     """URL of a migrated database of ``backend`` whose tenant tables are empty."""
     url = _migrated_url(backend, migrated_urls, request, tmp_path_factory.getbasetemp())
-    asyncio.run(_wipe(url))
+    asyncio.run(_wipe(url, truncate=backend == "postgres"))
     return url
 
 
@@ -251,12 +252,14 @@ def empty_db_url(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -
     return cluster.create_database("empty")
 
 
-async def _wipe(url: str) -> None:
+async def _wipe(url: str, *, truncate: bool) -> None:
     engine = create_engine(url)
     try:
         async with engine.begin() as conn:
             tables = tenant_tables()
-            if conn.dialect.name == "postgresql":
+            # Not on Citus: TRUNCATE locks and rewrites every shard of every table (0.6 s
+            # with 4 shards, 3-6 s with the default 32), where a test leaves a few rows.
+            if truncate:
                 names = ", ".join(f'"{t.name}"' for t in tables)
                 await conn.execute(text(f"TRUNCATE {names}"))
             else:
