@@ -252,7 +252,7 @@ def empty_db_url(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -
     return cluster.create_database("empty")
 
 
-async def _wipe(url: str, *, truncate: bool) -> None:
+async def _wipe(url: str, *, truncate: bool = True) -> None:
     engine = create_engine(url)
     try:
         async with engine.begin() as conn:

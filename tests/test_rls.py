@@ -55,10 +55,21 @@ SERVERS = [
 ]
 
 
+# Known difference (docs/SCALING.md, "Differences on Citus"): Citus sends a routed
+# statement to the worker with the transaction's SET LOCAL settings only when
+# citus.propagate_set_commands = 'local'; set_config(..., true), which rls=True uses,
+# is never propagated, so the shards' policies see no tenant.
+RLS_ON_CITUS = (
+    "Citus does not propagate set_config() to the workers (only SET LOCAL, with "
+    "citus.propagate_set_commands = 'local'): the shards' policies see no tenant"
+)
+
+
 @pytest.fixture(params=SERVERS)
 async def urls(request: pytest.FixtureRequest) -> AsyncIterator[dict[str, str]]:
     """An owner URL and a URL for a separate role that owns nothing."""
     if request.param == "citus":
+        request.applymarker(pytest.mark.xfail(reason=RLS_ON_CITUS, strict=False))
         cluster = request.getfixturevalue("citus_cluster")
         owner = await asyncio.to_thread(citus_database, cluster, "rls")
         await migrate_and_distribute(owner)

@@ -55,10 +55,35 @@ def _set_storage(table: str, storage: str) -> None:
     op.execute("SET LOCAL citus.enable_ddl_propagation TO off")
     op.execute(statement)
     op.execute("SET LOCAL citus.enable_ddl_propagation TO on")
-    op.get_bind().execute(
-        sa.text("SELECT run_command_on_shards(CAST(:t AS regclass), :command)"),
-        {"t": table, "command": f"ALTER TABLE %s ALTER COLUMN embedding SET STORAGE {storage}"},
+    # run_command_on_shards works on connections of its own, outside this transaction:
+    # if an earlier revision of this same run changed the shards, they are locked until
+    # it commits, and the shard commands would wait for ever (Citus sees no deadlock).
+    # So a bounded wait, and a clear error naming the way that works.
+    failed = (
+        op.get_bind()
+        .execute(
+            sa.text(
+                "SELECT shardid, result FROM run_command_on_shards(CAST(:t AS regclass), "
+                ":command) WHERE NOT success"
+            ),
+            {
+                "t": table,
+                "command": "SET lock_timeout = '10s'; "
+                f"ALTER TABLE %s ALTER COLUMN embedding SET STORAGE {storage}",
+            },
+        )
+        .all()
     )
+    if failed:
+        from memstore.errors import ConfigurationError
+
+        raise ConfigurationError(
+            f"revision 0010 could not change the vector storage of {len(failed)} shard(s) "
+            f"of distributed table {table} ({failed[0].result}); nothing was changed. On a "
+            "Citus cluster run this revision on its own: `memstore migrate --revision 0009`, "
+            "then `memstore migrate --revision 0010`, then `memstore migrate`",
+            setting="revision",
+        )
 
 
 def upgrade() -> None:
