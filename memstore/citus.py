@@ -211,14 +211,18 @@ def _notes(anchor: str, tenant_names: list[str]) -> list[str]:
         "for in-flight derived writes).",
         f"Triggers: {triggers or 'none'}. Citus distributes them only with "
         "citus.enable_unsafe_triggers (set above for this transaction); they run per shard.",
-        "Row-level security: run `memstore rls enable` after distributing and check that "
-        "your Citus version propagates policies to the shards. rls=True sets "
-        "memstore.user_id with set_config(..., true) on the coordinator; verify the "
-        "setting reaches the workers (citus.propagate_set_commands) before relying on it.",
+        "Row-level security: `memstore rls enable` after distributing puts the policies on "
+        "every shard, but rls=True does not work on Citus yet: it sets memstore.user_id "
+        "with set_config(..., true) on the coordinator, which Citus does not send to the "
+        "workers (only SET LOCAL, with citus.propagate_set_commands = 'local'), so the "
+        "shards' policies see no tenant and a non-owner role reads nothing. Isolate tenants "
+        "with the library's user_id filters (and a role per service) instead.",
         f"Cross-tenant operations are multi-shard (fan out to every shard): {cross}.",
         "Later `memstore migrate` runs go to the coordinator, which propagates DDL "
-        "(ALTER TABLE, CREATE INDEX) to the shards; a revision that backfills every row is "
-        "a multi-shard statement.",
+        "(ADD COLUMN, generated columns, CREATE INDEX) to the shards; revision 0010's SET "
+        "STORAGE, which Citus does not propagate, sets every shard itself. Tested: "
+        "distributed at 0007, upgraded to head. A revision that backfills every row is a "
+        "multi-shard statement.",
         "create_distributed_table copies existing rows while blocking writes to that "
         "table; for large tables run create_distributed_table_concurrently (Citus >= 11.2, "
         "outside a transaction block) table by table in the same order.",

@@ -4,6 +4,12 @@ PostgreSQL comes from the ``pgserver`` package (PostgreSQL 16 + pgvector binarie
 on PyPI), started once per session in a temporary directory. Set
 ``MEMSTORE_TEST_PG_URL`` to use a server of your own instead (its database is
 wiped). Select one backend with ``-m sqlite`` or ``-m postgres``.
+
+With ``MEMSTORE_TEST_CITUS=1`` the same tests also run on a third backend,
+``citus``: a private Citus cluster (coordinator + two workers, PostgreSQL 15,
+from ``../shared/citus``; tests/citus_cluster.py) whose database is migrated and
+then distributed with ``memstore citus --apply``'s function. ``-m citus`` selects
+it alone. A test that checks something of PostgreSQL asks ``is_postgres(backend)``.
 """
 
 from __future__ import annotations
@@ -23,18 +29,32 @@ from sqlalchemy import event, text
 from sqlalchemy.engine import Engine, make_url
 
 from memstore import MemoryStore
+from memstore.citus import apply_citus
 from memstore.db.engine import create_engine
 from memstore.migrate import upgrade
 from memstore.models import ConfigRow
 from memstore.models.config import EMBEDDER_KEY
 from memstore.repositories.tenants import tenant_tables
+from tests.citus_cluster import CitusCluster, citus_unavailable, private_citus_cluster
 from tests.pg_servers import private_pgserver
 from tests.tenant_audit import TenantAudit
 
+# The Citus stage: opt in, because the cluster needs root and ../shared/citus.
+CITUS_ENABLED = os.environ.get("MEMSTORE_TEST_CITUS") == "1"
 BACKENDS = [
     pytest.param("sqlite", marks=pytest.mark.sqlite),
     pytest.param("postgres", marks=pytest.mark.postgres),
+    *([pytest.param("citus", marks=pytest.mark.citus)] if CITUS_ENABLED else []),
 ]
+# Backends whose database is PostgreSQL (Citus is PostgreSQL with the citus extension).
+POSTGRES_BACKENDS = frozenset({"postgres", "citus"})
+
+
+def is_postgres(backend: str) -> bool:
+    """Whether ``backend``'s database is PostgreSQL (plain or distributed by Citus)."""
+    return backend in POSTGRES_BACKENDS
+
+
 _db_counter = itertools.count()
 
 
@@ -81,6 +101,14 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if CITUS_ENABLED:
+        terminalreporter.write_line("citus stage: on (the citus backend runs on a private cluster)")
+    else:
+        why = citus_unavailable()
+        terminalreporter.write_line(
+            "citus stage: off (set MEMSTORE_TEST_CITUS=1 to run it"
+            + (f"; it could not run here: {why})" if why else ")")
+        )
     if not _AUDIT.statements:
         return
     allowed = ", ".join(f"{k} {v}" for k, v in sorted(_AUDIT.allowed.items())) or "none"
@@ -149,6 +177,27 @@ def pg_cluster() -> Iterator[PostgresCluster]:
 
 
 @pytest.fixture(scope="session")
+def citus_cluster() -> Iterator[CitusCluster]:
+    """A private coordinator + two workers for the session, stopped and checked in teardown."""
+    reason = citus_unavailable()
+    if reason is not None:
+        pytest.fail(f"MEMSTORE_TEST_CITUS=1 but no Citus cluster can run: {reason}")
+    with private_citus_cluster() as cluster:
+        yield cluster
+
+
+def citus_database(cluster: CitusCluster, prefix: str) -> str:
+    """A fresh database on every node of ``cluster`` (citus + vector, workers registered)."""
+    return cluster.create_database(f"{prefix}_{os.getpid()}_{next(_db_counter)}")
+
+
+async def migrate_and_distribute(url: str) -> None:
+    """What an operator runs on a new cluster: `memstore migrate`, `memstore citus --apply`."""
+    await upgrade(url)
+    await apply_citus(url)
+
+
+@pytest.fixture(scope="session")
 def migrated_urls(
     tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
 ) -> dict[str, str]:
@@ -162,9 +211,14 @@ def _migrated_url(
     if backend not in cache:
         if backend == "sqlite":
             url = f"sqlite+aiosqlite:///{tmp_dir / 'shared.db'}"
+            asyncio.run(upgrade(url))
+        elif backend == "citus":
+            # One distributed database for the session, wiped per test like Postgres's.
+            url = citus_database(request.getfixturevalue("citus_cluster"), "shared")
+            asyncio.run(migrate_and_distribute(url))
         else:
             url = request.getfixturevalue("pg_cluster").create_database("shared")
-        asyncio.run(upgrade(url))
+            asyncio.run(upgrade(url))
         cache[backend] = url
     return cache[backend]
 
@@ -183,7 +237,7 @@ def db_url(
 ) -> str:
     """URL of a migrated database of ``backend`` whose tenant tables are empty."""
     url = _migrated_url(backend, migrated_urls, request, tmp_path_factory.getbasetemp())
-    asyncio.run(_wipe(url))
+    asyncio.run(_wipe(url, truncate=backend == "postgres"))
     return url
 
 
@@ -192,16 +246,20 @@ def empty_db_url(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -
     """URL of a brand-new database with no schema at all."""
     if backend == "sqlite":
         return f"sqlite+aiosqlite:///{tmp_path / 'empty.db'}"
+    if backend == "citus":
+        return citus_database(request.getfixturevalue("citus_cluster"), "empty")
     cluster: PostgresCluster = request.getfixturevalue("pg_cluster")
     return cluster.create_database("empty")
 
 
-async def _wipe(url: str) -> None:
+async def _wipe(url: str, *, truncate: bool = True) -> None:
     engine = create_engine(url)
     try:
         async with engine.begin() as conn:
             tables = tenant_tables()
-            if conn.dialect.name == "postgresql":
+            # Not on Citus: TRUNCATE locks and rewrites every shard of every table (0.6 s
+            # with 4 shards, 3-6 s with the default 32), where a test leaves a few rows.
+            if truncate:
                 names = ", ".join(f'"{t.name}"' for t in tables)
                 await conn.execute(text(f"TRUNCATE {names}"))
             else:

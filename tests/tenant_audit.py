@@ -12,6 +12,13 @@ WHERE / select lists, INSERT … SELECT, UPSERTs, UPDATE … FROM and DELETE …
 An INSERT must name ``user_id`` among its columns. DDL naming a tenant table is
 a violation too (it is for migrations and RLS management, which are marked).
 
+PostgreSQL statements are also judged for what a Citus cluster (tables distributed
+by ``user_id``, co-located) can route to one shard even though they name their
+tenant: a subquery inside ``INSERT … VALUES`` (refused by Citus), and an
+``INSERT … SELECT`` whose ``user_id`` does not come from a co-located tenant table
+(planned through the coordinator). tests/test_citus_routing.py proves the rest on
+a real cluster with EXPLAIN.
+
 ``TenantAudit`` is the engine hook: installed on SQLAlchemy's ``Engine`` class
 (so every engine, including those the library creates internally, is covered),
 it judges each statement (verdicts cached per SQL text) and records the
@@ -219,8 +226,9 @@ def _pin_facts(scope: _Scope, conditions: list[exp.Expression]) -> set[tuple[int
 
 
 class _Analyser:
-    def __init__(self, tenant: frozenset[str]) -> None:
+    def __init__(self, tenant: frozenset[str], *, routing: bool = False) -> None:
         self.tenant = tenant
+        self.routing = routing  # also judge what a Citus cluster can route (PostgreSQL)
         self.problems: list[str] = []
 
     # -- entry points --------------------------------------------------------------
@@ -272,12 +280,68 @@ class _Analyser:
         source = node.expression
         if isinstance(source, (exp.Select, exp.Union, exp.Subquery)):
             self._query(source, None, set(), ctes)
+        if self.routing and name in self.tenant:
+            self._citus_insert(name, columns, source, ctes)
         # ON CONFLICT … DO UPDATE acts on the row that conflicts with the inserted
         # key (which holds user_id); its subqueries are still scopes of their own.
         conflict = node.args.get("conflict")
         if conflict is not None:
             for sub in conflict.find_all(exp.Select):
                 self._query(sub, None, set(), ctes)
+
+    def _citus_insert(
+        self,
+        name: str,
+        columns: list[str],
+        source: exp.Expression | None,
+        ctes: dict[str, exp.Expression],
+    ) -> None:
+        """What Citus cannot route although the rows name their tenant.
+
+        A subquery inside VALUES is refused outright ("subqueries are not supported
+        within INSERT queries"). An INSERT … SELECT is routed (pushed down to the shard)
+        only when it reads a co-located distributed table and inserts that table's
+        user_id column; from anything else (unnest, a VALUES list, a CTE) the SELECT
+        runs on the coordinator and its rows are then re-routed.
+        """
+        if isinstance(source, exp.Values):
+            if any(True for _ in source.find_all(exp.Select)):
+                self.problems.append(
+                    f"{name}: a subquery in INSERT … VALUES, which Citus refuses "
+                    "(subqueries are not supported within INSERT queries)"
+                )
+            return
+        if source is None:
+            return
+        if not self._colocated_select(source, columns, ctes):
+            self.problems.append(
+                f"{name}: INSERT … SELECT whose {TENANT_COLUMN} is not a co-located tenant "
+                "table's column; Citus plans it through the coordinator, not on one shard"
+            )
+
+    def _colocated_select(
+        self, source: exp.Expression, columns: list[str], ctes: dict[str, exp.Expression]
+    ) -> bool:
+        while isinstance(source, exp.Subquery):
+            source = source.this
+        if not isinstance(source, exp.Select) or TENANT_COLUMN not in columns:
+            return False
+        from_ = source.args.get("from_") or source.args.get("from")
+        first = from_.this if from_ is not None else None
+        if not isinstance(first, exp.Table) or first.name.lower() not in self.tenant:
+            return False
+        if first.name.lower() in ctes and not first.db:
+            return False
+        position = columns.index(TENANT_COLUMN)
+        if position >= len(source.expressions):
+            return False
+        value = _unwrap(source.expressions[position])
+        if isinstance(value, exp.Alias):
+            value = _unwrap(value.this)
+        if not isinstance(value, exp.Column) or value.name.lower() != TENANT_COLUMN:
+            return False
+        qualifier = value.table.lower() if value.table else ""
+        return qualifier in ("", first.name.lower(), (first.alias or "").lower())
 
     def _dml(
         self,
@@ -453,7 +517,8 @@ def find_violations(
         parsed = sqlglot.parse(sql, read=_SQLGLOT_DIALECT.get(dialect, dialect))
     except sqlglot.errors.SqlglotError as exc:
         return (f"unparseable statement ({exc.__class__.__name__}): cannot prove a filter",)
-    analyser = _Analyser(tenant)
+    # PostgreSQL statements may run on a Citus cluster: judge their routability too.
+    analyser = _Analyser(tenant, routing=dialect == "postgresql")
     for node in parsed:
         if node is not None:
             analyser.statement(node)

@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async
 
 from memstore import Conflict, Episode, Fact, InvalidInput, MemoryStore, MemstoreError
 from memstore.db.engine import resolve_url
+from tests.conftest import is_postgres
 
 app_metadata = MetaData()
 orders = Table(
@@ -136,7 +137,7 @@ async def test_a_session_on_another_database_kind_is_refused(
 ) -> None:
     other_url = (
         f"sqlite+aiosqlite:///{tmp_path_factory.mktemp('other')}/other.db"
-        if backend == "postgres"
+        if is_postgres(backend)
         else "postgresql+asyncpg://nobody@127.0.0.1:1/none"
     )
     other = create_async_engine(other_url)

@@ -24,6 +24,7 @@ from consolidation_helpers import (
 from memstore import Episode, ExtractionError, MemoryStore
 from memstore.consolidation import CandidateFact, Consolidator
 from memstore.repositories.consolidation import ConsolidationRepository
+from tests.conftest import is_postgres
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -238,7 +239,7 @@ async def test_expired_lease_is_taken_over_and_late_worker_writes_nothing(
 
 async def test_a_claim_skips_a_tenant_whose_write_is_in_progress(db_url: str, backend: str) -> None:
     """Postgres: the tenant lock of a write transaction makes a claim skip the tenant."""
-    if backend != "postgres":
+    if not is_postgres(backend):
         pytest.skip("SQLite write transactions are serial (BEGIN IMMEDIATE)")
     async with MemoryStore.open(db_url) as store:
         await store.remember_many(user_episodes("erin", 3) + user_episodes("fred", 2))
@@ -266,7 +267,7 @@ class _Probe:
         from memstore.consolidation import RuleExtractor
 
         held: dict[str, object] = {"checked_out": self.store.engine.pool.checkedout()}
-        if self.backend == "postgres":
+        if is_postgres(self.backend):
             held.update(await _postgres_activity(self.db_url))
         else:
             # No write lock: another store commits a write while we extract.
@@ -315,7 +316,7 @@ async def test_nothing_is_held_while_the_extractor_runs(
     assert result.processed == 5 and len(probe.seen) == 2
     for held in probe.seen:
         assert held["checked_out"] == 0
-        if backend == "postgres":
+        if is_postgres(backend):
             assert held["in_transaction"] == 0 and held["locks"] == 0
         else:
             assert held["other_writer_committed"] is True

@@ -22,6 +22,7 @@ from sqlalchemy import func, select, text
 
 from memstore import MemoryStore
 from memstore.models import EpisodeConsolidationRow, FactRow
+from tests.conftest import is_postgres
 
 pytestmark = pytest.mark.slow
 
@@ -107,7 +108,7 @@ async def test_sigkill_mid_batch_then_rerun_equals_uninterrupted_run(
     claimed_at = time.monotonic()
     # The next batch writes ~30 facts at 50 ms each: this lands inside it.
     await asyncio.sleep(0.5)
-    if backend == "postgres":
+    if is_postgres(backend):
         # The worker's write transaction is open (it pauses between fact writes).
         async with store.engine.connect() as conn:
             open_batches = await conn.scalar(

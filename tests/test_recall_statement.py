@@ -16,6 +16,7 @@ from memstore import Episode, MemoryStore
 from memstore.embeddings import HashingEmbedder
 from memstore.migrate import upgrade
 from memstore.recall import RecallTuning
+from tests.conftest import is_postgres
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 DIM = 384
@@ -121,7 +122,7 @@ async def test_writes_through_another_store_reach_recall(db_url: str) -> None:
 async def test_postgres_plans_every_recall_for_its_tenant(db_url: str, backend: str) -> None:
     # A generic plan (chosen after five runs of a prepared statement) ignores
     # how many rows the tenant has; recall was 2-3x slower with one.
-    if backend != "postgres":
+    if not is_postgres(backend):
         return
     async with MemoryStore.open(db_url, embedder=FixedEmbedder()) as store:
         async with store.engine.connect() as conn:

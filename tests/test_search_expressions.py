@@ -26,6 +26,7 @@ from memstore.models.search import (
     tsvector,
 )
 from memstore.repositories.search import row_text
+from tests.conftest import is_postgres
 
 
 async def _indexdef(conn: AsyncConnection, name: str) -> str:
@@ -48,7 +49,7 @@ async def test_postgres_indexes_match_the_code(db_url: str, backend: str) -> Non
     engine = create_async_engine(resolve_url(db_url))
     try:
         async with engine.begin() as conn:
-            if backend == "postgres":
+            if is_postgres(backend):
                 for table, name in FULL_TEXT_INDEXES.items():
                     expected = await _as_postgres_writes_it(conn, table, f"gin ({tsvector(table)})")
                     assert await _indexdef(conn, name) == expected.format(name=name)
@@ -110,7 +111,7 @@ async def vector_storage_of(conn: AsyncConnection) -> dict[str, str]:
 
 
 async def test_postgres_vectors_are_stored_as_the_code_says(db_url: str, backend: str) -> None:
-    if backend != "postgres":
+    if not is_postgres(backend):
         return  # SQLite keeps vectors as blobs in the row; there is no storage setting
     engine = create_async_engine(resolve_url(db_url))
     try:

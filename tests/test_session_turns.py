@@ -134,6 +134,8 @@ async def test_migration_renumbers_old_duplicate_turns(empty_db_url: str) -> Non
 async def test_turn_reservation_is_one_fixed_statement_for_any_batch(db_url: str) -> None:
     # A VALUES list per (tenant, session) pair was compiled anew for every batch
     # shape: ~50 ms of a 1,000-row batch spanning 800 sessions went to SQLAlchemy.
+    # (Batches of several tenants; a one-tenant batch names its tenant as one value
+    # so that Citus can route it: tests/test_citus_routing.py.)
     seen: list[str] = []
 
     def record(conn: object, cursor: object, sql: str, *args: object) -> None:
@@ -142,7 +144,7 @@ async def test_turn_reservation_is_one_fixed_statement_for_any_batch(db_url: str
 
     async with MemoryStore.open(db_url) as store:
         event.listen(store.engine.sync_engine, "before_cursor_execute", record)
-        for pairs in (1, 7, 60):
+        for pairs in (5, 7, 60):
             await store.remember_many(
                 [
                     Episode(user_id=f"u{k % 5}", session_id=f"s{k}", input=f"turn {k}")

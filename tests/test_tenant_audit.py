@@ -152,6 +152,65 @@ def test_statements_without_tenant_filter_are_caught(sql: str, expected: str) ->
     assert any(expected in p for p in found), found
 
 
+# Tenant-filtered, yet a Citus cluster cannot route them to one shard (PostgreSQL only).
+UNROUTABLE = [
+    # update_block's creation before the fix: Citus refused it outright
+    (
+        "INSERT INTO blocks (user_id, name, content, pinned_order, version, updated_at) "
+        "VALUES ($1::VARCHAR, $2::VARCHAR, $3::VARCHAR, (SELECT coalesce(max("
+        "blocks.pinned_order) + $4::INTEGER, $5::INTEGER) AS coalesce_1 FROM blocks WHERE "
+        "blocks.user_id = $6::VARCHAR), $7::INTEGER, $8::TIMESTAMP WITH TIME ZONE)",
+        "a subquery in INSERT … VALUES",
+    ),
+    # the turn reservation over unnest arrays (kept for batches of several tenants, marked)
+    (
+        "INSERT INTO session_turns (user_id, session_id, next_turn) SELECT t.u, t.s, t.n "
+        "FROM unnest(CAST($1 AS text[]), CAST($2 AS text[]), CAST($3 AS int[])) "
+        "WITH ORDINALITY AS t(u, s, n, i) ORDER BY t.i ON CONFLICT (user_id, session_id) "
+        "DO UPDATE SET next_turn = session_turns.next_turn + excluded.next_turn",
+        "INSERT … SELECT whose user_id is not a co-located tenant table's column",
+    ),
+    # the access-count flush before the fix: a correlated VALUES list
+    (
+        "WITH buffered(user_id, item_id) AS (VALUES ($1, $2), ($3, $4)) INSERT INTO "
+        "access_stats (user_id, item_id) SELECT buffered.user_id, buffered.item_id FROM "
+        "buffered WHERE EXISTS (SELECT * FROM episodes WHERE episodes.user_id = "
+        "buffered.user_id AND episodes.id = buffered.item_id)",
+        "INSERT … SELECT whose user_id is not a co-located tenant table's column",
+    ),
+    # a co-located source, but the tenant is a parameter rather than its column
+    (
+        "INSERT INTO session_turns (user_id, session_id, next_turn) SELECT $1, "
+        "e.session_id, 1 FROM episodes e WHERE e.user_id = $1",
+        "INSERT … SELECT whose user_id is not a co-located tenant table's column",
+    ),
+]
+
+ROUTABLE_INSERTS = [
+    "INSERT INTO session_turns (user_id, session_id, next_turn) VALUES ($1, $2, $3), "
+    "($1, $4, $5) ON CONFLICT (user_id, session_id) DO UPDATE SET next_turn = "
+    "session_turns.next_turn + excluded.next_turn RETURNING user_id, session_id, next_turn",
+    "INSERT INTO session_turns (user_id, session_id, next_turn) SELECT episodes.user_id, "
+    "episodes.session_id, max(episodes.turn) + $1 FROM episodes WHERE episodes.user_id = $2 "
+    "GROUP BY episodes.user_id, episodes.session_id ON CONFLICT (user_id, session_id) "
+    "DO UPDATE SET next_turn = greatest(session_turns.next_turn, excluded.next_turn)",
+]
+
+
+@pytest.mark.parametrize(("sql", "expected"), UNROUTABLE)
+def test_statements_citus_cannot_route_are_caught(sql: str, expected: str) -> None:
+    found = find_violations(sql, "postgresql")
+    assert any(expected in p for p in found), found
+    # SQLite never runs on Citus: there the same text is judged for its tenant filter only.
+    if "unnest" not in sql:
+        assert find_violations(sql.replace("$", ":p"), "sqlite") == ()
+
+
+@pytest.mark.parametrize("sql", ROUTABLE_INSERTS)
+def test_routable_inserts_pass(sql: str) -> None:
+    assert find_violations(sql, "postgresql") == ()
+
+
 def test_registry_names_must_be_registered() -> None:
     assert all(reason.strip() for reason in CROSS_TENANT_OPERATIONS.values())
     with pytest.raises(ValueError, match="not a registered cross-tenant operation"):

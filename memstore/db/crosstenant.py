@@ -65,6 +65,12 @@ CROSS_TENANT_OPERATIONS: dict[str, str] = {
         "`memstore inspect` lists the ids of every tenant for its picker (distinct "
         "user_id per table, ids only, never row contents); one multi-shard read per page"
     ),
+    "multi-tenant-batch": (
+        "`remember_many` with turns of several tenants reserves all their session-turn "
+        "counters in one upsert (each row filtered by its own tenant); on Citus a "
+        "multi-shard write planned through the coordinator. A one-tenant batch is routed "
+        "to its shard"
+    ),
     "sequence-advance": (
         "after an import with explicit ids, a Postgres sequence (global to all tenants) "
         "is moved past the highest id of the table"

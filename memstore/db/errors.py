@@ -29,6 +29,27 @@ __all__ = ["constraint_name", "constraint_table", "sqlstate", "translated"]
 _SQLITE_UNIQUE = re.compile(r"UNIQUE constraint failed: (?:index '([^']+)'|(.+))$")
 _SQLITE_CHECK = re.compile(r"CHECK constraint failed: (\S+)")
 _SQLITE_NOT_NULL = re.compile(r"NOT NULL constraint failed: (\w+)\.(\w+)")
+# Citus relays a worker's error without its constraint / table fields; the message
+# names the shard's objects (pk_episodes_102008, relation "facts_102024").
+_PG_CONSTRAINT = re.compile(r'violates (?:unique|check|foreign key|exclusion) constraint "([^"]+)"')
+_PG_RELATION = re.compile(r'(?:of|for|on) (?:relation|table) "([^"]+)"')
+_SHARD_SUFFIX = re.compile(r"_\d+$")
+
+
+def _constraint_names() -> set[str]:
+    names: set[str] = set()
+    for table in Base.metadata.tables.values():
+        names |= {str(c.name) for c in table.constraints if c.name}
+        names |= {str(i.name) for i in table.indexes if i.name}
+    return names
+
+
+def _unsharded(name: str, known: set[str]) -> str:
+    """The logical name of a Citus shard's object (``name_<shardid>``), if it is one."""
+    if name in known:
+        return name
+    base = _SHARD_SUFFIX.sub("", name)
+    return base if base in known else name
 
 
 def constraint_name(error: sa_exc.DBAPIError) -> str | None:
@@ -47,6 +68,8 @@ def constraint_name(error: sa_exc.DBAPIError) -> str | None:
         )
     if match := _SQLITE_CHECK.search(message):
         return match.group(1)
+    if match := _PG_CONSTRAINT.search(message):
+        return _unsharded(match.group(1), _constraint_names())
     return None
 
 
@@ -78,6 +101,8 @@ def constraint_table(error: sa_exc.DBAPIError, constraint: str | None) -> str | 
         return str(name)
     if match := _SQLITE_NOT_NULL.search(str(error.orig)):
         return match.group(1)
+    if match := _PG_RELATION.search(str(error.orig)):
+        return _unsharded(match.group(1), set(Base.metadata.tables))
     if constraint is None:
         return None
     for table in Base.metadata.tables.values():

@@ -5,10 +5,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, String, and_, case, column, delete, exists, or_, select, values
+from sqlalchemy import String, and_, case, column, delete, exists, or_, select, values
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from memstore.db.types import UTCDateTime
 from memstore.db.upsert import insert_for
 from memstore.models import AccessStatRow, BlockRow, EpisodeRow, FactRow
 
@@ -37,27 +36,27 @@ class AccessStat:
     last_accessed_at: datetime
 
 
-def _item_exists(item: Any) -> Any:
-    """The counted item (episode id, logical fact id or block name) still exists."""
+def _item_exists(user_id: str, item: Any) -> Any:
+    """The counted item (episode id, logical fact id or block name) of ``user_id`` still exists."""
     # Kinds are checked by record_access; anything else is never written.
     return or_(
         and_(
             item.kind == "episode",
-            exists().where(EpisodeRow.user_id == item.user_id, EpisodeRow.id == item.item_id),
+            exists().where(EpisodeRow.user_id == user_id, EpisodeRow.id == item.item_id),
         ),
         # Current version only: retracted facts are never recalled, and this is
         # what the partial unique index (user_id, fact_id) answers.
         and_(
             item.kind == "fact",
             exists().where(
-                FactRow.user_id == item.user_id,
+                FactRow.user_id == user_id,
                 FactRow.fact_id == item.item_id,
                 FactRow.superseded_at.is_(None),
             ),
         ),
         and_(
             item.kind == "block",
-            exists().where(BlockRow.user_id == item.user_id, BlockRow.name == item.item_id),
+            exists().where(BlockRow.user_id == user_id, BlockRow.name == item.item_id),
         ),
     )
 
@@ -69,32 +68,41 @@ class AccessRepository:
         self._session = session
 
     async def add(self, deltas: Sequence[AccessDelta]) -> None:
-        """Add buffered counts in one upsert statement (one row per item)."""
+        """Add buffered counts, tenant by tenant (one row per item)."""
         ordered = sorted(deltas, key=lambda d: (d.user_id, d.kind, d.item_id))
-        for start in range(0, len(ordered), _ROWS_PER_STATEMENT):
-            await self._upsert(ordered[start : start + _ROWS_PER_STATEMENT])
+        for user_id in sorted({d.user_id for d in ordered}):
+            own = [d for d in ordered if d.user_id == user_id]
+            for start in range(0, len(own), _ROWS_PER_STATEMENT):
+                await self._upsert(user_id, own[start : start + _ROWS_PER_STATEMENT])
 
-    async def _upsert(self, deltas: Sequence[AccessDelta]) -> None:
-        insert = insert_for(self._session)
-        # INSERT … SELECT from the buffered rows, keeping only items that still
-        # exist: counts buffered before a forget must not re-create the rows of
-        # an erased item or tenant (checked in the same statement as the write).
-        # The VALUES keep the callers' fixed key order, so two processes flushing
-        # overlapping items take row locks in the same order and cannot deadlock.
+    async def _upsert(self, user_id: str, deltas: Sequence[AccessDelta]) -> None:
+        # Only items that still exist: counts buffered before a forget must not
+        # re-create the rows of an erased item or tenant (the caller holds the tenant's
+        # erasure guard, so a forget cannot commit between this read and the write).
+        # A read, then a write, each naming the tenant as a value: an INSERT … SELECT
+        # would be planned through the coordinator on Citus, and a correlated check
+        # of a VALUES list against several tenants' tables cannot run there at all.
         buffered = (
-            values(
-                column("user_id", String),
-                column("kind", String),
-                column("item_id", String),
-                column("access_count", BigInteger),
-                column("last_accessed_at", UTCDateTime),
-                name="buffered",
-            )
-            .data([(d.user_id, d.kind, d.item_id, d.count, d.last_accessed_at) for d in deltas])
+            values(column("kind", String), column("item_id", String), name="buffered")
+            .data([(d.kind, d.item_id) for d in deltas])
             .cte("buffered")
         )
-        source = select(*buffered.c).where(_item_exists(buffered.c))
-        stmt = insert(AccessStatRow).from_select(list(buffered.c.keys()), source)
+        alive = select(buffered.c.kind, buffered.c.item_id).where(_item_exists(user_id, buffered.c))
+        existing = {(r.kind, r.item_id) for r in (await self._session.execute(alive)).all()}
+        rows = [
+            {
+                "user_id": user_id,
+                "kind": d.kind,
+                "item_id": d.item_id,
+                "access_count": d.count,
+                "last_accessed_at": d.last_accessed_at,
+            }
+            for d in deltas
+            if (d.kind, d.item_id) in existing
+        ]
+        if not rows:
+            return
+        stmt = insert_for(self._session)(AccessStatRow)
         table = AccessStatRow.__table__.c
         stmt = stmt.on_conflict_do_update(
             index_elements=[table.user_id, table.kind, table.item_id],
@@ -109,7 +117,9 @@ class AccessRepository:
                 ),
             },
         )
-        await self._session.execute(stmt)
+        # In the callers' fixed key order, so two processes flushing overlapping
+        # items take row locks in the same order and cannot deadlock.
+        await self._session.execute(stmt, rows)
 
     async def counts(self, user_id: str, kind: str, item_ids: Sequence[str]) -> dict[str, int]:
         if not item_ids:

@@ -91,10 +91,13 @@ class BlockRepository:
     async def _try_create(
         self, user_id: str, name: str, content: str, now: datetime
     ) -> MemoryBlock | None:
-        next_order = (
-            select(func.coalesce(func.max(BlockRow.pinned_order) + 1, 0))
-            .where(BlockRow.user_id == user_id)
-            .scalar_subquery()
+        # Read first, then insert the value: Citus cannot route an INSERT whose VALUES
+        # hold a subquery ("subqueries are not supported within INSERT queries"). Two
+        # concurrent creations may share an order either way; the name breaks the tie.
+        next_order = await self._session.scalar(
+            select(func.coalesce(func.max(BlockRow.pinned_order) + 1, 0)).where(
+                BlockRow.user_id == user_id
+            )
         )
         try:
             # A savepoint so losing a creation race does not abort the caller's transaction.

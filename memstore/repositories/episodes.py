@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Callable, Sequence
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 from sqlalchemy import (
@@ -18,8 +19,11 @@ from sqlalchemy import (
     text,
 )
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.sql import Executable
+from sqlalchemy.sql.elements import TextClause
 
 from memstore.db.copy import copy_rows
+from memstore.db.crosstenant import cross_tenant
 from memstore.db.upsert import insert_for
 from memstore.models import EpisodeRow, SessionTurnRow
 from memstore.tenancy import public_user_id
@@ -47,6 +51,23 @@ _RESERVE_TURNS_PG = text(
     bindparam("sessions", type_=ARRAY(String())),
     bindparam("counts", type_=ARRAY(Integer())),
 )
+
+
+@lru_cache(maxsize=64)
+def _reserve_turns_one_tenant_pg(sessions: int) -> TextClause:
+    """The reservation of one tenant's ``sessions`` counters as a multi-row VALUES list.
+
+    The tenant is one bound value, so Citus routes the upsert to that tenant's shard
+    (an ``INSERT … SELECT`` from ``unnest`` has no distribution value to route on and is
+    pulled through the coordinator); built as text, cached per row count, so it costs
+    no per-row compilation.
+    """
+    rows = ", ".join(f"(:u, :s{i}, :n{i})" for i in range(sessions))
+    return text(
+        f"INSERT INTO session_turns (user_id, session_id, next_turn) VALUES {rows} " + _UPSERT_TURNS
+    )
+
+
 _RESERVE_TURNS_SQLITE = text(
     "INSERT INTO session_turns (user_id, session_id, next_turn) "
     "SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), "
@@ -131,13 +152,23 @@ class EpisodeRepository:
         if not wanted:
             return _no_turns
         ordered = sorted(wanted.items())
-        if self._session.get_bind().dialect.name == "postgresql":
-            params: dict[str, Any] = {
+        stmt: Executable
+        params: dict[str, Any]
+        postgres = self._session.get_bind().dialect.name == "postgresql"
+        if postgres and len({u for (u, _), _ in ordered}) == 1:
+            params = {"u": ordered[0][0][0]}
+            for i, ((_, sid), n) in enumerate(ordered):
+                params[f"s{i}"] = sid
+                params[f"n{i}"] = n
+            stmt = _reserve_turns_one_tenant_pg(len(ordered))
+        elif postgres:
+            params = {
                 "users": [u for (u, _), _ in ordered],
                 "sessions": [sid for (_, sid), _ in ordered],
                 "counts": [n for _, n in ordered],
             }
-            stmt = _RESERVE_TURNS_PG
+            # Several tenants' counters in one statement: on Citus a multi-shard write.
+            stmt = cross_tenant(_RESERVE_TURNS_PG, "multi-tenant-batch")
         else:
             params = {"pairs": json.dumps([[u, sid, n] for (u, sid), n in ordered])}
             stmt = _RESERVE_TURNS_SQLITE

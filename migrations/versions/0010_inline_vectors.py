@@ -9,7 +9,9 @@ text columns out first and keeps the vector in the row.
 Only rows written after this revision are stored the new way; it changes no
 data and takes no long lock. Rows already out of line move back when rewritten
 (``VACUUM FULL episodes, facts`` or pg_repack, at a quiet time). SQLite stores
-vectors as blobs in the row already.
+vectors as blobs in the row already. On a Citus cluster distributed before this
+revision, the storage is set on every shard by manual propagation (Citus does not
+propagate SET STORAGE); distributed after it, the shards are created with it.
 
 Revision ID: 0010
 Revises: 0009
@@ -18,6 +20,7 @@ Create Date: 2026-11-25
 
 from collections.abc import Sequence
 
+import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0010"
@@ -29,15 +32,69 @@ depends_on: str | Sequence[str] | None = None
 TABLES = ("episodes", "facts")
 
 
+def _distributed(table: str) -> bool:
+    """Whether ``table`` is a Citus distributed table (memstore citus --apply ran)."""
+    bind = op.get_bind()
+    if bind.execute(sa.text("SELECT 1 FROM pg_extension WHERE extname = 'citus'")).first() is None:
+        return False
+    found = bind.execute(
+        sa.text("SELECT 1 FROM pg_dist_partition WHERE logicalrelid = CAST(:t AS regclass)"),
+        {"t": table},
+    ).first()
+    return found is not None
+
+
+def _set_storage(table: str, storage: str) -> None:
+    statement = f"ALTER TABLE {table} ALTER COLUMN embedding SET STORAGE {storage}"
+    if not _distributed(table):
+        op.execute(statement)
+        return
+    # Citus does not propagate SET STORAGE to the shards ("alter table command is
+    # currently unsupported"). Its documented last resort, manual propagation: change
+    # the coordinator's table with DDL propagation off, then every shard.
+    op.execute("SET LOCAL citus.enable_ddl_propagation TO off")
+    op.execute(statement)
+    op.execute("SET LOCAL citus.enable_ddl_propagation TO on")
+    # run_command_on_shards works on connections of its own, outside this transaction:
+    # if an earlier revision of this same run changed the shards, they are locked until
+    # it commits, and the shard commands would wait for ever (Citus sees no deadlock).
+    # So a bounded wait, and a clear error naming the way that works.
+    failed = (
+        op.get_bind()
+        .execute(
+            sa.text(
+                "SELECT shardid, result FROM run_command_on_shards(CAST(:t AS regclass), "
+                ":command) WHERE NOT success"
+            ),
+            {
+                "t": table,
+                "command": "SET lock_timeout = '10s'; "
+                f"ALTER TABLE %s ALTER COLUMN embedding SET STORAGE {storage}",
+            },
+        )
+        .all()
+    )
+    if failed:
+        from memstore.errors import ConfigurationError
+
+        raise ConfigurationError(
+            f"revision 0010 could not change the vector storage of {len(failed)} shard(s) "
+            f"of distributed table {table} ({failed[0].result}); nothing was changed. On a "
+            "Citus cluster run this revision on its own: `memstore migrate --revision 0009`, "
+            "then `memstore migrate --revision 0010`, then `memstore migrate`",
+            setting="revision",
+        )
+
+
 def upgrade() -> None:
     if op.get_context().dialect.name != "postgresql":
         return
     for table in TABLES:
-        op.execute(f"ALTER TABLE {table} ALTER COLUMN embedding SET STORAGE MAIN")
+        _set_storage(table, "MAIN")
 
 
 def downgrade() -> None:
     if op.get_context().dialect.name != "postgresql":
         return
     for table in TABLES:
-        op.execute(f"ALTER TABLE {table} ALTER COLUMN embedding SET STORAGE EXTERNAL")
+        _set_storage(table, "EXTERNAL")
