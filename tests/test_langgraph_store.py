@@ -371,6 +371,22 @@ async def test_bad_input_is_refused_and_writes_nothing(
     assert (await table_counts(mstore))["langgraph_items"] == 0
 
 
+async def test_index_config_carries_what_langgraphs_stores_carry(
+    vec: MemstoreStore, mstore: MemoryStore
+) -> None:
+    """test_vector_store_initialization reads index_config["dims"] and ["embed"]."""
+    config = vec.index_config
+    assert config is not None
+    assert config["dims"] == DIM
+    assert config["embed"] is mstore.embedder  # what embeds items and queries
+    assert config["fields"] == ["text"]
+    assert dict(config["__tokenized_fields"]) == {"text": ["text"]}  # type: ignore[typeddict-item]
+    # A config read from one store is accepted by another on the same store.
+    again = MemstoreStore(mstore, user_id="alice", index=config)
+    assert again.index_config == config
+    assert MemstoreStore(mstore).index_config is None
+
+
 async def test_index_config_is_checked(mstore: MemoryStore) -> None:
     with pytest.raises(DimensionMismatch):
         MemstoreStore(mstore, index={"dims": 1536, "fields": ["text"]})
@@ -676,7 +692,7 @@ async def test_a_burst_queues_while_the_event_loop_is_held_up(db_url: str) -> No
 
         async def hold_up_the_loop() -> None:
             await asyncio.sleep(0)  # the burst's first steps run first
-            time.sleep(3.0)  # blocking on purpose: the loop takes no turns
+            time.sleep(3.0)  # noqa: ASYNC251 -- blocking on purpose: the loop takes no turns
 
         burst: list[Any] = []
         for n in range(60):
