@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import math
+import time
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
@@ -381,6 +382,22 @@ async def test_bad_input_is_refused_and_writes_nothing(
     assert (await table_counts(mstore))["langgraph_items"] == 0
 
 
+async def test_index_config_carries_what_langgraphs_stores_carry(
+    vec: MemstoreStore, mstore: MemoryStore
+) -> None:
+    """test_vector_store_initialization reads index_config["dims"] and ["embed"]."""
+    config = vec.index_config
+    assert config is not None
+    assert config["dims"] == DIM
+    assert config["embed"] is mstore.embedder  # what embeds items and queries
+    assert config["fields"] == ["text"]
+    assert dict(config["__tokenized_fields"]) == {"text": ["text"]}  # type: ignore[typeddict-item]
+    # A config read from one store is accepted by another on the same store.
+    again = MemstoreStore(mstore, user_id="alice", index=config)
+    assert again.index_config == config
+    assert MemstoreStore(mstore).index_config is None
+
+
 async def test_index_config_is_checked(mstore: MemoryStore) -> None:
     with pytest.raises(DimensionMismatch):
         MemstoreStore(mstore, index={"dims": 1536, "fields": ["text"]})
@@ -667,6 +684,40 @@ async def test_a_burst_beyond_the_pool_waits_for_a_connection(db_url: str) -> No
         await holder
         await asyncio.gather(*burst)
         assert len(await lg.asearch(("b",), limit=100)) == 20
+
+
+async def test_a_burst_queues_while_the_event_loop_is_held_up(db_url: str) -> None:
+    """test_large_batches_async: 60,000 calls at once keep the event loop busy for seconds.
+
+    Here a blocking step holds the loop for several times the connect timeout
+    (Postgres) and the busy timeout (SQLite) while a burst of writes and reads
+    is opening connections and taking the write lock. A handshake whose replies
+    waited for the loop is not a database that is down, and a writer whose
+    commit waited for the loop must not make the writers queued behind it fail
+    with "database is locked": every call completes.
+    """
+    options = {"connect_timeout": 1.0, "sqlite_busy_timeout_ms": 300}
+    async with MemoryStore.open(db_url, engine_options=options) as small:
+        await small.engine.dispose()  # the burst opens every connection it uses
+        lg = MemstoreStore(small, user_id="alice")
+
+        async def hold_up_the_loop() -> None:
+            await asyncio.sleep(0)  # the burst's first steps run first
+            time.sleep(3.0)  # noqa: ASYNC251 -- blocking on purpose: the loop takes no turns
+
+        burst: list[Any] = []
+        for n in range(60):
+            ns = ("burst", str(n % 2))
+            burst += [
+                lg.aput(ns, f"k{n}", {"n": n}),
+                lg.aget(ns, f"k{n}"),
+                lg.asearch(("burst",)),
+                lg.aput(ns, f"k{n}", {"n": n + 1}),
+                lg.adelete(ns, f"never-put-{n}"),
+            ]
+        results = await asyncio.gather(*burst, hold_up_the_loop(), return_exceptions=True)
+        assert [r for r in results if isinstance(r, BaseException)] == []
+        assert len(await lg.asearch(("burst",), limit=100)) == 60
 
 
 async def test_a_pool_held_elsewhere_is_busy_not_unreachable(db_url: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import math
 import os
 import time
@@ -204,6 +205,7 @@ def _create(
         connect_args = dict(kwargs.pop("connect_args", None) or {})
         connect_args.setdefault("timeout", connect_timeout)
         connect_args.setdefault("command_timeout", command_timeout)
+        connect_args.setdefault("async_creator_fn", _connect_postgres)
         # asyncpg prepares every statement; after five runs Postgres may switch
         # to a generic plan that ignores the tenant's size, which made recall on
         # a 400-row tenant 2x slower (docs/bench-notes.md). Planning per call
@@ -331,6 +333,59 @@ def _configure_postgres(engine: AsyncEngine) -> None:
     def on_engine_connect(connection: Any) -> None:
         if connection.get_execution_options().get(OWN_CONNECTION):
             connection.connection.info[_FOREIGN] = False
+
+
+# How often _LoopWatch looks whether the event loop is taking turns.
+_LOOP_TICK_S = 0.05
+
+
+class _LoopWatch:
+    """How long the event loop was free to run callbacks while it watched.
+
+    A tick that runs on time adds its interval; one that ran late because the
+    loop was busy elsewhere (a burst of thousands of tasks, a blocking call)
+    adds at most two intervals, however late it was.
+    """
+
+    def __init__(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self.free = 0.0
+        self._last = self._loop.time()
+        self._handle = self._loop.call_later(_LOOP_TICK_S, self._tick)
+
+    def _tick(self) -> None:
+        now = self._loop.time()
+        self.free += min(now - self._last, 2 * _LOOP_TICK_S)
+        self._last = now
+        self._handle = self._loop.call_later(_LOOP_TICK_S, self._tick)
+
+    def stop(self) -> None:
+        self._handle.cancel()
+
+
+async def _connect_postgres(*args: Any, **kwargs: Any) -> Any:
+    """``asyncpg.connect`` whose timeout counts only time the event loop was free.
+
+    asyncpg's connect timeout runs on the loop's clock, so a handshake whose
+    replies wait for a loop saturated by a burst of calls times out though the
+    server answered at once, and the call would fail as if the database were
+    unreachable. An attempt that timed out with the loop free for less than
+    half the timeout is retried; one that had the loop to itself (a server
+    that is down or silent) fails as before, and a refused connection fails at
+    once.
+    """
+    import asyncpg  # lazy: only Postgres engines get here
+
+    timeout = float(kwargs.get("timeout") or 60.0)
+    while True:
+        watch = _LoopWatch()
+        try:
+            return await asyncpg.connect(*args, **kwargs)
+        except TimeoutError:
+            if watch.free >= timeout / 2:
+                raise
+        finally:
+            watch.stop()
 
 
 async def _reset_tenant_setting(connection: Any) -> None:

@@ -52,6 +52,8 @@ Reader = AsyncSession | AsyncConnection
 # Set while this task holds one of the Database's connection permits: a nested
 # transaction of the same task must not wait for a permit it is itself holding.
 _HOLDS_PERMIT: ContextVar[bool] = ContextVar("memstore_holds_permit", default=False)
+# Set while this task holds the SQLite write permit (same reason).
+_HOLDS_WRITE: ContextVar[bool] = ContextVar("memstore_holds_write", default=False)
 
 
 class Database:
@@ -94,6 +96,14 @@ class Database:
         # if the database were unavailable.
         capacity = pool_capacity(engine) if joined is None else None
         self._permits = asyncio.Semaphore(capacity) if capacity else None
+        # SQLite has one write lock per file, and its busy handler is no queue:
+        # waiters poll it with backoff, so under a burst a writer can lose every
+        # poll until busy_timeout expires, and one whose commit waits for a busy
+        # event loop holds the lock that long while the others time out
+        # ("database is locked"). This process's writers queue here, in order
+        # and with no deadline, and only the head of the queue takes the file
+        # lock; other processes still meet it through busy_timeout.
+        self._writer = asyncio.Lock() if not self.postgres and joined is None else None
 
     @property
     def dialect(self) -> str:
@@ -130,7 +140,7 @@ class Database:
     @asynccontextmanager
     async def write(self, tenant: str | None = None) -> AsyncIterator[AsyncSession]:
         """A write transaction, committed when the block ends without error."""
-        async with self._transaction("write", self._writes, tenant) as session:
+        async with self._transaction("write", self._writes, tenant, write=True) as session:
             yield session
 
     @asynccontextmanager
@@ -178,6 +188,21 @@ class Database:
                 _HOLDS_PERMIT.set(False)
 
     @asynccontextmanager
+    async def _write_permit(self) -> AsyncIterator[None]:
+        # Taken after a connection permit, never before: a writer waiting here
+        # must not keep the permit the lock holder needs. A nested write of the
+        # holder goes straight on (and meets the file lock, as before).
+        if self._writer is None or _HOLDS_WRITE.get():
+            yield
+            return
+        async with self._writer:
+            _HOLDS_WRITE.set(True)
+            try:
+                yield
+            finally:
+                _HOLDS_WRITE.set(False)  # not reset(token): see _permit
+
+    @asynccontextmanager
     async def _transaction(
         self,
         what: str,
@@ -185,6 +210,7 @@ class Database:
         tenant: str | None,
         *,
         snapshot: bool = False,
+        write: bool = False,
     ) -> AsyncIterator[AsyncSession]:
         with translated(what):
             if self.joined_session is not None:
@@ -196,7 +222,11 @@ class Database:
                 yield session
                 await session.flush()
                 return
-            async with self._permit(), factory.begin() as session:
+            async with (
+                self._permit(),
+                self._write_permit() if write else _nothing(),
+                factory.begin() as session,
+            ):
                 if snapshot:
                     # SQLite read transactions are snapshots already (WAL).
                     await session.connection(
@@ -214,6 +244,11 @@ class Database:
         """
         if self.rls:
             await session.execute(select(func.set_config(TENANT_SETTING, tenant, True)))
+
+
+@asynccontextmanager
+async def _nothing() -> AsyncIterator[None]:
+    yield
 
 
 async def _with_vector_codec(session: AsyncSession) -> None:

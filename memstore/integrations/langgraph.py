@@ -95,7 +95,11 @@ class MemstoreStore(BaseStore):
             return None
         if not isinstance(index, Mapping):
             raise InvalidInput("index must be a dict like {'dims': 384, 'fields': ['text']}")
-        if index.get("embed") is not None:
+        embedder: object = self._store.embedder
+        given: object = index.get("embed")
+        # The store's own embedder is accepted, so another store's index_config
+        # can be passed on as LangGraph code does with its stores' configs.
+        if given is not None and given is not embedder:
             raise InvalidInput(
                 "index['embed'] is not supported: the store embeds with its own embedder "
                 "(MemoryStore.open(..., embedder=...)); drop 'embed'"
@@ -110,7 +114,16 @@ class MemstoreStore(BaseStore):
         fields = index.get("fields") or ["$"]
         if not isinstance(fields, list) or not all(isinstance(f, str) and f for f in fields):
             raise InvalidInput("index['fields'] must be a list of JSON paths like ['text']")
-        return {"dims": int(dims), "fields": list(fields)}
+        # What LangGraph's stores carry: the caller's dims and fields, "embed"
+        # (what embeds the fields and queries: here the store's embedder) and
+        # the fields' parsed paths.
+        config: dict[str, Any] = {
+            "dims": int(dims),
+            "embed": embedder,
+            "fields": list(fields),
+            "__tokenized_fields": [(field, tokenize_path(field)) for field in fields],
+        }
+        return config  # type: ignore[return-value]
 
     @staticmethod
     def _check_ttl_config(ttl: TTLConfig | None) -> TTLConfig | None:
