@@ -36,6 +36,7 @@ from langgraph.store.base import (
     SearchItem,
     SearchOp,
     TTLConfig,
+    tokenize_path,
 )
 
 from memstore.embeddings.base import embed_checked
