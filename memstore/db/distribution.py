@@ -39,6 +39,7 @@ __all__ = [
     "metadata_problems",
     "set_column_storage",
     "set_shard_column_storage",
+    "shards_follow_column_storage",
     "tenant_tables_in_order",
 ]
 
@@ -143,6 +144,40 @@ def _fk_problem(name: str, fk: ForeignKeyConstraint, tenant_names: set[str]) -> 
 
 def _exempt(name: str) -> bool:
     return any(re.fullmatch(pattern, name) for pattern in MIGRATION_ONLY_TABLES)
+
+
+_STORAGE_NAMES = {"p": "PLAIN", "e": "EXTERNAL", "m": "MAIN", "x": "EXTENDED"}
+
+
+def shards_follow_column_storage(connection: Connection, table: str, column: str) -> list[str]:
+    """Citus: give every shard of distributed ``table`` the coordinator's storage of
+    ``column`` where it differs (run after a migration committed); failures' messages.
+
+    In a migration run that also altered ``table`` in an earlier revision, the
+    shard commands of :func:`set_shard_column_storage` reported success yet the
+    shards kept their storage (seen with revisions 0009 and 0010 in one run on Citus
+    13.2); once that run committed, nothing holds the shards and this settles them.
+    """
+    if not is_distributed(connection, table):
+        return []
+    letter = connection.execute(
+        text(
+            "SELECT CAST(attstorage AS text) FROM pg_attribute "
+            "WHERE attrelid = CAST(:t AS regclass) AND attname = :c"
+        ),
+        {"t": table, "c": column},
+    ).scalar_one()
+    shard_letters = connection.execute(
+        text("SELECT DISTINCT result FROM run_command_on_shards(CAST(:t AS regclass), :command)"),
+        {
+            "t": table,
+            "command": "SELECT attstorage FROM pg_attribute "
+            f"WHERE attrelid = '%s'::regclass AND attname = '{column}'",
+        },
+    ).scalars()
+    if set(shard_letters) == {letter}:
+        return []
+    return set_shard_column_storage(connection, table, column, _STORAGE_NAMES[letter])
 
 
 def _citus_shard_relations(connection: Connection) -> set[str]:
