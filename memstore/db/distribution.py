@@ -248,14 +248,14 @@ def catalog_problems(connection: Connection, metadata: MetaData) -> list[str]:
 
 
 def is_distributed(connection: Connection, table: str) -> bool:
-    """Whether ``table`` is a Citus distributed table (``memstore citus --apply`` ran)."""
+    """Whether ``table`` exists and is a Citus distributed table (``memstore citus --apply``)."""
     if connection.dialect.name != "postgresql":
         return False
     citus = text("SELECT 1 FROM pg_extension WHERE extname = 'citus'")
     if connection.execute(citus).first() is None:
         return False
     found = connection.execute(
-        text("SELECT 1 FROM pg_dist_partition WHERE logicalrelid = CAST(:t AS regclass)"),
+        text("SELECT 1 FROM pg_dist_partition WHERE logicalrelid = to_regclass(:t)"),
         {"t": table},
     ).first()
     return found is not None
