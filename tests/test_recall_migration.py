@@ -60,7 +60,7 @@ async def test_upgrade_populated_database_then_downgrade(empty_db_url: str) -> N
     await upgrade(empty_db_url)
 
 
-async def test_reembed_switches_dimension_and_backfills(db_url: str) -> None:
+async def test_reembed_switches_dimension_and_backfills(db_url: str, backend: str) -> None:
     from memstore import DimensionMismatch, Episode, Fact
     from memstore.embeddings import HashingEmbedder
     from memstore.recall.reembed import reembed
@@ -75,6 +75,18 @@ async def test_reembed_switches_dimension_and_backfills(db_url: str) -> None:
             # ALTER COLUMN ... TYPE resets the storage to the type's default.
             async with store.engine.connect() as conn:
                 assert await vector_storage_of(conn) == dict.fromkeys(VECTOR_TABLES, "MAIN")
+                if backend == "citus":
+                    # Citus does not propagate SET STORAGE: every shard must be set too.
+                    for table in VECTOR_TABLES:
+                        shards = await conn.execute(
+                            text(
+                                "SELECT DISTINCT result FROM run_command_on_shards("
+                                "CAST(:t AS regclass), $$SELECT attstorage FROM pg_attribute "
+                                "WHERE attrelid = '%s'::regclass AND attname = 'embedding'$$)"
+                            ),
+                            {"t": table},
+                        )
+                        assert list(shards.scalars()) == ["m"], table
     assert (result.previous_dimension, result.dimension) == (384, 48)
     assert (result.episodes, result.facts) == (1, 1)
     try:

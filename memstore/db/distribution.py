@@ -18,7 +18,15 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from sqlalchemy import ForeignKeyConstraint, Index, MetaData, Table, UniqueConstraint, inspect
+from sqlalchemy import (
+    ForeignKeyConstraint,
+    Index,
+    MetaData,
+    Table,
+    UniqueConstraint,
+    inspect,
+    text,
+)
 from sqlalchemy.engine import Connection
 
 __all__ = [
@@ -26,8 +34,12 @@ __all__ = [
     "MIGRATION_ONLY_TABLES",
     "catalog_problems",
     "global_tables",
+    "is_distributed",
     "is_global",
     "metadata_problems",
+    "set_column_storage",
+    "set_shard_column_storage",
+    "shards_follow_column_storage",
     "tenant_tables_in_order",
 ]
 
@@ -134,6 +146,56 @@ def _exempt(name: str) -> bool:
     return any(re.fullmatch(pattern, name) for pattern in MIGRATION_ONLY_TABLES)
 
 
+_STORAGE_NAMES = {"p": "PLAIN", "e": "EXTERNAL", "m": "MAIN", "x": "EXTENDED"}
+
+
+def shards_follow_column_storage(connection: Connection, table: str, column: str) -> list[str]:
+    """Citus: give every shard of distributed ``table`` the coordinator's storage of
+    ``column`` where it differs (run after a migration committed); failures' messages.
+
+    In a migration run that also altered ``table`` in an earlier revision, the
+    shard commands of :func:`set_shard_column_storage` reported success yet the
+    shards kept their storage (seen with revisions 0009 and 0010 in one run on Citus
+    13.2); once that run committed, nothing holds the shards and this settles them.
+    """
+    if not is_distributed(connection, table):
+        return []
+    letter = connection.execute(
+        text(
+            "SELECT CAST(attstorage AS text) FROM pg_attribute "
+            "WHERE attrelid = CAST(:t AS regclass) AND attname = :c"
+        ),
+        {"t": table, "c": column},
+    ).scalar_one()
+    shard_letters = connection.execute(
+        text("SELECT DISTINCT result FROM run_command_on_shards(CAST(:t AS regclass), :command)"),
+        {
+            "t": table,
+            "command": "SELECT attstorage FROM pg_attribute "
+            f"WHERE attrelid = '%s'::regclass AND attname = '{column}'",
+        },
+    ).scalars()
+    if set(shard_letters) == {letter}:
+        return []
+    return set_shard_column_storage(connection, table, column, _STORAGE_NAMES[letter])
+
+
+def _citus_shard_relations(connection: Connection) -> set[str]:
+    """Citus: the names of the shards (``<table>_<shardid>``) this node's catalog shows.
+
+    A coordinator holds the shard of every reference table; shards are Citus's
+    storage of a table the rules already judge, not tables of their own.
+    """
+    citus = text("SELECT 1 FROM pg_extension WHERE extname = 'citus'")
+    if connection.dialect.name != "postgresql" or connection.execute(citus).first() is None:
+        return set()
+    rows = connection.execute(text("SELECT logicalrelid, shardid FROM pg_dist_shard")).all()
+    names = set()
+    for relation, shardid in rows:
+        names.add(f"{str(relation).split('.')[-1].strip(chr(34))}_{shardid}")
+    return names
+
+
 def catalog_problems(connection: Connection, metadata: MetaData) -> list[str]:
     """The same rules, read from a live database's catalog (run inside ``run_sync``).
 
@@ -143,8 +205,9 @@ def catalog_problems(connection: Connection, metadata: MetaData) -> list[str]:
     inspector = inspect(connection)
     problems: list[str] = []
     models = {t.name: t for t in metadata.sorted_tables}
+    shards = _citus_shard_relations(connection)
     for name in sorted(inspector.get_table_names()):
-        if _exempt(name):
+        if _exempt(name) or name in shards:
             continue
         if name not in models:
             problems.append(f"{name}: table in the database but not among the models")
@@ -182,3 +245,59 @@ def catalog_problems(connection: Connection, metadata: MetaData) -> list[str]:
                     f"map {DISTRIBUTION_COLUMN}"
                 )
     return problems
+
+
+def is_distributed(connection: Connection, table: str) -> bool:
+    """Whether ``table`` exists and is a Citus distributed table (``memstore citus --apply``)."""
+    if connection.dialect.name != "postgresql":
+        return False
+    citus = text("SELECT 1 FROM pg_extension WHERE extname = 'citus'")
+    if connection.execute(citus).first() is None:
+        return False
+    found = connection.execute(
+        text("SELECT 1 FROM pg_dist_partition WHERE logicalrelid = to_regclass(:t)"),
+        {"t": table},
+    ).first()
+    return found is not None
+
+
+def set_column_storage(connection: Connection, table: str, column: str, storage: str) -> bool:
+    """Postgres: ``ALTER TABLE table ALTER COLUMN column SET STORAGE storage``, in this
+    transaction; whether ``table`` is distributed, so its shards still need
+    :func:`set_shard_column_storage`.
+
+    Citus does not propagate SET STORAGE ("alter table command is currently
+    unsupported"). Its documented last resort is manual propagation: change the
+    coordinator's table with DDL propagation off (here), then every shard.
+    """
+    statement = f'ALTER TABLE "{table}" ALTER COLUMN "{column}" SET STORAGE {storage}'
+    distributed = is_distributed(connection, table)
+    if distributed:
+        connection.execute(text("SET LOCAL citus.enable_ddl_propagation TO off"))
+    connection.execute(text(statement))
+    if distributed:
+        connection.execute(text("SET LOCAL citus.enable_ddl_propagation TO on"))
+    return distributed
+
+
+def set_shard_column_storage(
+    connection: Connection, table: str, column: str, storage: str
+) -> list[str]:
+    """Citus: SET STORAGE on every shard of distributed ``table``; each failure's message.
+
+    ``run_command_on_shards`` works on connections of its own, outside the caller's
+    transaction: shards that transaction changed stay locked until it commits and the
+    shard commands would wait for ever (Citus sees no deadlock), hence the bounded wait.
+    """
+    rows = connection.execute(
+        text(
+            "SELECT shardid, result FROM run_command_on_shards(CAST(:t AS regclass), "
+            ":command) WHERE NOT success"
+        ),
+        {
+            "t": table,
+            "command": "SET lock_timeout = '10s'; "
+            f'ALTER TABLE %s ALTER COLUMN "{column}" SET STORAGE {storage}',
+        },
+    ).all()
+    return [f"shard {row.shardid}: {row.result}" for row in rows]

@@ -34,6 +34,9 @@ _SQLITE_NOT_NULL = re.compile(r"NOT NULL constraint failed: (\w+)\.(\w+)")
 _PG_CONSTRAINT = re.compile(r'violates (?:unique|check|foreign key|exclusion) constraint "([^"]+)"')
 _PG_RELATION = re.compile(r'(?:of|for|on) (?:relation|table) "([^"]+)"')
 _SHARD_SUFFIX = re.compile(r"_\d+$")
+# A worker's unique/primary-key violation that Citus relays as an internal error
+# (SQLSTATE XX000): so it reports a COPY into a distributed table.
+_PG_UNIQUE_VIOLATION = re.compile(r'duplicate key value violates unique constraint "[^"]+"')
 
 
 def _constraint_names() -> set[str]:
@@ -144,6 +147,18 @@ def _unavailable_state(code: str | None) -> bool:
     )
 
 
+def _key_conflict(what: str, error: sa_exc.DBAPIError) -> Conflict:
+    name = constraint_name(error)
+    table = constraint_table(error, name)
+    where = f"constraint {name or 'unknown'}" + (f" of table {table}" if table else "")
+    return Conflict(
+        f"{what}: {where} violated (another row already holds this key, or a "
+        "concurrent writer got there first); re-read, then retry or change the key",
+        constraint=name,
+        table=table,
+    )
+
+
 @contextmanager
 def translated(what: str) -> Iterator[None]:
     """Re-raise driver errors from ``what`` (a short description) as MemstoreError.
@@ -168,12 +183,7 @@ def translated(what: str) -> Iterator[None]:
                 constraint=name,
                 table=table,
             ) from error
-        raise Conflict(
-            f"{what}: {where} violated (another row already holds this key, or a "
-            "concurrent writer got there first); re-read, then retry or change the key",
-            constraint=name,
-            table=table,
-        ) from error
+        raise _key_conflict(what, error) from error
     except sa_exc.StatementError as error:
         orig = error.orig
         if isinstance(orig, ValueError | TypeError) and not isinstance(error, sa_exc.DBAPIError):
@@ -193,6 +203,8 @@ def translated(what: str) -> Iterator[None]:
             raise Unavailable(f"{what}: database unavailable ({orig})") from error
         if code == "42501":  # insufficient_privilege, incl. row-level security refusals
             raise PermissionDenied(f"{what}: {orig}") from error
+        if code == "XX000" and _PG_UNIQUE_VIOLATION.search(str(orig)):
+            raise _key_conflict(what, error) from error
         if code in ("40001", "40P01"):
             raise Conflict(f"{what}: concurrent transaction conflict; retry ({orig})") from error
         if code == "54000":  # program_limit_exceeded, e.g. an index entry over 2,704 bytes

@@ -22,7 +22,6 @@ __all__ = [
     "computed_tsvector",
     "document",
     "tsvector",
-    "vector_storage",
 ]
 
 # Text search configuration: no stemming, no stop words (the same for every language).
@@ -76,8 +75,3 @@ def tsvector(table: str, prefix: str = "") -> str:
     """Postgres: what ``table``'s GIN index holds (its stored column, else the expression)."""
     stored = STORED_TSVECTORS.get(table)
     return f"{prefix}{stored}" if stored else computed_tsvector(table, prefix)
-
-
-def vector_storage(table: str) -> str:
-    """Postgres: the statement that stores ``table``'s vectors as VECTOR_STORAGE says."""
-    return f"ALTER TABLE {table} ALTER COLUMN embedding SET STORAGE {VECTOR_STORAGE}"

@@ -22,14 +22,15 @@ from sqlalchemy import ColumnElement, Select, func, select, text, tuple_, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from memstore.db.crosstenant import cross_tenant_connection
+from memstore.db.distribution import set_column_storage, set_shard_column_storage
 from memstore.documents import episode_text, fact_text
 from memstore.embeddings.base import Embedder, PassageEmbedder, embed_checked, passages_checked
 from memstore.embeddings.identity import embedder_identity
-from memstore.errors import InvalidInput
+from memstore.errors import ConfigurationError, InvalidInput
 from memstore.langgraph_input import indexed_texts
 from memstore.models import ConfigRow, EpisodeRow, FactRow, LangGraphItemRow
 from memstore.models.config import EMBEDDER_KEY, EMBEDDING_DIM_KEY
-from memstore.models.search import VECTOR_INDEX, vector_storage
+from memstore.models.search import VECTOR_INDEX, VECTOR_STORAGE, VECTOR_TABLES
 from memstore.recall.settings import set_embedder
 from memstore.types import Episode, Fact
 
@@ -60,16 +61,21 @@ def _fact_text(row: Any) -> str:
     return fact_text(Fact(subject=row.subject, predicate=row.predicate, object=row.object))
 
 
-async def _change_dimension(conn: AsyncConnection, dim: int) -> None:
+async def _change_dimension(conn: AsyncConnection, dim: int) -> list[str]:
+    """Change the vector width; the Citus distributed tables whose shards still need
+    their vector storage set (after this transaction commits, see reembed)."""
+    distributed: list[str] = []
     if conn.dialect.name == "postgresql":
         await conn.execute(text(f"DROP INDEX IF EXISTS {VECTOR_INDEX[0]}"))
-        for table in ("episodes", "facts"):
+        for table in VECTOR_TABLES:
             await conn.execute(
                 text(
                     f"ALTER TABLE {table} ALTER COLUMN embedding TYPE vector({int(dim)}) USING NULL"
                 )
             )
-            await conn.execute(text(vector_storage(table)))
+            # ALTER COLUMN ... TYPE resets the storage to the type's default.
+            if await conn.run_sync(set_column_storage, table, "embedding", VECTOR_STORAGE):
+                distributed.append(table)
     else:
         for table in ("episodes", "facts"):
             await conn.execute(text(f"UPDATE {table} SET embedding = NULL"))
@@ -77,6 +83,31 @@ async def _change_dimension(conn: AsyncConnection, dim: int) -> None:
     await conn.execute(
         update(ConfigRow).where(ConfigRow.key == EMBEDDING_DIM_KEY).values(value=str(dim))
     )
+    return distributed
+
+
+async def _set_shard_storage(engine: AsyncEngine, tables: list[str]) -> None:
+    """Citus: the vector storage of every shard of ``tables``, once the new width committed.
+
+    Citus changes shards only on connections of its own, which would wait for ever on
+    the shard locks the re-embedding transaction holds; so this runs after it. Rows
+    that transaction wrote were stored with the type's default storage: they move into
+    the row when next rewritten (as revision 0010 says for older rows).
+    """
+    for table in tables:
+        async with engine.begin() as conn:
+            failed = await conn.run_sync(
+                set_shard_column_storage, table, "embedding", VECTOR_STORAGE
+            )
+        if failed:
+            raise ConfigurationError(
+                f"reembed: the vectors were re-embedded and committed, but the vector "
+                f"storage of {len(failed)} shard(s) of distributed table {table} could not "
+                f"be set to {VECTOR_STORAGE} ({failed[0]}); run "
+                f"SELECT run_command_on_shards('{table}', 'ALTER TABLE %s ALTER COLUMN "
+                f"embedding SET STORAGE {VECTOR_STORAGE}') on the coordinator",
+                setting="citus",
+            )
 
 
 async def _batches(
@@ -230,6 +261,7 @@ async def reembed(
         )
     dim = int(embedder.dim)
     identity = embedder_identity(embedder)
+    distributed: list[str] = []
     async with engine.begin() as conn:
         await conn.run_sync(cross_tenant_connection, "reembed")
         recorded = int(
@@ -242,7 +274,7 @@ async def reembed(
         if all_rows:
             await _check_langgraph_fields(conn)
         if dim != recorded:
-            await _change_dimension(conn, dim)
+            distributed = await _change_dimension(conn, dim)
         await set_embedder(conn, identity)
         episodes = await _refresh(conn, EpisodeRow, embedder, _episode_text, not all_rows)
         facts = await _refresh(conn, FactRow, embedder, _fact_text, not all_rows)
@@ -254,6 +286,7 @@ async def reembed(
         if dim != recorded and conn.dialect.name == "postgresql":
             name, table, method = VECTOR_INDEX
             await conn.execute(text(f"CREATE INDEX {name} ON {table} USING {method}"))
+    await _set_shard_storage(engine, distributed)
     # Pooled connections may have cached the old column type's statements.
     await engine.dispose()
     return ReembedResult(dim, recorded, episodes, facts, identity, previous, filled, items)

@@ -20,8 +20,9 @@ Create Date: 2026-11-25
 
 from collections.abc import Sequence
 
-import sqlalchemy as sa
 from alembic import op
+
+from memstore.db.distribution import set_column_storage, set_shard_column_storage
 
 revision: str = "0010"
 down_revision: str | Sequence[str] | None = "0009"
@@ -32,54 +33,20 @@ depends_on: str | Sequence[str] | None = None
 TABLES = ("episodes", "facts")
 
 
-def _distributed(table: str) -> bool:
-    """Whether ``table`` is a Citus distributed table (memstore citus --apply ran)."""
-    bind = op.get_bind()
-    if bind.execute(sa.text("SELECT 1 FROM pg_extension WHERE extname = 'citus'")).first() is None:
-        return False
-    found = bind.execute(
-        sa.text("SELECT 1 FROM pg_dist_partition WHERE logicalrelid = CAST(:t AS regclass)"),
-        {"t": table},
-    ).first()
-    return found is not None
-
-
 def _set_storage(table: str, storage: str) -> None:
-    statement = f"ALTER TABLE {table} ALTER COLUMN embedding SET STORAGE {storage}"
-    if not _distributed(table):
-        op.execute(statement)
+    bind = op.get_bind()
+    if not set_column_storage(bind, table, "embedding", storage):
         return
-    # Citus does not propagate SET STORAGE to the shards ("alter table command is
-    # currently unsupported"). Its documented last resort, manual propagation: change
-    # the coordinator's table with DDL propagation off, then every shard.
-    op.execute("SET LOCAL citus.enable_ddl_propagation TO off")
-    op.execute(statement)
-    op.execute("SET LOCAL citus.enable_ddl_propagation TO on")
-    # run_command_on_shards works on connections of its own, outside this transaction:
-    # if an earlier revision of this same run changed the shards, they are locked until
-    # it commits, and the shard commands would wait for ever (Citus sees no deadlock).
-    # So a bounded wait, and a clear error naming the way that works.
-    failed = (
-        op.get_bind()
-        .execute(
-            sa.text(
-                "SELECT shardid, result FROM run_command_on_shards(CAST(:t AS regclass), "
-                ":command) WHERE NOT success"
-            ),
-            {
-                "t": table,
-                "command": "SET lock_timeout = '10s'; "
-                f"ALTER TABLE %s ALTER COLUMN embedding SET STORAGE {storage}",
-            },
-        )
-        .all()
-    )
+    # The shards are changed on Citus's own connections: if an earlier revision of
+    # this same run changed them, they stay locked until it commits. So a clear error
+    # naming the way that works.
+    failed = set_shard_column_storage(bind, table, "embedding", storage)
     if failed:
         from memstore.errors import ConfigurationError
 
         raise ConfigurationError(
             f"revision 0010 could not change the vector storage of {len(failed)} shard(s) "
-            f"of distributed table {table} ({failed[0].result}); nothing was changed. On a "
+            f"of distributed table {table} ({failed[0]}); nothing was changed. On a "
             "Citus cluster run this revision on its own: `memstore migrate --revision 0009`, "
             "then `memstore migrate --revision 0010`, then `memstore migrate`",
             setting="revision",
