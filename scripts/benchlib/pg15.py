@@ -48,6 +48,19 @@ def _as_postgres(command: str) -> None:
     )
 
 
+def _psql(port: int, database: str, sql: str) -> None:
+    subprocess.run(
+        [
+            f"{PG15_BIN}/psql",
+            *("-X", "-q", "-h", "127.0.0.1", "-p", str(port), "-U", "postgres"),
+            *("-d", database, "-v", "ON_ERROR_STOP=1", "-c", sql),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+
+
 @contextmanager
 def private_pg15(database: str = "bench") -> Iterator[str]:
     """Start the server, create ``database`` with pgvector; yields its asyncpg URL."""
@@ -70,51 +83,8 @@ def private_pg15(database: str = "bench") -> Iterator[str]:
             )
         _as_postgres(f"{PG15_BIN}/pg_ctl -D '{data}' -l '{directory}/log' -w start")
         started = True
-        for sql in (f'CREATE DATABASE "{database}"',):
-            subprocess.run(
-                [
-                    f"{PG15_BIN}/psql",
-                    "-X",
-                    "-q",
-                    "-h",
-                    "127.0.0.1",
-                    "-p",
-                    str(port),
-                    "-U",
-                    "postgres",
-                    "-d",
-                    "postgres",
-                    "-v",
-                    "ON_ERROR_STOP=1",
-                    "-c",
-                    sql,
-                ],
-                check=True,
-                capture_output=True,
-                timeout=60,
-            )
-        subprocess.run(
-            [
-                f"{PG15_BIN}/psql",
-                "-X",
-                "-q",
-                "-h",
-                "127.0.0.1",
-                "-p",
-                str(port),
-                "-U",
-                "postgres",
-                "-d",
-                database,
-                "-v",
-                "ON_ERROR_STOP=1",
-                "-c",
-                "CREATE EXTENSION vector",
-            ],
-            check=True,
-            capture_output=True,
-            timeout=60,
-        )
+        _psql(port, "postgres", f'CREATE DATABASE "{database}"')
+        _psql(port, database, "CREATE EXTENSION vector")
         yield f"postgresql+asyncpg://postgres@127.0.0.1:{port}/{database}"
     finally:
         pid = _postmaster_pid(data)
