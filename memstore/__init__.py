@@ -2,9 +2,8 @@
 
 import logging
 
-from memstore.agent import AccessStat, ApproxTokenCounter, Context, ContextItem, TokenCounter
-from memstore.consolidation.errors import ExtractionError, LLMEndpointError, LLMResponseError
-from memstore.consolidation.types import ConsolidationResult
+from memstore.core.scopes import ScopeContext, ScopeLevel, TaskState
+from memstore.core.slots import RemovedThread, Slot, SlotMetadata, ThreadInfo
 from memstore.errors import (
     ConfigurationError,
     Conflict,
@@ -20,13 +19,25 @@ from memstore.errors import (
     Unavailable,
     WrongThread,
 )
-from memstore.gc import GcReport
 from memstore.repositories.facts import AssertOutcome, FactChange
-from memstore.scopes import ScopeContext, ScopeLevel, TaskState
-from memstore.slots import RemovedThread, Slot, SlotMetadata, ThreadInfo
+from memstore.services.agent import (
+    AccessStat,
+    ApproxTokenCounter,
+    Context,
+    ContextItem,
+    TokenCounter,
+)
+from memstore.services.consolidation.errors import (
+    ExtractionError,
+    LLMEndpointError,
+    LLMResponseError,
+)
+from memstore.services.consolidation.types import ConsolidationResult
+from memstore.services.gc import GcReport
+from memstore.services.threads import ThreadBuffer
+from memstore.services.working_memory import WorkingMemory
 from memstore.store import FROM_DUMP, MemoryStore
 from memstore.sync import SyncMemoryStore
-from memstore.threads import ThreadBuffer
 from memstore.types import (
     BlockVersion,
     Episode,
@@ -39,7 +50,6 @@ from memstore.types import (
     Role,
 )
 from memstore.version import __version__
-from memstore.working_memory import WorkingMemory
 
 # A library configures no handlers; the application decides where records go
 # (records of the "memstore" logger tree are dropped unless it does).

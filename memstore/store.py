@@ -15,25 +15,22 @@ from typing import Any, cast
 
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
-from memstore.agent.context import Context, ContextItem
-from memstore.agent.tokens import TokenCounter
-from memstore.consolidation.types import ConsolidationResult, Extractor
+from memstore.core.fact_input import MAX_FACT_FIELD_CHARS
+from memstore.core.validation import check_limit
 from memstore.db.engine import create_engine, resolve_url
 from memstore.db.unit import Clock, Database
 from memstore.embeddings.base import Embedder
 from memstore.embeddings.hashing import HashingEmbedder
 from memstore.embeddings.identity import embedder_identity
 from memstore.errors import DimensionMismatch
-from memstore.fact_input import MAX_FACT_FIELD_CHARS
-from memstore.gc import GcReport
-from memstore.migrate import check_schema, needs_upgrade, upgrade
 from memstore.recall.backends import backend_for, episode_search_for
 from memstore.recall.fusion import RecallTuning
 from memstore.recall.hybrid import HybridRecall
+from memstore.recall.search import EpisodeSearchBackend
 from memstore.recall.settings import EmbedderGuard, check_embedder, recorded_settings
 from memstore.repositories.access import AccessStat
 from memstore.repositories.facts import AssertOutcome
-from memstore.repositories.search import EpisodeSearchBackend
+from memstore.schema.migrate import check_schema, needs_upgrade, upgrade
 from memstore.services import (
     AgentService,
     BlockService,
@@ -44,8 +41,17 @@ from memstore.services import (
     WorkingService,
 )
 from memstore.services.access import AccessTracker
+from memstore.services.agent.context import Context, ContextItem
+from memstore.services.agent.tokens import TokenCounter
+from memstore.services.consolidation.types import ConsolidationResult, Extractor
+from memstore.services.gc import GcReport
 from memstore.services.limits import DEFAULT_BLOCK_CHAR_LIMIT, EXPORT_FORMAT, FROM_DUMP, FromDump
-from memstore.threads import DEFAULT_MAX_SLOTS_PER_THREAD, DEFAULT_MAX_THREADS, ThreadBuffer
+from memstore.services.threads import (
+    DEFAULT_MAX_SLOTS_PER_THREAD,
+    DEFAULT_MAX_THREADS,
+    ThreadBuffer,
+)
+from memstore.services.working_memory import DEFAULT_SCRATCHPAD_LIMIT, WorkingMemory
 from memstore.types import (
     BlockVersion,
     Episode,
@@ -57,8 +63,6 @@ from memstore.types import (
     Profile,
     utcnow,
 )
-from memstore.validation import check_limit
-from memstore.working_memory import DEFAULT_SCRATCHPAD_LIMIT, WorkingMemory
 
 __all__ = ["EXPORT_FORMAT", "FROM_DUMP", "MAX_FACT_FIELD_CHARS", "MemoryStore"]
 
@@ -565,7 +569,7 @@ class MemoryStore:
 
         ``user_id=None`` consolidates every tenant; ``limit`` caps the episodes.
         Safe to run from several processes at once: each episode is consolidated
-        exactly once (see :mod:`memstore.consolidation.consolidator`).
+        exactly once (see :mod:`memstore.services.consolidation.consolidator`).
         """
         return await self._working.consolidate(
             limit, user_id, extractor, batch_size=batch_size, max_seconds=max_seconds

@@ -23,9 +23,9 @@ from contextlib import AbstractAsyncContextManager
 from types import TracebackType
 from typing import Any, ClassVar, TypeVar
 
+from memstore.services.threads import ThreadBuffer
+from memstore.services.working_memory import WorkingMemory
 from memstore.store import MemoryStore
-from memstore.threads import ThreadBuffer
-from memstore.working_memory import WorkingMemory
 
 __all__ = ["SyncMemoryStore", "SyncThreadBuffer", "SyncWorkingMemory"]
 

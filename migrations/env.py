@@ -13,7 +13,7 @@ import memstore.models  # noqa: F401  (registers every table on the metadata)
 from memstore.db.base import Base
 from memstore.db.crosstenant import cross_tenant_connection
 from memstore.db.engine import create_engine
-from memstore.migrate import include_object
+from memstore.schema.migrate import include_object
 
 config = context.config
 target_metadata = Base.metadata

@@ -28,7 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from memstore import Episode, Fact, MemoryStore
-from memstore.migrate import upgrade
+from memstore.schema.migrate import upgrade
 
 TOPICS = (
     "paris garden fern coffee python rust violin tokyo train budget meeting invoice "

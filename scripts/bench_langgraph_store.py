@@ -25,7 +25,7 @@ from benchlib.servers import Databases, sqlalchemy_url
 from langgraph.store.base import PutOp
 
 from memstore.integrations.langgraph import MemstoreStore
-from memstore.migrate import upgrade
+from memstore.schema.migrate import upgrade
 
 WORDS = "tea coffee bicycle river paris garden music winter python lamp cloud stone".split()
 

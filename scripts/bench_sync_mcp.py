@@ -25,7 +25,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from memstore import Episode, MemoryStore, SyncMemoryStore
-from memstore.migrate import upgrade
+from memstore.schema.migrate import upgrade
 
 ROOT = Path(__file__).resolve().parents[1]
 

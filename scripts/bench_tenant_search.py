@@ -29,8 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from sqlalchemy import text
 
 from memstore import MemoryStore
-from memstore.migrate import upgrade
 from memstore.models import EpisodeRow
+from memstore.schema.migrate import upgrade
 
 DIM = 384
 

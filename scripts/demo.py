@@ -2,7 +2,7 @@
 
 import sys
 
-from memstore.demo import main
+from memstore.cli.demo_story import main
 
 if __name__ == "__main__":
     main(sys.argv[1] if len(sys.argv) > 1 else None)

@@ -56,8 +56,8 @@ sys.path.insert(0, str(REPO))
 
 from memstore import Episode, MemoryStore  # noqa: E402
 from memstore.embeddings import HashingEmbedder  # noqa: E402
-from memstore.migrate import upgrade  # noqa: E402
 from memstore.recall import RecallTuning  # noqa: E402
+from memstore.schema.migrate import upgrade  # noqa: E402
 
 DEFAULT_DATA = "../shared/data/locomo-dev.json"
 KS = (1, 5, 10, 20)

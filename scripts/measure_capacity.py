@@ -29,7 +29,7 @@ from sqlalchemy.engine import make_url
 
 from memstore import Episode, MemoryStore
 from memstore.db.engine import create_engine
-from memstore.migrate import upgrade
+from memstore.schema.migrate import upgrade
 
 WORDS = (
     "i we you my our trip paris dinner sister brother dog cat garden painting music "

@@ -38,9 +38,9 @@ sys.path.insert(0, str(REPO))
 import eval_locomo  # noqa: E402
 
 from memstore import MemoryStore  # noqa: E402
-from memstore.agent.builder import episode_item  # noqa: E402
-from memstore.agent.context import pack  # noqa: E402
-from memstore.migrate import upgrade  # noqa: E402
+from memstore.schema.migrate import upgrade  # noqa: E402
+from memstore.services.agent.builder import episode_item  # noqa: E402
+from memstore.services.agent.context import pack  # noqa: E402
 
 BUDGETS = (500, 1000, 2000)
 # Deep enough that no budget above is ever short of ranked episodes.

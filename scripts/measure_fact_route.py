@@ -35,7 +35,7 @@ from eval_locomo import (  # noqa: E402
 )
 
 from memstore import MemoryStore  # noqa: E402
-from memstore.migrate import upgrade  # noqa: E402
+from memstore.schema.migrate import upgrade  # noqa: E402
 
 
 async def run(args: argparse.Namespace) -> None:

@@ -40,7 +40,7 @@ from eval_locomo import (  # noqa: E402
 )
 
 from memstore import MemoryStore  # noqa: E402
-from memstore.migrate import upgrade  # noqa: E402
+from memstore.schema.migrate import upgrade  # noqa: E402
 
 RECOMMENDED = 0.35
 FLOORS = (0.0, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6)

@@ -144,7 +144,7 @@ async def tenant_estimate(url: str) -> str:
 
 
 async def load(url: str, args: argparse.Namespace, words: Words) -> None:
-    from memstore.migrate import upgrade
+    from memstore.schema.migrate import upgrade
 
     await upgrade(url)
     await sql(url, "ALTER TABLE episodes SET (autovacuum_enabled = off)")

@@ -27,7 +27,7 @@ sys.path.insert(0, str(REPO / "scripts"))
 
 from eval_locomo import DEFAULT_DATA, episodes_of, load, tenant_of  # noqa: E402
 
-from memstore.documents import episode_text  # noqa: E402
+from memstore.core.documents import episode_text  # noqa: E402
 
 
 def texts_of(path: str, granularity: str) -> list[str]:

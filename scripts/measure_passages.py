@@ -34,7 +34,7 @@ sys.path.insert(0, str(REPO / "scripts"))
 from eval_locomo import DEFAULT_DATA, MAIN, episodes_of, load, tenant_of  # noqa: E402
 
 from memstore import MemoryStore  # noqa: E402
-from memstore.migrate import upgrade  # noqa: E402
+from memstore.schema.migrate import upgrade  # noqa: E402
 
 
 def quantile(values: list[float], q: float) -> float:

@@ -29,12 +29,12 @@ from sqlalchemy import event, text
 from sqlalchemy.engine import Engine, make_url
 
 from memstore import MemoryStore
-from memstore.citus import apply_citus
 from memstore.db.engine import create_engine
-from memstore.migrate import upgrade
 from memstore.models import ConfigRow
 from memstore.models.config import EMBEDDER_KEY
 from memstore.repositories.tenants import tenant_tables
+from memstore.schema.citus import apply_citus
+from memstore.schema.migrate import upgrade
 from tests.citus_cluster import CitusCluster, citus_unavailable, private_citus_cluster
 from tests.pg_servers import private_pgserver
 from tests.tenant_audit import TenantAudit

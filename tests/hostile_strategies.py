@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from hypothesis.control import currently_in_test_context
 
 from memstore import InvalidInput, MemoryStore
-from memstore.validation import MAX_IDENTIFIER_CHARS, MAX_TEXT_CHARS
+from memstore.core.validation import MAX_IDENTIFIER_CHARS, MAX_TEXT_CHARS
 
 __all__ = [
     "HOSTILE_BITS",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from memstore import Episode, Fact, MemoryStore
-from memstore.agent import access_prior
+from memstore.services.agent import access_prior
 from tests.conftest import table_counts
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

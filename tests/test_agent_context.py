@@ -9,8 +9,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memstore import Episode, Fact, MemoryStore
-from memstore.agent import ApproxTokenCounter, CharTokenCounter, ContextItem, ItemKind, pack
-from memstore.agent.context import DEFAULT_MESSAGE_OVERHEAD, message_tokens
+from memstore.services.agent import (
+    ApproxTokenCounter,
+    CharTokenCounter,
+    ContextItem,
+    ItemKind,
+    pack,
+)
+from memstore.services.agent.context import DEFAULT_MESSAGE_OVERHEAD, message_tokens
 from tests.conftest import _wipe
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -18,7 +24,7 @@ WORDS = ["paris", "garden", "fern", "rust", "python", "coffee", "tokyo", "violin
 
 
 def within_budget(ctx: object, max_tokens: int, counter: object) -> None:
-    from memstore.agent import Context
+    from memstore.services.agent import Context
 
     assert isinstance(ctx, Context)
     count = counter.count  # type: ignore[attr-defined]

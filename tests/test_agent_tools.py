@@ -9,7 +9,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from memstore import Episode, Fact, InvalidInput, MemoryStore, NotFound
-from memstore.agent import TOOL_SCHEMAS, tool_definitions, validate_arguments
+from memstore.services.agent import TOOL_SCHEMAS, tool_definitions, validate_arguments
 
 # ---- definitions ------------------------------------------------------------------------
 

@@ -16,7 +16,7 @@ from sqlalchemy import text
 
 from memstore import Episode, Fact, MemoryStore, SchemaOutOfDate
 from memstore.db.engine import create_engine
-from memstore.migrate import current_revision, downgrade, head_revision, upgrade
+from memstore.schema.migrate import current_revision, downgrade, head_revision, upgrade
 
 ROOT = Path(__file__).resolve().parents[1]
 

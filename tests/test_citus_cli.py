@@ -21,8 +21,8 @@ import asyncpg
 import pytest
 from sqlalchemy.engine import make_url
 
-import memstore.citus as citus_lib
-from memstore.migrate import upgrade
+import memstore.schema.citus as citus_lib
+from memstore.schema.migrate import upgrade
 from tests.citus_cluster import CitusCluster, citus_unavailable, private_citus_cluster
 
 pytestmark = pytest.mark.citus

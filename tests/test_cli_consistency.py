@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from memstore.cli import build_parser
-from memstore.migrate import upgrade
+from memstore.schema.migrate import upgrade
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -221,7 +221,7 @@ def _sections(out: str) -> dict[str, list[str]]:
 
 @pytest.mark.sqlite
 def test_demo_headings_match_their_content(tmp_path: Path, capsys: Any) -> None:
-    from memstore.demo import run_demo
+    from memstore.cli.demo_story import run_demo
 
     asyncio.run(run_demo(f"sqlite+aiosqlite:///{tmp_path / 'demo.db'}"))
     sections = _sections(capsys.readouterr().out)

@@ -16,7 +16,7 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from memstore import ConfigurationError, MemoryStore, Unavailable
-from memstore.migrate import upgrade
+from memstore.schema.migrate import upgrade
 
 ROOT = Path(__file__).resolve().parents[1]
 # A directory that cannot exist: its parent is a regular file.

@@ -22,8 +22,8 @@ from consolidation_helpers import (
 )
 
 from memstore import Episode, ExtractionError, MemoryStore
-from memstore.consolidation import CandidateFact, Consolidator
 from memstore.repositories.consolidation import ConsolidationRepository
+from memstore.services.consolidation import CandidateFact, Consolidator
 from tests.conftest import is_postgres
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -264,7 +264,7 @@ class _Probe:
         self.seen: list[dict[str, object]] = []
 
     async def extract(self, episodes: Sequence[Episode]) -> list[CandidateFact]:
-        from memstore.consolidation import RuleExtractor
+        from memstore.services.consolidation import RuleExtractor
 
         held: dict[str, object] = {"checked_out": self.store.engine.pool.checkedout()}
         if is_postgres(self.backend):
@@ -403,7 +403,7 @@ async def test_migration_0004_downgrades_and_upgrades(empty_db_url: str) -> None
     from sqlalchemy import inspect
 
     from memstore.db.engine import create_engine
-    from memstore.migrate import downgrade, upgrade
+    from memstore.schema.migrate import downgrade, upgrade
 
     async def tables() -> set[str]:
         engine = create_engine(empty_db_url)
@@ -427,7 +427,7 @@ async def test_migration_0004_downgrades_and_upgrades(empty_db_url: str) -> None
 async def test_demo_consolidates_then_time_travels(
     db_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from memstore.demo import run_demo
+    from memstore.cli.demo_story import run_demo
 
     await run_demo(db_url)
     out = capsys.readouterr().out

@@ -14,8 +14,8 @@ from conftest import table_counts
 from consolidation_helpers import JUNE, MARCH, consolidation_marks
 
 from memstore import Episode, LLMEndpointError, LLMResponseError, MemoryStore
-from memstore.consolidation import LLMConfig, LLMExtractor
 from memstore.errors import InvalidInput
+from memstore.services.consolidation import LLMConfig, LLMExtractor
 
 
 class ChatServer:

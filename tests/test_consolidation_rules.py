@@ -7,8 +7,8 @@ from datetime import UTC, date, datetime, timedelta
 import pytest
 
 from memstore import Episode
-from memstore.consolidation import RuleExtractor
-from memstore.consolidation.dates import resolve_date
+from memstore.services.consolidation import RuleExtractor
+from memstore.services.consolidation.dates import resolve_date
 
 SPOKEN = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)  # a Monday
 

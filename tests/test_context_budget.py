@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from memstore import Episode, Fact, InvalidInput, MemoryStore
-from memstore.agent.builder import episode_item
-from memstore.agent.context import pack
+from memstore.services.agent.builder import episode_item
+from memstore.services.agent.context import pack
 
 T0 = datetime(2025, 3, 1, tzinfo=UTC)
 BUDGETS = (300, 600, 1200, 2400)

@@ -25,12 +25,12 @@ from sqlalchemy import (
 )
 
 import memstore.models  # noqa: F401  (registers every table)
-from memstore.citus import CitusNotInstalled, SchemaNotDistributable, apply_citus, citus_plan
 from memstore.cli import main
 from memstore.db.base import Base
 from memstore.db.distribution import catalog_problems, metadata_problems
 from memstore.db.engine import create_engine
 from memstore.errors import InvalidInput
+from memstore.schema.citus import CitusNotInstalled, SchemaNotDistributable, apply_citus, citus_plan
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -238,7 +238,7 @@ def test_apply_on_plain_postgres_fails_clearly_and_changes_nothing(
     pg_cluster: object,
 ) -> None:
     url = pg_cluster.create_database("citus")  # type: ignore[attr-defined]
-    from memstore.migrate import upgrade
+    from memstore.schema.migrate import upgrade
 
     asyncio.run(upgrade(url))
     before = asyncio.run(_schema_snapshot(url))

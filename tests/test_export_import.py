@@ -16,11 +16,11 @@ import pytest
 from conftest import table_counts
 
 from memstore import Conflict, Episode, Fact, InvalidInput, MemoryStore
+from memstore.core.tenancy import storage_user_id
 from memstore.embeddings.base import embed_checked
-from memstore.migrate import upgrade
 from memstore.repositories.langgraph import LangGraphRepository
 from memstore.repositories.tenants import tenant_tables
-from memstore.tenancy import storage_user_id
+from memstore.schema.migrate import upgrade
 
 MARCH = datetime(2026, 3, 1, 9, 30, 15, 123456, tzinfo=UTC)
 JUNE = datetime(2026, 6, 1, tzinfo=timezone(timedelta(hours=2)))

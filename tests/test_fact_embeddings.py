@@ -13,9 +13,9 @@ import numpy as np
 from sqlalchemy import select, update
 
 from memstore import Episode, Fact, MemoryStore
-from memstore.documents import fact_text
+from memstore.core.documents import fact_text
+from memstore.core.tenancy import storage_user_id
 from memstore.models import EpisodeRow, FactRow
-from memstore.tenancy import storage_user_id
 
 MARCH = datetime(2026, 3, 1, tzinfo=UTC)
 JUNE = datetime(2026, 6, 1, tzinfo=UTC)

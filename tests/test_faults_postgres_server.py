@@ -17,7 +17,7 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from memstore import Conflict, Episode, Fact, MemoryStore, Unavailable
-from memstore.migrate import upgrade
+from memstore.schema.migrate import upgrade
 from tests.pg_servers import live_postmaster_pid, pg_ctl, private_pgserver
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]

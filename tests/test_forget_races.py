@@ -13,10 +13,10 @@ from collections.abc import Sequence
 import pytest
 
 from memstore import Episode, Fact, MemoryStore
-from memstore.consolidation import RuleExtractor
-from memstore.consolidation.types import CandidateFact
 from memstore.repositories.erasure import lock_for_erasure
 from memstore.repositories.tenants import TenantRepository
+from memstore.services.consolidation import RuleExtractor
+from memstore.services.consolidation.types import CandidateFact
 from memstore.types import Episode as EpisodeType
 from tests.test_forget_complete import rows_of
 

@@ -13,9 +13,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memstore import Episode, Fact, InvalidInput, MemoryStore
-from memstore.predicates import normalize_predicate
+from memstore.core.predicates import normalize_predicate
+from memstore.core.validation import (
+    MAX_IDENTIFIER_CHARS,
+    MAX_JSON_BYTES,
+    MAX_JSON_DEPTH,
+    MAX_TEXT_CHARS,
+)
 from memstore.store import MAX_FACT_FIELD_CHARS
-from memstore.validation import MAX_IDENTIFIER_CHARS, MAX_JSON_BYTES, MAX_JSON_DEPTH, MAX_TEXT_CHARS
 from tests.conftest import table_counts
 
 HOSTILE_BITS = [

@@ -29,7 +29,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memstore import InvalidInput, MemoryStore, NotFound, TaskState
-from memstore.threads import MAX_DURATION_SECONDS
+from memstore.services.threads import MAX_DURATION_SECONDS
 
 _scope_counter = itertools.count()
 

@@ -26,8 +26,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memstore import Episode, Fact, MemoryStore, NotFound
-from memstore.agent import TOOL_SCHEMAS
-from memstore.predicates import normalize_predicate
+from memstore.core.predicates import normalize_predicate
+from memstore.services.agent import TOOL_SCHEMAS
 
 NAMES = sorted(TOOL_SCHEMAS)
 FIELDS = sorted({f for spec in TOOL_SCHEMAS.values() for f in spec["parameters"]["properties"]})

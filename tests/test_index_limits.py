@@ -9,8 +9,8 @@ from datetime import UTC, datetime
 import pytest
 
 from memstore import Fact, LimitExceeded, MemoryStore
+from memstore.core.validation import MAX_IDENTIFIER_CHARS, MAX_INDEX_KEY_BYTES
 from memstore.store import MAX_FACT_FIELD_CHARS
-from memstore.validation import MAX_IDENTIFIER_CHARS, MAX_INDEX_KEY_BYTES
 
 _RANDOM = random.Random(11)
 

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memstore import Episode, Fact, MemoryStore
-from memstore.tenancy import storage_user_id
+from memstore.core.tenancy import storage_user_id
 
 # Near-miss names on purpose: case, whitespace and prefixes must not merge tenants.
 TENANTS: list[str | None] = ["alice", "Alice", "alice ", "bob", "al", None]

@@ -11,7 +11,7 @@ from test_consolidation_llm import ChatServer, chat, extractor, remember_two
 from memstore import Episode, InvalidInput, MemoryStore
 from memstore.db.engine import create_engine
 from memstore.db.slowlog import ENV_VAR, slow_query_ms_from_env
-from memstore.migrate import head_revision, upgrade
+from memstore.schema.migrate import head_revision, upgrade
 
 __all__ = ["chat"]  # the imported fixture
 
@@ -25,9 +25,9 @@ def test_the_library_adds_only_a_null_handler() -> None:
     assert [type(h) for h in root.handlers] == [logging.NullHandler]
     assert root.propagate and root.level == logging.NOTSET
     for name in (
-        "memstore.migrate",
-        "memstore.consolidation.consolidator",
-        "memstore.consolidation.llm",
+        "memstore.schema.migrate",
+        "memstore.services.consolidation.consolidator",
+        "memstore.services.consolidation.llm",
         "memstore.db.slowlog",
     ):
         assert logging.getLogger(name).handlers == []
@@ -38,12 +38,12 @@ async def test_migration_logs_start_and_done_with_revisions(
 ) -> None:
     caplog.set_level(logging.INFO, logger="memstore")
     await upgrade(empty_db_url)
-    start, done = _messages(caplog, "memstore.migrate")
+    start, done = _messages(caplog, "memstore.schema.migrate")
     assert start.startswith("migration upgrade to head starting (database at None")
     assert done.startswith(f"migration upgrade done: None -> {head_revision()} in ")
     caplog.clear()
     await upgrade(empty_db_url)  # idempotent: says so with the same revision on both sides
-    assert _messages(caplog, "memstore.migrate")[1].startswith(
+    assert _messages(caplog, "memstore.schema.migrate")[1].startswith(
         f"migration upgrade done: {head_revision()} -> {head_revision()} in "
     )
 
@@ -60,7 +60,7 @@ async def test_consolidation_logs_each_batch_with_tenant_counts_and_duration(
     )
     caplog.set_level(logging.INFO, logger="memstore")
     result = await store.consolidate()
-    batches = sorted(_messages(caplog, "memstore.consolidation.consolidator"))
+    batches = sorted(_messages(caplog, "memstore.services.consolidation.consolidator"))
     assert len(batches) == 3  # one per tenant, then the run summary
     alice, bob, summary = batches
     assert alice.startswith(
@@ -81,7 +81,7 @@ async def test_llm_retries_are_logged_then_the_batch_failure(
     caplog.set_level(logging.INFO, logger="memstore")
     with pytest.raises(Exception, match="HTTP 503"):
         await store.consolidate(extractor=extractor(chat, max_retries=2))
-    retries = _messages(caplog, "memstore.consolidation.llm")
+    retries = _messages(caplog, "memstore.services.consolidation.llm")
     assert [m.split(" failed")[0] for m in retries] == [
         "LLM extractor attempt 1 of 3",
         "LLM extractor attempt 2 of 3",
@@ -90,9 +90,9 @@ async def test_llm_retries_are_logged_then_the_batch_failure(
     assert all(
         r.levelno == logging.WARNING
         for r in caplog.records
-        if r.name == "memstore.consolidation.llm"
+        if r.name == "memstore.services.consolidation.llm"
     )
-    (failed,) = _messages(caplog, "memstore.consolidation.consolidator")
+    (failed,) = _messages(caplog, "memstore.services.consolidation.consolidator")
     assert failed.startswith("consolidation batch failed after ")
     assert "stay queued" in failed
 

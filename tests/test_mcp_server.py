@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from memstore import Episode, Fact, MemoryStore
-from memstore.migrate import upgrade
+from memstore.schema.migrate import upgrade
 
 pytest.importorskip("mcp", reason="needs the mcp extra: pip install -e '.[mcp]'")
 

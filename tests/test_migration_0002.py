@@ -16,7 +16,7 @@ import memstore.models  # noqa: F401  (registers every table)
 from memstore import MemoryStore
 from memstore.db.base import Base
 from memstore.db.engine import create_engine
-from memstore.migrate import downgrade, include_object, upgrade
+from memstore.schema.migrate import downgrade, include_object, upgrade
 
 CORE_TABLES = ("episodes", "facts", "blocks", "block_versions")
 NEW_TABLES = {"threads", "slots", "working_memory", "working_memory_checkpoints"}

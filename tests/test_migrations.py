@@ -11,7 +11,7 @@ import pytest
 
 from memstore import MemoryStore, SchemaOutOfDate
 from memstore.db.engine import create_engine
-from memstore.migrate import current_revision, downgrade, head_revision, upgrade
+from memstore.schema.migrate import current_revision, downgrade, head_revision, upgrade
 
 ROOT = Path(__file__).resolve().parents[1]
 

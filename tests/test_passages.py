@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 
 from memstore import DimensionMismatch, Episode, InvalidInput, MemoryStore
+from memstore.core.documents import episode_text
 from memstore.db.engine import create_engine
-from memstore.documents import episode_text
 from memstore.embeddings import HashingEmbedder
 from memstore.recall import RecallTuning
 from memstore.recall.reembed import ReembedResult, reembed

@@ -102,7 +102,7 @@ async def test_open_with_other_dimension_is_refused(db_url: str) -> None:
 async def test_default_embedder_follows_recorded_dimension(
     empty_db_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memstore.migrate import upgrade
+    from memstore.schema.migrate import upgrade
 
     monkeypatch.setenv("MEMSTORE_EMBEDDING_DIM", "32")
     await upgrade(empty_db_url)
@@ -345,7 +345,7 @@ def _recall_at_k(found: dict[int, list[str]], truth: dict[int, list[str]]) -> fl
 async def test_per_tenant_top_k_matches_brute_force(
     empty_db_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memstore.migrate import upgrade
+    from memstore.schema.migrate import upgrade
 
     # A narrow database keeps the HNSW build fast enough for a unit test.
     monkeypatch.setenv("MEMSTORE_EMBEDDING_DIM", str(DIM))

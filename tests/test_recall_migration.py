@@ -11,8 +11,8 @@ from sqlalchemy.engine import Connection
 
 from memstore import MemoryStore
 from memstore.db.engine import create_engine
-from memstore.migrate import alembic_config, downgrade, upgrade
 from memstore.models.search import VECTOR_TABLES
+from memstore.schema.migrate import alembic_config, downgrade, upgrade
 from tests.test_search_expressions import vector_storage_of
 
 

@@ -14,8 +14,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from memstore import Episode, MemoryStore
 from memstore.embeddings import HashingEmbedder
-from memstore.migrate import upgrade
 from memstore.recall import RecallTuning
+from memstore.schema.migrate import upgrade
 from tests.conftest import is_postgres
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

@@ -16,9 +16,9 @@ from sqlalchemy.engine import make_url
 
 from memstore import Episode, Fact, InvalidInput, MemoryStore, PermissionDenied
 from memstore.db.engine import create_engine
-from memstore.migrate import upgrade
 from memstore.repositories.tenants import tenant_tables
-from memstore.security.rls import rls_status
+from memstore.schema.migrate import upgrade
+from memstore.schema.rls import rls_status
 from tests.conftest import CITUS_ENABLED, citus_database, migrate_and_distribute, table_counts
 from tests.test_export_import import comparable, populate
 

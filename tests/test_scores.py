@@ -13,8 +13,8 @@ from datetime import UTC, datetime
 import pytest
 
 from memstore import Episode, Fact, MemoryStore
-from memstore.agent.context import ItemKind, pack
 from memstore.mcp.tools import call_mcp_tool
+from memstore.services.agent.context import ItemKind, pack
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 FLOORS = (0.0, 0.2, 0.35, 0.5, 0.8, 1.0)

@@ -12,8 +12,8 @@ from sqlalchemy.exc import IntegrityError
 
 from memstore import Conflict, Episode, MemoryStore
 from memstore.db.engine import create_engine
-from memstore.migrate import upgrade
 from memstore.models import EpisodeRow, SessionTurnRow
+from memstore.schema.migrate import upgrade
 
 STORES = 2
 CALLS = 40

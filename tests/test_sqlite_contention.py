@@ -10,7 +10,7 @@ import pytest
 
 from memstore import Episode, MemoryStore, Unavailable
 from memstore.db.engine import create_engine
-from memstore.migrate import upgrade
+from memstore.schema.migrate import upgrade
 from tests.test_faults_crash import Worker
 
 pytestmark = [pytest.mark.sqlite, pytest.mark.slow]

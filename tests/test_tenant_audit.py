@@ -20,8 +20,8 @@ from memstore.db.crosstenant import (
     cross_tenant,
     cross_tenant_operation,
 )
-from memstore.migrate import upgrade
-from memstore.security.rls import disable_rls, enable_rls
+from memstore.schema.migrate import upgrade
+from memstore.schema.rls import disable_rls, enable_rls
 from tests.tenant_audit import TenantAudit, find_violations
 
 TENANT = frozenset(
@@ -288,6 +288,6 @@ async def test_rls_management_is_cross_tenant_by_name(
     await disable_rls(url)
     found = strict_audit.take()
     assert found
-    assert {v.origin.rsplit(":", 1)[0] for v in found} == {"library:memstore/security/rls.py"}
+    assert {v.origin.rsplit(":", 1)[0] for v in found} == {"library:memstore/schema/rls.py"}
     assert all("DDL on a tenant table" in " ".join(v.problems) for v in found)
     assert tenant_audit.allowed["rls-management"] - before == len(found)

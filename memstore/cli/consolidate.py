@@ -13,19 +13,19 @@ from typing import Any, TextIO
 
 from memstore.cli.embedder_args import add_embedder_arguments, embedder_from_args
 from memstore.cli.user_args import add_user_argument
-from memstore.consolidation.consolidator import (
+from memstore.db.engine import require_existing_database
+from memstore.errors import MemstoreError
+from memstore.services.consolidation.consolidator import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_LEASE_SECONDS,
     Consolidator,
 )
-from memstore.consolidation.types import (
+from memstore.services.consolidation.types import (
     BatchResult,
     CandidateFact,
     ConsolidationResult,
     Extractor,
 )
-from memstore.db.engine import require_existing_database
-from memstore.errors import MemstoreError
 from memstore.types import Episode
 
 __all__ = ["register", "run"]
@@ -122,11 +122,11 @@ class _Slowed:
 def _extractor(args: argparse.Namespace) -> Extractor:
     extractor: Extractor
     if args.extractor == "rules":
-        from memstore.consolidation.rules import RuleExtractor
+        from memstore.services.consolidation.rules import RuleExtractor
 
         extractor = RuleExtractor()
     else:
-        from memstore.consolidation.llm import LLMConfig, LLMExtractor
+        from memstore.services.consolidation.llm import LLMConfig, LLMExtractor
 
         extractor = LLMExtractor(
             LLMConfig.from_env(

@@ -19,7 +19,7 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from memstore.demo import main
+    from memstore.cli.demo_story import main
 
     main(args.url)
     return 0

@@ -27,7 +27,7 @@ def register(subparsers: Any) -> None:
 
 
 async def _export(args: argparse.Namespace, out: Any) -> dict[str, int]:
-    from memstore.jsonl import write_jsonl
+    from memstore.cli.jsonl import write_jsonl
     from memstore.store import MemoryStore
 
     # Writes no vectors, so any database's embedder will do; changes no schema.

@@ -29,7 +29,7 @@ def register(subparsers: Any) -> None:
 
 
 async def _import(args: argparse.Namespace, lines: Any) -> dict[str, int]:
-    from memstore.jsonl import read_jsonl
+    from memstore.cli.jsonl import read_jsonl
     from memstore.store import FROM_DUMP, MemoryStore
 
     user: Any = FROM_DUMP

@@ -5,7 +5,7 @@ import asyncio
 from typing import Any
 
 from memstore.db.engine import create_engine, resolve_url
-from memstore.migrate import current_revision, downgrade, head_revision, upgrade
+from memstore.schema.migrate import current_revision, downgrade, head_revision, upgrade
 
 
 def register(subparsers: Any) -> None:

@@ -27,7 +27,7 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from memstore.security.rls import disable_rls, enable_rls, rls_status
+    from memstore.schema.rls import disable_rls, enable_rls, rls_status
 
     if args.action == "enable":
         tables = asyncio.run(enable_rls(args.url, force=args.force))

@@ -46,7 +46,7 @@ SQLITE_BUSY_TIMEOUT_MS = 30_000
 PG_CONNECT_TIMEOUT_S = 10.0
 PG_COMMAND_TIMEOUT_S = 60.0
 # The Postgres setting the row-level security policies compare user_id with
-# (memstore.security.rls); reset whenever a pooled connection is checked out.
+# (memstore.schema.rls); reset whenever a pooled connection is checked out.
 TENANT_SETTING = "memstore.user_id"
 # Execution option: a transaction that will not write may start with a plain
 # BEGIN on SQLite, so readers do not queue behind the write lock.

@@ -25,6 +25,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker
 
+from memstore.core.validation import check_aware
 from memstore.db.engine import (
     ONE_STATEMENT,
     OWN_CONNECTION,
@@ -36,7 +37,6 @@ from memstore.db.engine import (
 from memstore.db.errors import translated
 from memstore.errors import InvalidInput
 from memstore.types import utcnow
-from memstore.validation import check_aware
 
 __all__ = ["Clock", "Database", "Reader"]
 

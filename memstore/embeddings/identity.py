@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memstore.validation import check_identifier
+from memstore.core.validation import check_identifier
 
 __all__ = ["MAX_IDENTITY_CHARS", "embedder_identity"]
 

@@ -14,11 +14,11 @@ from starlette.responses import HTMLResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from memstore.core.tenancy import ANONYMOUS, public_user_id, storage_user_id
 from memstore.errors import InvalidInput, MemstoreError, Unavailable
 from memstore.inspect.auth import TokenGate
 from memstore.inspect.views import AXIS_WIDTH, build_tenant_view
 from memstore.store import MemoryStore
-from memstore.tenancy import ANONYMOUS, public_user_id, storage_user_id
 
 __all__ = ["DEFAULT_MAX_ROWS", "create_app"]
 

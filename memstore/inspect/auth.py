@@ -6,7 +6,7 @@ import hmac
 from http.cookies import SimpleCookie
 from urllib.parse import parse_qsl, urlencode
 
-from memstore.asgi import ASGIApp, Receive, Scope, Send, host_name, is_loopback
+from memstore.web.asgi import ASGIApp, Receive, Scope, Send, host_name, is_loopback
 
 __all__ = ["COOKIE", "TokenGate", "is_loopback"]
 

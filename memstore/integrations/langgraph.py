@@ -39,10 +39,7 @@ from langgraph.store.base import (
     tokenize_path,
 )
 
-from memstore.embeddings.base import embed_checked
-from memstore.errors import DimensionMismatch, InvalidInput, WrongThread
-from memstore.integrations.langgraph_filters import check_filter, matches_filter, matches_path
-from memstore.langgraph_input import (
+from memstore.core.langgraph_input import (
     MAX_KEY_BYTES,
     SEPARATOR,
     check_key,
@@ -51,11 +48,14 @@ from memstore.langgraph_input import (
     check_ttl,
     indexed_texts,
 )
+from memstore.core.tenancy import storage_user_id
+from memstore.core.validation import check_json, check_text
+from memstore.embeddings.base import embed_checked
+from memstore.errors import DimensionMismatch, InvalidInput, WrongThread
+from memstore.integrations.langgraph_filters import check_filter, matches_filter, matches_path
 from memstore.models import LangGraphItemRow
 from memstore.repositories.langgraph import LangGraphRepository
 from memstore.store import MemoryStore
-from memstore.tenancy import storage_user_id
-from memstore.validation import check_json, check_text
 
 __all__ = ["MAX_KEY_BYTES", "MemstoreStore", "WrongThread"]
 

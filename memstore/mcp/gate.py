@@ -24,9 +24,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-from memstore.asgi import ASGIApp, Receive, Scope, Send, host_name, is_loopback
+from memstore.core.tenancy import storage_user_id
 from memstore.errors import InvalidInput
-from memstore.tenancy import storage_user_id
+from memstore.web.asgi import ASGIApp, Receive, Scope, Send, host_name, is_loopback
 
 __all__ = [
     "TENANT_SCOPE_KEY",

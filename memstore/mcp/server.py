@@ -21,11 +21,11 @@ from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp_types.jsonrpc import INVALID_PARAMS
 
+from memstore.core.tenancy import storage_user_id
 from memstore.errors import InvalidInput, MemstoreError, NotFound
 from memstore.mcp.gate import PostOnly, TenantGate, tenant_from_scope
 from memstore.mcp.tools import call_mcp_tool, mcp_tool_definitions
 from memstore.store import MemoryStore
-from memstore.tenancy import storage_user_id
 
 __all__ = ["BLOCK_URI_PREFIX", "TenantResolver", "build_server", "serve_http", "serve_stdio"]
 

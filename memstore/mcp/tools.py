@@ -1,7 +1,7 @@
 """The MCP server's tools: the agent memory tools plus ``remember`` and ``get_context``.
 
 ``search_memory``, ``load_memory`` and ``remember_fact`` are the agent tool layer's
-own (:mod:`memstore.agent.tools`, run through ``store.call_tool``); the two more
+own (:mod:`memstore.services.agent.tools`, run through ``store.call_tool``); the two more
 an MCP client needs are defined here and validated by the same checker. No
 schema has a tenant argument: the tenant is fixed by the server (``--user-id``)
 or by the authenticated HTTP request, and extra arguments are refused.
@@ -12,9 +12,9 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from memstore.agent.builder import MAX_CONTEXT_TOKENS
-from memstore.agent.tools import MIN_SCORE_SCHEMA, TOOL_SCHEMAS, check_arguments
 from memstore.errors import InvalidInput
+from memstore.services.agent.builder import MAX_CONTEXT_TOKENS
+from memstore.services.agent.tools import MIN_SCORE_SCHEMA, TOOL_SCHEMAS, check_arguments
 from memstore.types import Episode
 
 if TYPE_CHECKING:

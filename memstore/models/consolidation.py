@@ -14,7 +14,7 @@ class EpisodeConsolidationRow(Base):
 
     No row (or ``consolidated_at`` NULL) means the episode still awaits
     consolidation. ``claimed_by`` / ``claim_expires_at`` are a worker's lease on the episode
-    (see :mod:`memstore.consolidation.consolidator`).
+    (see :mod:`memstore.services.consolidation.consolidator`).
     """
 
     __tablename__ = "episode_consolidation"

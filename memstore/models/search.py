@@ -38,7 +38,7 @@ _DOCUMENTS = {
 # vector is what makes keyword scoring cheap: recomputing ``to_tsvector`` for
 # each matching row cost more than the rest of the recall statement (measured
 # in docs/bench-notes.md). The name ends in ``_fts`` because the models do
-# not declare it (memstore.migrate.MIGRATION_ONLY).
+# not declare it (memstore.schema.migrate.MIGRATION_ONLY).
 STORED_TSVECTORS = {"episodes": "search_fts"}
 
 # Postgres: table -> name of its GIN full-text index.

@@ -3,6 +3,6 @@
 from memstore.recall.backends import backend_for
 from memstore.recall.fusion import RecallTuning
 from memstore.recall.hybrid import HybridRecall
-from memstore.repositories.search import SearchBackend
+from memstore.recall.search import SearchBackend
 
 __all__ = ["HybridRecall", "RecallTuning", "SearchBackend", "backend_for"]

@@ -6,9 +6,9 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from memstore.repositories import search_postgres, search_sqlite
-from memstore.repositories.search import EpisodeSearchBackend, SearchBackend
-from memstore.repositories.vector_cache import VectorCache
+from memstore.recall import search_postgres, search_sqlite
+from memstore.recall.search import EpisodeSearchBackend, SearchBackend
+from memstore.recall.vector_cache import VectorCache
 
 __all__ = ["backend_for", "episode_search_for"]
 

@@ -1,7 +1,7 @@
 """The recall pipeline: embed the query, then search.
 
 Episodes are recalled by one statement per backend
-(memstore/repositories/recall_statement.py). Facts, always filtered by valid
+(memstore/recall/statement.py). Facts, always filtered by valid
 and transaction time and far fewer per tenant, gather candidates per signal
 here and fuse them in Python.
 """
@@ -16,18 +16,18 @@ import numpy as np
 from sqlalchemy import ColumnElement
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from memstore.core.lexical import BM25_B, BM25_K1, bm25_scores, query_terms
 from memstore.db.unit import Reader
 from memstore.embeddings.base import Embedder, embed_checked
-from memstore.lexical import BM25_B, BM25_K1, bm25_scores, query_terms
 from memstore.recall.fusion import RecallTuning, standardise
-from memstore.repositories.recall_statement import EpisodeRecall, Fusion, RecallHit
-from memstore.repositories.search import (
+from memstore.recall.search import (
     FACTS,
     EpisodeSearchBackend,
     RecallTable,
     SearchBackend,
     corpus_stats,
 )
+from memstore.recall.statement import EpisodeRecall, Fusion, RecallHit
 
 __all__ = ["HybridRecall", "Scored"]
 

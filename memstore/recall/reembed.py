@@ -21,13 +21,13 @@ from typing import Any
 from sqlalchemy import ColumnElement, Select, func, select, text, tuple_, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from memstore.core.documents import episode_text, fact_text
+from memstore.core.langgraph_input import indexed_texts
 from memstore.db.crosstenant import cross_tenant_connection
 from memstore.db.distribution import set_column_storage, set_shard_column_storage
-from memstore.documents import episode_text, fact_text
 from memstore.embeddings.base import Embedder, PassageEmbedder, embed_checked, passages_checked
 from memstore.embeddings.identity import embedder_identity
 from memstore.errors import ConfigurationError, InvalidInput
-from memstore.langgraph_input import indexed_texts
 from memstore.models import ConfigRow, EpisodeRow, FactRow, LangGraphItemRow
 from memstore.models.config import EMBEDDER_KEY, EMBEDDING_DIM_KEY
 from memstore.models.search import VECTOR_INDEX, VECTOR_STORAGE, VECTOR_TABLES

@@ -12,7 +12,7 @@ for both kinds:
 
 ``dense`` is the cosine similarity the ranking already computed (0 for a row
 that was not among the dense candidates), ``coverage`` the fraction of the
-query's keyword terms (``memstore.lexical.query_terms``) that occur in the row's
+query's keyword terms (``memstore.core.lexical.query_terms``) that occur in the row's
 keyword text, matched the way the full-text index finds candidates (a stem as
 the start of a word).
 See docs/RECALL.md, "Scores and the relevance floor".
@@ -24,8 +24,8 @@ import math
 import re
 from collections.abc import Sequence
 
+from memstore.core.lexical import is_prefix
 from memstore.errors import InvalidInput
-from memstore.lexical import is_prefix
 
 __all__ = ["check_min_score", "coverage", "relevance"]
 

@@ -6,10 +6,10 @@ import base64
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from memstore.documents import episode_text, fact_text
+from memstore.core.documents import episode_text, fact_text
+from memstore.core.langgraph_input import indexed_texts
 from memstore.embeddings.base import Embedder, embed_checked, passages_checked
 from memstore.errors import InvalidImportRow
-from memstore.langgraph_input import indexed_texts
 from memstore.types import Episode, Fact
 
 __all__ = ["EMBEDDED_TABLES", "fill_embeddings"]

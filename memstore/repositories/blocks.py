@@ -7,9 +7,9 @@ from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from memstore.core.tenancy import public_user_id
 from memstore.errors import Conflict, LimitExceeded
 from memstore.models import BlockRow, BlockVersionRow
-from memstore.tenancy import public_user_id
 from memstore.types import BlockVersion, MemoryBlock
 
 __all__ = ["BlockRepository"]

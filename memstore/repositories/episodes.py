@@ -22,11 +22,11 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql import Executable
 from sqlalchemy.sql.elements import TextClause
 
+from memstore.core.tenancy import public_user_id
 from memstore.db.copy import copy_rows
 from memstore.db.crosstenant import cross_tenant
 from memstore.db.upsert import insert_for
 from memstore.models import EpisodeRow, SessionTurnRow
-from memstore.tenancy import public_user_id
 from memstore.types import Episode
 
 __all__ = ["EpisodeRepository", "episode_from_columns", "episode_from_row"]

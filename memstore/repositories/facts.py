@@ -12,12 +12,12 @@ from sqlalchemy import Select, bindparam, func, insert, or_, select, text, updat
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.elements import BindParameter, ColumnElement
 
+from memstore.core.documents import fact_text
+from memstore.core.tenancy import public_user_id
 from memstore.db.unit import Reader
-from memstore.documents import fact_text
 from memstore.embeddings.base import Embedder, embed_checked
 from memstore.models import FactRow
 from memstore.models.facts import subject_key
-from memstore.tenancy import public_user_id
 from memstore.types import Fact, new_id
 
 __all__ = [

@@ -8,8 +8,8 @@ from typing import Any
 from sqlalchemy import case, delete, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from memstore.core.langgraph_input import SEPARATOR
 from memstore.db.upsert import insert_for
-from memstore.langgraph_input import SEPARATOR
 from memstore.models import LangGraphItemRow
 
 __all__ = ["SEPARATOR", "LangGraphRepository"]

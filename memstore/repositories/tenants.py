@@ -11,11 +11,11 @@ from sqlalchemy import Column, Integer, String, Table, delete, func, insert, sel
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.types import TypeDecorator
 
+from memstore.core.validation import check_storable
 from memstore.db.base import Base
 from memstore.db.crosstenant import cross_tenant
 from memstore.errors import InvalidInput
-from memstore.import_checks import import_record
-from memstore.validation import check_storable
+from memstore.repositories.import_checks import import_record
 
 __all__ = [
     "TenantRepository",

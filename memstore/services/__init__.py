@@ -4,7 +4,7 @@ Each receives the :class:`~memstore.db.unit.Database` and its other collaborator
 by composition; ``memstore.store`` wires them together.
 """
 
-from memstore.services.agent import AgentService
+from memstore.services.agent.service import AgentService
 from memstore.services.blocks import BlockService
 from memstore.services.episodes import EpisodeService
 from memstore.services.facts import FactService

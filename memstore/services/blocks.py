@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from memstore.core.tenancy import storage_user_id
+from memstore.core.validation import MAX_TEXT_CHARS, check_identifier, check_text
 from memstore.db.unit import Database
 from memstore.errors import InvalidInput, NotFound
 from memstore.repositories.blocks import BlockRepository
-from memstore.tenancy import storage_user_id
 from memstore.types import BlockVersion, MemoryBlock
-from memstore.validation import MAX_TEXT_CHARS, check_identifier, check_text
 
 __all__ = ["BlockService"]
 

@@ -9,20 +9,10 @@ from datetime import datetime
 
 import numpy as np
 
-from memstore.db.unit import Database
-from memstore.documents import episode_search_text, episode_text
-from memstore.embeddings.base import Embedder, embed_checked, passages_checked
-from memstore.errors import InvalidInput, NotFound
-from memstore.lexical import query_terms
-from memstore.recall.hybrid import HybridRecall
-from memstore.recall.relevance import check_min_score, relevance
-from memstore.recall.settings import EmbedderGuard
-from memstore.repositories.episodes import EpisodeRepository
-from memstore.services.access import AccessTracker
-from memstore.services.limits import MAX_BATCH, MAX_EPISODE_ID_CHARS
-from memstore.tenancy import storage_user_id
-from memstore.types import Episode, EpisodeMatch, Message, Role
-from memstore.validation import (
+from memstore.core.documents import episode_search_text, episode_text
+from memstore.core.lexical import query_terms
+from memstore.core.tenancy import storage_user_id
+from memstore.core.validation import (
     check_aware,
     check_identifier,
     check_json,
@@ -30,6 +20,16 @@ from memstore.validation import (
     check_text,
     check_time_range,
 )
+from memstore.db.unit import Database
+from memstore.embeddings.base import Embedder, embed_checked, passages_checked
+from memstore.errors import InvalidInput, NotFound
+from memstore.recall.hybrid import HybridRecall
+from memstore.recall.relevance import check_min_score, relevance
+from memstore.recall.settings import EmbedderGuard
+from memstore.repositories.episodes import EpisodeRepository
+from memstore.services.access import AccessTracker
+from memstore.services.limits import MAX_BATCH, MAX_EPISODE_ID_CHARS
+from memstore.types import Episode, EpisodeMatch, Message, Role
 
 __all__ = ["COPY_MIN_ROWS", "EpisodeService"]
 

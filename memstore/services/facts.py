@@ -4,13 +4,20 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from memstore.core.documents import fact_text
+from memstore.core.fact_input import MAX_FACT_FIELD_CHARS, valid_fact
+from memstore.core.lexical import query_terms
+from memstore.core.predicates import normalize_predicate
+from memstore.core.tenancy import storage_user_id
+from memstore.core.validation import (
+    check_aware,
+    check_identifier,
+    check_limit,
+    check_text,
+)
 from memstore.db.unit import Database
-from memstore.documents import fact_text
 from memstore.embeddings.base import Embedder, embed_checked
 from memstore.errors import NotFound
-from memstore.fact_input import MAX_FACT_FIELD_CHARS, valid_fact
-from memstore.lexical import query_terms
-from memstore.predicates import normalize_predicate
 from memstore.recall.hybrid import HybridRecall
 from memstore.recall.relevance import check_min_score, relevance
 from memstore.recall.settings import EmbedderGuard
@@ -21,14 +28,7 @@ from memstore.repositories.facts import (
     fact_from_row,
 )
 from memstore.services.access import AccessTracker
-from memstore.tenancy import storage_user_id
 from memstore.types import Fact, FactMatch
-from memstore.validation import (
-    check_aware,
-    check_identifier,
-    check_limit,
-    check_text,
-)
 
 __all__ = ["MAX_FACTS_LISTED", "FactService"]
 

@@ -7,17 +7,17 @@ from typing import Any
 
 from sqlalchemy import Table
 
+from memstore.core.tenancy import public_user_id, storage_user_id
 from memstore.db.unit import Database
 from memstore.embeddings.base import Embedder
 from memstore.embeddings.identity import embedder_identity
 from memstore.errors import Conflict, InvalidImportRow, InvalidInput
-from memstore.migrate import current_revision
 from memstore.recall.row_embeddings import fill_embeddings
 from memstore.recall.settings import EmbedderGuard, recorded_embedder
 from memstore.repositories.episodes import EpisodeRepository
 from memstore.repositories.tenants import TenantRepository, tenant_table, tenant_tables
+from memstore.schema.migrate import current_revision
 from memstore.services.limits import EXPORT_FORMAT, FROM_DUMP, IMPORT_BATCH, FromDump
-from memstore.tenancy import public_user_id, storage_user_id
 
 __all__ = ["TransferService"]
 

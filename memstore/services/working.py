@@ -4,18 +4,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from memstore.consolidation.consolidator import ConsolidationHost
+from memstore.core.scopes import ScopeContext
+from memstore.core.tenancy import storage_user_id
+from memstore.core.validation import check_identifier
 from memstore.db.unit import Database
 from memstore.errors import InvalidInput
-from memstore.gc import GcReport, collect
-from memstore.scopes import ScopeContext
-from memstore.tenancy import storage_user_id
-from memstore.threads import ThreadBuffer
-from memstore.validation import check_identifier
-from memstore.working_memory import WorkingMemory
+from memstore.services.consolidation.consolidator import ConsolidationHost
+from memstore.services.gc import GcReport, collect
+from memstore.services.threads import ThreadBuffer
+from memstore.services.working_memory import WorkingMemory
 
 if TYPE_CHECKING:
-    from memstore.consolidation.types import ConsolidationResult, Extractor
+    from memstore.services.consolidation.types import ConsolidationResult, Extractor
 
 
 __all__ = ["WorkingService"]
@@ -107,9 +107,9 @@ class WorkingService:
 
         ``user_id=None`` consolidates every tenant; ``limit`` caps the episodes.
         Safe to run from several processes at once: each episode is consolidated
-        exactly once (see :mod:`memstore.consolidation.consolidator`).
+        exactly once (see :mod:`memstore.services.consolidation.consolidator`).
         """
-        from memstore.consolidation.consolidator import DEFAULT_BATCH_SIZE, Consolidator
+        from memstore.services.consolidation.consolidator import DEFAULT_BATCH_SIZE, Consolidator
 
         size = DEFAULT_BATCH_SIZE if batch_size is None else batch_size
         consolidator = Consolidator(self._host, extractor=extractor, batch_size=size)

@@ -55,7 +55,7 @@ def feature_flags() -> dict[str, bool]:
 
 
 async def migrate(url: str) -> None:
-    from memstore.migrate import upgrade
+    from memstore.schema.migrate import upgrade
 
     await upgrade(url)
 

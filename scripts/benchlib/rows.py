@@ -47,7 +47,7 @@ def episode_text(input_: str, output: str) -> str:
 def search_text(episode: Any) -> str | None:
     """memstore's keyword document for an episode; None only before recall existed."""
     try:
-        from memstore.documents import episode_search_text
+        from memstore.core.documents import episode_search_text
     except ImportError:
         try:
             # Older memstore checkouts (bench.py measures them too) had it here.

@@ -14,8 +14,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta
 
-from memstore.consolidation.dates import DATE_PHRASE, resolve_date
-from memstore.consolidation.types import CandidateFact
+from memstore.services.consolidation.dates import DATE_PHRASE, resolve_date
+from memstore.services.consolidation.types import CandidateFact
 from memstore.types import Episode
 
 __all__ = ["ANONYMOUS_SUBJECT", "RuleExtractor"]

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from memstore.core.slots import RemovedThread
+from memstore.core.tenancy import public_user_id
 from memstore.db.unit import Database
 from memstore.repositories.working_memory import WorkingMemoryRepository
-from memstore.slots import RemovedThread
-from memstore.tenancy import public_user_id
-from memstore.threads import ThreadBuffer
+from memstore.services.threads import ThreadBuffer
 
 __all__ = ["GcReport", "collect", "sweep_working_memory"]
 

@@ -7,9 +7,9 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+from memstore.core.validation import check_aware, check_identifier, check_json, check_text
 from memstore.errors import InvalidInput
 from memstore.types import utcnow
-from memstore.validation import check_aware, check_identifier, check_json, check_text
 
 __all__ = ["ScopeContext", "ScopeLevel", "TaskState", "check_task_state"]
 

@@ -13,7 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from memstore.db.unit import Reader
 from memstore.models import EpisodeRow, FactRow
 from memstore.models.search import document
-from memstore.repositories.recall_statement import EpisodeRecall, RecallHit
+from memstore.recall.statement import EpisodeRecall, RecallHit
 
 __all__ = [
     "EPISODES",

@@ -5,16 +5,16 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime
 
-from memstore.errors import InvalidInput
-from memstore.predicates import is_single_valued, normalize_predicate
-from memstore.tenancy import storage_user_id
-from memstore.types import Fact
-from memstore.validation import (
+from memstore.core.predicates import is_single_valued, normalize_predicate
+from memstore.core.tenancy import storage_user_id
+from memstore.core.validation import (
     MAX_IDENTIFIER_CHARS,
     check_aware,
     check_identifier,
     check_text,
 )
+from memstore.errors import InvalidInput
+from memstore.types import Fact
 
 __all__ = ["MAX_FACT_FIELD_CHARS", "valid_fact"]
 

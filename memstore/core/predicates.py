@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import re
 
+from memstore.core.validation import MAX_IDENTIFIER_CHARS
 from memstore.errors import InvalidInput
-from memstore.validation import MAX_IDENTIFIER_CHARS
 
 __all__ = ["SINGLE_VALUED", "is_single_valued", "normalize_predicate"]
 

@@ -31,16 +31,14 @@ from sqlalchemy import (
 )
 from sqlalchemy.types import TypeDecorator
 
-from memstore.db.types import UTCDateTime, Vector, VectorList
-from memstore.errors import InvalidImportRow, InvalidInput
-from memstore.langgraph_input import (
+from memstore.core.langgraph_input import (
     check_index_fields,
     check_key,
     check_stored_namespace,
     check_ttl,
     check_vectors,
 )
-from memstore.validation import (
+from memstore.core.validation import (
     check_aware,
     check_identifier,
     check_index_key_bytes,
@@ -49,6 +47,8 @@ from memstore.validation import (
     check_text,
     check_vector,
 )
+from memstore.db.types import UTCDateTime, Vector, VectorList
+from memstore.errors import InvalidImportRow, InvalidInput
 
 __all__ = ["import_record"]
 
@@ -98,7 +98,7 @@ def _stripped(value: Any) -> None:
 
 
 def _normalised_predicate(value: Any) -> None:
-    from memstore.predicates import normalize_predicate
+    from memstore.core.predicates import normalize_predicate
 
     if normalize_predicate(value) != value:
         raise InvalidInput(f"must be normalised like the API's ({normalize_predicate(value)!r})")
@@ -232,7 +232,7 @@ _RULES: dict[tuple[str, str], list[Rule]] = {
     ("access_stats", "access_count"): [_at_least(0)],
     ("session_turns", "session_id"): [_identifier()],
     ("session_turns", "next_turn"): [_at_least(0)],
-    # The LangGraph store's rules (memstore.langgraph_input), as MemstoreStore.put applies them.
+    # The LangGraph store's rules (core.langgraph_input), as MemstoreStore.put applies them.
     ("langgraph_items", "namespace"): [_rule_of(check_stored_namespace)],
     ("langgraph_items", "key"): [_rule_of(check_key)],
     ("langgraph_items", "value"): [_object],
@@ -345,7 +345,7 @@ def _check_row(table: str, record: dict[str, Any]) -> tuple[str, str] | None:
 
 
 def _check_internal_key(key: str, value: Any) -> tuple[str, str] | None:
-    from memstore.scopes import TaskState, check_task_state
+    from memstore.core.scopes import TaskState, check_task_state
 
     if not key.startswith("_"):
         return None

@@ -12,9 +12,10 @@ import numpy as np
 from sqlalchemy import ColumnElement, Float, String, TableClause, column, select, table, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from memstore.core.lexical import fts5_query, is_prefix
 from memstore.db.unit import Reader
-from memstore.lexical import fts5_query, is_prefix
-from memstore.repositories.recall_statement import (
+from memstore.recall.search import RecallTable, row_text
+from memstore.recall.statement import (
     Dialect,
     EpisodeRecall,
     RecallHit,
@@ -23,8 +24,7 @@ from memstore.repositories.recall_statement import (
     hits,
     shared_params,
 )
-from memstore.repositories.search import RecallTable, row_text
-from memstore.repositories.vector_cache import VectorCache
+from memstore.recall.vector_cache import VectorCache
 
 __all__ = ["SQLITE_DIALECT", "EpisodeSearch", "SqliteSearch", "term_range"]
 

@@ -1,14 +1,18 @@
 """Consolidation: turn episodes into bi-temporal facts, exactly once."""
 
-from memstore.consolidation.consolidator import (
+from memstore.services.consolidation.consolidator import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_LEASE_SECONDS,
     Consolidator,
 )
-from memstore.consolidation.errors import ExtractionError, LLMEndpointError, LLMResponseError
-from memstore.consolidation.llm import LLMConfig, LLMExtractor
-from memstore.consolidation.rules import RuleExtractor
-from memstore.consolidation.types import (
+from memstore.services.consolidation.errors import (
+    ExtractionError,
+    LLMEndpointError,
+    LLMResponseError,
+)
+from memstore.services.consolidation.llm import LLMConfig, LLMExtractor
+from memstore.services.consolidation.rules import RuleExtractor
+from memstore.services.consolidation.types import (
     BatchResult,
     CandidateFact,
     ConsolidationResult,

@@ -15,6 +15,14 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from memstore.core.scopes import ScopeContext, ScopeLevel, TaskState, check_task_state
+from memstore.core.tenancy import public_user_id, storage_user_id
+from memstore.core.validation import (
+    check_identifier,
+    check_index_key_bytes,
+    check_json,
+    check_text,
+)
 from memstore.db.unit import Database
 from memstore.errors import InvalidInput, NotFound
 from memstore.repositories.working_memory import (
@@ -23,15 +31,7 @@ from memstore.repositories.working_memory import (
     StoredKey,
     WorkingMemoryRepository,
 )
-from memstore.scopes import ScopeContext, ScopeLevel, TaskState, check_task_state
-from memstore.tenancy import public_user_id, storage_user_id
-from memstore.threads import check_positive_seconds
-from memstore.validation import (
-    check_identifier,
-    check_index_key_bytes,
-    check_json,
-    check_text,
-)
+from memstore.services.threads import check_positive_seconds
 
 __all__ = ["DEFAULT_SCRATCHPAD_LIMIT", "WorkingMemory"]
 

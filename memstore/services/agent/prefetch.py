@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from memstore.agent.builder import episode_item, fact_item
-from memstore.agent.context import ContextItem
-from memstore.agent.memory import AgentMemory
+from memstore.core.validation import check_limit
 from memstore.errors import NotFound
-from memstore.validation import check_limit
+from memstore.services.agent.builder import episode_item, fact_item
+from memstore.services.agent.context import ContextItem
+from memstore.services.agent.memory import AgentMemory
 
 __all__ = ["prefetch_items"]
 

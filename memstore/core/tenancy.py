@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from memstore.core.validation import check_identifier
 from memstore.errors import InvalidInput
-from memstore.validation import check_identifier
 
 __all__ = ["ANONYMOUS", "RESERVED_PREFIX", "public_user_id", "storage_user_id"]
 

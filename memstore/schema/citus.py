@@ -482,7 +482,7 @@ async def apply_citus(url: str | None = None) -> list[str]:
     from memstore.db.engine import create_engine, resolve_url
     from memstore.db.errors import translated
     from memstore.errors import InvalidInput
-    from memstore.migrate import check_schema
+    from memstore.schema.migrate import check_schema
 
     citus_plan()  # a schema that breaks the rules is refused before connecting
     resolved = resolve_url(url)

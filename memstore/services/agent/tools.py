@@ -17,12 +17,12 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, Literal
 
-from memstore.agent.builder import episode_text, fact_text
-from memstore.agent.memory import AgentMemory
-from memstore.agent.ranking import merge_by_score
+from memstore.core.validation import check_aware
 from memstore.errors import InvalidInput, NotFound
+from memstore.services.agent.builder import episode_text, fact_text
+from memstore.services.agent.memory import AgentMemory
+from memstore.services.agent.ranking import merge_by_score
 from memstore.types import Fact
-from memstore.validation import check_aware
 
 __all__ = [
     "ID_PATTERN",

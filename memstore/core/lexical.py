@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
-from memstore.text import STOPWORDS, keyword_tokens
+from memstore.core.text import STOPWORDS, keyword_tokens
 
 __all__ = [
     "BM25_B",

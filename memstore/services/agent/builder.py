@@ -5,21 +5,21 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from memstore.agent.access import access_prior
-from memstore.agent.context import (
+from memstore.core.validation import check_limit
+from memstore.errors import InvalidInput
+from memstore.recall.relevance import check_min_score
+from memstore.services.agent.access import access_prior
+from memstore.services.agent.context import (
     DEFAULT_MESSAGE_OVERHEAD,
     Context,
     ContextItem,
     ItemKind,
     pack,
 )
-from memstore.agent.memory import AgentMemory
-from memstore.agent.ranking import merge_by_score
-from memstore.agent.tokens import TokenCounter
-from memstore.errors import InvalidInput
-from memstore.recall.relevance import check_min_score
+from memstore.services.agent.memory import AgentMemory
+from memstore.services.agent.ranking import merge_by_score
+from memstore.services.agent.tokens import TokenCounter
 from memstore.types import Episode, EpisodeMatch, Fact, FactMatch, MemoryBlock, Message
-from memstore.validation import check_limit
 
 __all__ = [
     "MAX_CONTEXT_TOKENS",

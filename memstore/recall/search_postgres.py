@@ -45,13 +45,14 @@ from sqlalchemy import (
     text,
 )
 
+from memstore.core.lexical import is_prefix, tsquery
 from memstore.db.crosstenant import cross_tenant
 from memstore.db.types import PgVector
 from memstore.db.unit import Reader
-from memstore.lexical import is_prefix, tsquery
 from memstore.models import EpisodeRow
 from memstore.models.search import document, tsvector
-from memstore.repositories.recall_statement import (
+from memstore.recall.search import EPISODES, RecallTable, row_text
+from memstore.recall.statement import (
     Dialect,
     EpisodeRecall,
     RecallHit,
@@ -60,7 +61,6 @@ from memstore.repositories.recall_statement import (
     hits,
     shared_params,
 )
-from memstore.repositories.search import EPISODES, RecallTable, row_text
 
 __all__ = [
     "DEFAULT_EXACT_THRESHOLD",

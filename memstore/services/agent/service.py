@@ -5,16 +5,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from memstore.agent.context import Context, ContextItem
-from memstore.agent.memory import AgentMemory
-from memstore.agent.tokens import TokenCounter
+from memstore.core.tenancy import storage_user_id
+from memstore.core.validation import check_limit
 from memstore.db.unit import Database
 from memstore.errors import InvalidInput
 from memstore.repositories.access import AccessRepository, AccessStat
 from memstore.services.access import AccessTracker
+from memstore.services.agent.context import Context, ContextItem
+from memstore.services.agent.memory import AgentMemory
+from memstore.services.agent.tokens import TokenCounter
 from memstore.services.limits import ACCESS_KINDS
-from memstore.tenancy import storage_user_id
-from memstore.validation import check_limit
 
 __all__ = ["AgentService"]
 
@@ -58,7 +58,7 @@ class AgentService:
         1,000 of each are recalled). Each fact and episode item's ``score`` is its
         relevance to ``query`` (0..1, as in :meth:`recall_scored`).
         """
-        from memstore.agent.builder import build_context
+        from memstore.services.agent.builder import build_context
 
         return await build_context(
             self._memory,
@@ -76,7 +76,7 @@ class AgentService:
 
     def tool_definitions(self, style: str = "openai") -> list[dict[str, Any]]:
         """JSON-schema definitions of the memory tools (``openai`` or ``anthropic`` style)."""
-        from memstore.agent.tools import tool_definitions
+        from memstore.services.agent.tools import tool_definitions
 
         return tool_definitions(style)  # type: ignore[arg-type]
 
@@ -84,7 +84,7 @@ class AgentService:
         self, name: str, arguments: Any, *, user_id: str | None = None
     ) -> dict[str, Any]:
         """Run a memory tool call (arguments as a dict or the model's JSON text)."""
-        from memstore.agent.tools import call_tool
+        from memstore.services.agent.tools import call_tool
 
         storage_user_id(user_id)  # a bad tenant id fails before anything else
         return await call_tool(self._memory, name, arguments, user_id=user_id)
@@ -93,7 +93,7 @@ class AgentService:
         self, *, user_id: str | None = None, session_id: str | None = None, limit: int = 5
     ) -> list[ContextItem]:
         """The user's hottest items: last session's ending, most-accessed facts and episodes."""
-        from memstore.agent.prefetch import prefetch_items
+        from memstore.services.agent.prefetch import prefetch_items
 
         return await prefetch_items(
             self._memory, user_id=user_id, session_id=session_id, limit=limit

@@ -60,7 +60,7 @@ def include_object(
 
 def migrations_path() -> Path:
     """Where the revision scripts live: inside an installed wheel, else the source tree."""
-    package = Path(__file__).resolve().parent
+    package = Path(__file__).resolve().parents[1]
     for candidate in (package / "_migrations", package.parent / "migrations"):
         if (candidate / "env.py").is_file():
             return candidate

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
-from memstore.agent.tokens import ApproxTokenCounter, TokenCounter
+from memstore.services.agent.tokens import ApproxTokenCounter, TokenCounter
 
 __all__ = [
     "DEFAULT_MESSAGE_OVERHEAD",

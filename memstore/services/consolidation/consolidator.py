@@ -38,23 +38,23 @@ import numpy as np
 import numpy.typing as npt
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from memstore.consolidation.errors import ExtractionError
-from memstore.consolidation.types import (
+from memstore.core.documents import fact_text
+from memstore.core.fact_input import valid_fact
+from memstore.core.tenancy import public_user_id, storage_user_id
+from memstore.db.unit import Database
+from memstore.embeddings.base import Embedder, embed_checked
+from memstore.errors import InvalidInput
+from memstore.recall.settings import EmbedderGuard
+from memstore.repositories.consolidation import ConsolidationRepository
+from memstore.repositories.erasure import guard_against_erasure
+from memstore.repositories.facts import FactChange, FactRepository
+from memstore.services.consolidation.errors import ExtractionError
+from memstore.services.consolidation.types import (
     BatchResult,
     CandidateFact,
     ConsolidationResult,
     Extractor,
 )
-from memstore.db.unit import Database
-from memstore.documents import fact_text
-from memstore.embeddings.base import Embedder, embed_checked
-from memstore.errors import InvalidInput
-from memstore.fact_input import valid_fact
-from memstore.recall.settings import EmbedderGuard
-from memstore.repositories.consolidation import ConsolidationRepository
-from memstore.repositories.erasure import guard_against_erasure
-from memstore.repositories.facts import FactChange, FactRepository
-from memstore.tenancy import public_user_id, storage_user_id
 from memstore.types import Episode, Fact
 
 __all__ = ["DEFAULT_BATCH_SIZE", "DEFAULT_LEASE_SECONDS", "Consolidator", "default_worker_id"]
@@ -107,7 +107,7 @@ class Consolidator:
         worker_id: str | None = None,
         after_fact: FactHook | None = None,
     ) -> None:
-        from memstore.consolidation.rules import RuleExtractor
+        from memstore.services.consolidation.rules import RuleExtractor
 
         if not isinstance(getattr(store, "db", None), Database):
             raise InvalidInput("Consolidator needs a MemoryStore")

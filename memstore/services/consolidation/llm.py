@@ -25,11 +25,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memstore.consolidation.errors import LLMEndpointError, LLMResponseError
-from memstore.consolidation.rules import ANONYMOUS_SUBJECT
-from memstore.consolidation.types import CandidateFact
+from memstore.core.predicates import normalize_predicate
 from memstore.errors import InvalidInput
-from memstore.predicates import normalize_predicate
+from memstore.services.consolidation.errors import LLMEndpointError, LLMResponseError
+from memstore.services.consolidation.rules import ANONYMOUS_SUBJECT
+from memstore.services.consolidation.types import CandidateFact
 from memstore.types import Episode
 
 __all__ = ["SYSTEM_PROMPT", "LLMConfig", "LLMExtractor"]

@@ -1,0 +1,1 @@
+"""Pure foundation: validation, text, tenancy and input shapes; no I/O."""

@@ -1,0 +1,1 @@
+"""What the HTTP adapters (MCP over HTTP, the inspector) share."""
