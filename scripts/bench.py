@@ -4,6 +4,7 @@
     python scripts/bench.py --quick                      # < 2 minutes, smoke sizes
     python scripts/bench.py                              # full run -> docs/BENCHMARKS.md
     python scripts/bench.py --scenario ingest,recall --recall-rows-pg 200000
+    python scripts/bench.py --quick --scenario ingest,recall --plot docs/img   # + SVG figures
 
 Starts its own databases (SQLite files and a pgserver PostgreSQL + pgvector, all in a
 temp dir). Needs the bench extra: ``pip install -e '.[bench]'``.
@@ -92,6 +93,12 @@ def parse(argv: list[str]) -> argparse.Namespace:
         "--notes", metavar="FILE.md", help="hand-written analysis appended under its own heading"
     )
     p.add_argument(
+        "--plot",
+        metavar="DIR",
+        help="also draw this run's ingest and recall figures as SVG files in DIR "
+        "(needs matplotlib: the docs extra)",
+    )
+    p.add_argument(
         "--combine",
         nargs="+",
         metavar="RUN.json",
@@ -104,6 +111,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     for name, (full, quick, _text) in SIZES.items():
         if getattr(args, name) is None:
             setattr(args, name, quick if args.quick else full)
+    if args.plot and args.combine:
+        p.error("--plot draws the figures of the run it measures, not of saved runs")
     unknown = set(args.scenario.split(",")) - set(SCENARIOS)
     if unknown:
         p.error(f"unknown scenario(s): {', '.join(sorted(unknown))}")
@@ -200,6 +209,11 @@ def main(argv: list[str]) -> int:
         output,
         args.notes,
     )
+    if args.plot:
+        from benchlib.plots import plot_run
+
+        for path in plot_run(sections, args.plot):
+            log(f"wrote {path}")
     return 1 if failed else 0
 
 

@@ -1,25 +1,20 @@
-"""The README's agent loop runs as written, against a scripted chat-completions stand-in."""
+"""The agent loop of docs/agent-loop.md runs as written, against a scripted chat stand-in."""
 
 from __future__ import annotations
 
 import json
-import re
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from memstore import Episode, Fact, MemoryStore
+from doc_blocks import code_blocks
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+from memstore import Episode, Fact, MemoryStore
 
 
 def readme_agent_turn() -> Any:
-    text = README.read_text()
-    section = text.split("## Agent loop", 1)[1]
-    code = re.search(r"```python\n(.*?)```", section, re.S)
-    assert code is not None
+    code = code_blocks("docs/agent-loop.md", heading="# Agent loop")[0]
     namespace: dict[str, Any] = {}
-    exec(compile(code.group(1), "README.md", "exec"), namespace)
+    exec(compile(code, "docs/agent-loop.md", "exec"), namespace)
     return namespace["agent_turn"]
 
 

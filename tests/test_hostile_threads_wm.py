@@ -584,7 +584,7 @@ async def test_task_progress_clamps_any_number(
 
 @pytest.mark.parametrize("value", [-0.0, [1, {"x": -0.0}]], ids=["top", "nested"])
 async def test_negative_zero_is_stored(store: MemoryStore, value: Any) -> None:
-    # Documented normalisation (README, Guarantees): jsonb keeps numbers as numeric,
+    # Documented normalisation (docs/guarantees.md): jsonb keeps numbers as numeric,
     # which has no -0, so Postgres reads -0.0 back as the equal 0.0.
     await store.working_memory(user_id="u", session_id="s").set("k", value)
     back = await store.working_memory(user_id="u", session_id="s").get("k")

@@ -3,7 +3,7 @@
 Skips (with the reason) where Chromium, chromedriver or Selenium is missing;
 ``.ci/run`` installs them. Screenshots go to a private temporary directory;
 with ``MEMSTORE_UPDATE_SCREENSHOT=1`` the tenant page is also saved as
-``docs/inspector.png`` (the README's picture).
+``docs/inspector.png`` (the picture of docs/inspector.md).
 """
 
 from __future__ import annotations

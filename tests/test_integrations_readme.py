@@ -1,23 +1,21 @@
-"""The README's integration examples run as written, on SQLite and Postgres."""
+"""The integration examples of docs/integrations.md run as written, on SQLite and Postgres."""
 
 from __future__ import annotations
 
-import re
-from pathlib import Path
 from typing import Any
 
 import pytest
+from doc_blocks import code_blocks
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+PAGE = "docs/integrations.md"
 
 
 def readme_example(heading: str) -> dict[str, Any]:
     """Execute the first python block under ``heading`` as a module (not as __main__)."""
-    section = README.read_text().split(heading, 1)[1]
-    code = re.search(r"```python\n(.*?)```", section, re.S)
-    assert code is not None, f"no python block under {heading!r}"
+    blocks = code_blocks(PAGE, heading=heading)
+    assert blocks, f"no python block under {heading!r}"
     namespace: dict[str, Any] = {"__name__": "readme_example"}
-    exec(compile(code.group(1), "README.md", "exec"), namespace)
+    exec(compile(blocks[0], PAGE, "exec"), namespace)
     return namespace
 
 
@@ -26,7 +24,7 @@ async def test_readme_langgraph_example(
 ) -> None:
     pytest.importorskip("langgraph")
     monkeypatch.setenv("MEMSTORE_URL", db_url)
-    example = readme_example("### LangGraph store")
+    example = readme_example("## LangGraph store")
     await example["main"]()
     assert capsys.readouterr().out.splitlines() == ["['green tea again', 'I love green tea']"]
 
@@ -39,7 +37,7 @@ async def test_readme_openai_agents_example(
     from test_openai_agents_session import ScriptedModel
 
     monkeypatch.setenv("MEMSTORE_URL", db_url)
-    example = readme_example("### OpenAI Agents SDK session")
+    example = readme_example("## OpenAI Agents SDK session")
     model = ScriptedModel(["Hello Ada.", "You are Ada."])
     set_tracing_disabled(True)  # no trace export: no network, no key
     try:

@@ -595,21 +595,20 @@ def test_http_stateless_server_answers_405_to_get_and_delete(http_server: HttpSe
         assert http.get(http_server.endpoint).status_code == 401
 
 
-# ---- README -------------------------------------------------------------------------
+# ---- the documentation page (docs/mcp.md) --------------------------------------------
 
 
 def _readme_block(heading: str, lang: str) -> list[str]:
-    import re
+    from doc_blocks import code_blocks
 
-    section = (ROOT / "README.md").read_text().split(heading, 1)[1].split("\n## ", 1)[0]
-    return re.findall(rf"```{lang}\n(.*?)```", section, re.S)
+    return code_blocks("docs/mcp.md", lang, heading)
 
 
 @pytest.mark.sqlite
 def test_readme_mcp_examples(sqlite_url: str, private_dir: Path) -> None:
     from memstore.cli import build_parser
 
-    (commands,) = _readme_block("## MCP server", "bash")
+    (commands,) = _readme_block("# MCP server", "bash")
     parser = build_parser()
     lines = [ln for ln in commands.splitlines() if ln.startswith("memstore mcp")]
     assert len(lines) == 3
@@ -617,7 +616,7 @@ def test_readme_mcp_examples(sqlite_url: str, private_dir: Path) -> None:
         args = parser.parse_args([a.strip('"') for a in line.split("#")[0].split()[1:]])
         assert args.command == "mcp"
 
-    stdio_example, http_example = _readme_block("## MCP server", "python")
+    stdio_example, http_example = _readme_block("# MCP server", "python")
 
     def run(code: str) -> str:
         script = private_dir / "readme_mcp.py"
@@ -642,7 +641,7 @@ def test_readme_mcp_examples(sqlite_url: str, private_dir: Path) -> None:
             await store.update_block("persona", "Alice likes short answers.", user_id="alice")
 
     asyncio.run(seed())
-    # The README's HTTP command (allow-list alice, bob) on a free port instead of 8765.
+    # The page's HTTP command (allow-list alice, bob) on a free port instead of 8765.
     server = HttpServer(sqlite_url, private_dir, "--allow-user", "alice", "--allow-user", "bob")
     try:
         assert "8765" in http_example

@@ -1,4 +1,4 @@
-"""The README's configuration table lists every environment variable and option there is."""
+"""The configuration reference (docs/configuration.md) lists every setting there is."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
+from doc_blocks import section
 
 from memstore import MemoryStore
 from memstore.cli import build_parser
@@ -32,8 +33,7 @@ NOT_SETTINGS = {"PYTHONPATH"}
 
 
 def _section() -> str:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    return text.split("## Configuration reference", 1)[1].split("\n## ", 1)[0]
+    return section("docs/configuration.md", "# Configuration reference")
 
 
 def _environment_variables() -> set[str]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -12,8 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[1]
+from doc_blocks import ROOT, code_blocks
 
 # Executes a code block with top-level await, as `python -m asyncio` or a notebook would.
 _RUNNER = """
@@ -28,11 +26,9 @@ print("tour finished")
 
 
 def api_tour() -> str:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("\n## API tour\n", 1)[1]
-    match = re.search(r"```python\n(.*?)```", section, re.S)
-    assert match, "README's API tour has no python block"
-    return match.group(1)
+    blocks = code_blocks("README.md", heading="## API tour")
+    assert blocks, "README's API tour has no python block"
+    return blocks[0]
 
 
 @pytest.fixture

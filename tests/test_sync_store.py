@@ -214,20 +214,19 @@ def test_call_from_the_loop_thread_raises_instead_of_deadlocking(
 
 
 def test_readme_sync_example(monkeypatch: pytest.MonkeyPatch) -> None:
-    import re
     import shutil
     import tempfile
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    section = readme.split("## Synchronous code", 1)[1].split("\n## ", 1)[0]
-    (code,) = re.findall(r"```python\n(.*?)```", section, re.S)
+    from doc_blocks import code_blocks
+
+    (code,) = code_blocks("docs/sync.md", heading="# Synchronous code")
     private = Path(tempfile.mkdtemp(prefix="memstore-sync-readme-"))
     try:
         url = f"sqlite+aiosqlite:///{private / 'readme.db'}"
         monkeypatch.setenv("MEMSTORE_URL", url)
         namespace: dict[str, object] = {}
-        exec(compile(code, "README.md", "exec"), namespace)
+        exec(compile(code, "docs/sync.md", "exec"), namespace)
         assert [s.payload for s in namespace["slots"]] == [{"q": "hi"}]  # type: ignore[attr-defined]
         with SyncMemoryStore.open(url) as store:
             assert [e.id for e in store.recall("paris", user_id="alice")] == [namespace["ep"]]

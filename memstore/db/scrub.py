@@ -7,7 +7,7 @@ are merged; freed pages keep their old bytes unless ``secure_delete`` is on
 keeps old page images until it is checkpointed and truncated.
 
 PostgreSQL is out of scope here: deleted tuples stay in the heap, indexes and
-WAL until VACUUM and page reuse (see the README's Guarantees).
+WAL until VACUUM and page reuse (see docs/guarantees.md).
 """
 
 from __future__ import annotations

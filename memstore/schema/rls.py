@@ -7,7 +7,7 @@ writable only when its ``user_id`` equals ``current_setting('memstore.user_id')`
 that sets nothing sees no rows at all.
 
 Table owners and roles with BYPASSRLS are exempt unless ``force=True``, so run
-the application as a separate non-owner role (see the README's Guarantees).
+the application as a separate non-owner role (see docs/guarantees.md).
 """
 
 from __future__ import annotations
