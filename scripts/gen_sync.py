@@ -204,23 +204,37 @@ _ITERATOR: Any = collections.abc.Iterator
 _CONTEXT: Any = contextlib.AbstractContextManager
 
 
+def _from_contextlib(func: Any) -> bool:
+    # @contextmanager / @asynccontextmanager: the function is contextlib's wrapper,
+    # annotated as the generator it wraps.
+    code = getattr(func, "__code__", None)
+    return code is not None and code.co_filename == contextlib.__file__
+
+
 def _kind(func: Any, returns: Any) -> tuple[str, Any]:
-    """How a call is run ("await", "iterate", "call") and what it gives back."""
+    """How a call is run ("await", "iterate", "call") and what it gives back.
+
+    By the function (``async def``, or a forward whose ``__wrapped__`` is one) or by
+    the annotation (``Coroutine[..., T]``, ``AsyncIterator[T]``) for typed forwards.
+    """
     origin, args = typing.get_origin(returns), typing.get_args(returns)
     inner = inspect.unwrap(func)
+    if _from_contextlib(func):
+        if inspect.isasyncgenfunction(inner):
+            raise GenerationError("returns an async context manager: add its sync form")
+        return "call", _CONTEXT[args[0] if args else Any]
     if inspect.iscoroutinefunction(func):
         return "await", returns
     if origin in (collections.abc.Coroutine, collections.abc.Awaitable):
         return "await", args[-1] if args else Any
-    if inspect.isasyncgenfunction(func):
-        return "iterate", _ITERATOR[args[0]]
-    if inspect.isasyncgenfunction(inner) or origin is contextlib.AbstractAsyncContextManager:
+    if origin is contextlib.AbstractAsyncContextManager:
         raise GenerationError("returns an async context manager: add its sync form")
+    if origin is collections.abc.AsyncIterable:
+        raise GenerationError("returns an AsyncIterable: annotate it AsyncIterator")
     if origin in (collections.abc.AsyncIterator, collections.abc.AsyncGenerator):
         return "iterate", _ITERATOR[args[0]]
-    if inspect.isgeneratorfunction(inner) and not inspect.isgeneratorfunction(func):
-        # @contextmanager: its annotation is the generator's, Iterator[T].
-        return "call", _CONTEXT[args[0] if args else Any]
+    if inspect.iscoroutinefunction(inner):
+        return "await", returns
     return "call", returns
 
 
