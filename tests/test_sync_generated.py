@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import functools
 import importlib.util
 import os
 import re
@@ -10,9 +11,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -171,3 +173,38 @@ def test_mypy_reports_wrong_argument_types_to_the_sync_store(mypy_output: str) -
     missed = [BAD.splitlines()[n - 1].strip() for n in wrong if n not in errors]
     assert missed == [], f"mypy reported nothing for: {missed}\n{mypy_output}"
     assert set(errors) == set(wrong), mypy_output
+
+
+# A facade whose methods are forwards to a service (functools.wraps), as MemoryStore's
+# may become: the generator must still see coroutines and async iterators.
+class _Service:
+    async def remember(self, text: str, *, user_id: str | None = None) -> int:
+        """Store ``text``."""
+        return len(text)
+
+    async def stream(self, *, user_id: str | None = None) -> AsyncIterator[int]:
+        yield 1
+
+
+def _forward(method: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(method)
+    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+        return getattr(self.service, method.__name__)(*args, **kwargs)
+
+    return call
+
+
+class _Facade:
+    remember = _forward(_Service.remember)
+    stream = _forward(_Service.stream)
+
+
+def test_generator_mirrors_typed_forwards() -> None:
+    gen = _generator()
+    spec = gen.SyncClass("SyncFacade", f"{__name__}:_Facade", doc="Sync facade.")
+    text = gen.render_unformatted((spec,))
+    assert "def remember(self, text: str, *, user_id: str | None = None) -> int:" in text
+    assert '"""Store ``text``."""' in text
+    assert "return self._runner.run(self._target.remember(text, user_id=user_id))" in text
+    assert "def stream(self, *, user_id: str | None = None) -> Iterator[int]:" in text
+    assert "return self._iterate(self._target.stream(user_id=user_id))" in text
