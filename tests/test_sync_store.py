@@ -30,7 +30,8 @@ def sync_store(db_url: str) -> Iterator[SyncMemoryStore]:
 
 
 def _params(func: object) -> list[tuple[str, object, object, object]]:
-    sig = inspect.signature(func)  # type: ignore[arg-type]
+    # Resolved annotations: the generated module writes an alias (Clock) as what it means.
+    sig = inspect.signature(func, eval_str=True)  # type: ignore[arg-type]
     return [(p.name, p.kind, p.default, p.annotation) for p in sig.parameters.values()]
 
 
