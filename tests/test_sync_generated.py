@@ -204,7 +204,7 @@ def test_generator_mirrors_typed_forwards() -> None:
     spec = gen.SyncClass("SyncFacade", f"{__name__}:_Facade", doc="Sync facade.")
     text = gen.render_unformatted((spec,))
     assert "def remember(self, text: str, *, user_id: str | None = None) -> int:" in text
-    assert '"""Store ``text``."""' in text
+    assert "share_docstrings(SyncFacade, _Facade)" in text  # docstrings come from the twin
     assert "return self._runner.run(self._target.remember(text, user_id=user_id))" in text
     assert "def stream(self, *, user_id: str | None = None) -> Iterator[int]:" in text
     assert "return self._iterate(self._target.stream(user_id=user_id))" in text

@@ -32,7 +32,7 @@ from memstore.services.limits import FromDump
 from memstore.services.threads import ThreadBuffer
 from memstore.services.working_memory import WorkingMemory
 from memstore.store import MemoryStore
-from memstore.sync._runtime import SyncProxy, SyncStore
+from memstore.sync._runtime import SyncProxy, SyncStore, share_docstrings
 from memstore.types import (
     BlockVersion,
     Episode,
@@ -62,261 +62,73 @@ class SyncMemoryStore(SyncStore[MemoryStore]):
         """``threads`` of the async object, in its sync form."""
         return SyncThreadBuffer(self._target.threads, self._runner)
 
-    def access_counts(
-        self, kind: str, item_ids: Sequence[str], *, user_id: str | None = None
-    ) -> dict[str, int]:
-        """Access counts of the given items, including not yet flushed ones."""
+    def access_counts(self, kind: str, item_ids: Sequence[str], *, user_id: str | None = None) -> dict[str, int]:
         return self._runner.run(self._target.access_counts(kind, item_ids, user_id=user_id))
 
-    def access_stats(
-        self, *, user_id: str | None = None, kind: str | None = None, limit: int = 20
-    ) -> list[AccessStat]:
-        """The most-accessed items of a user (optionally of one kind), hottest first."""
+    def access_stats(self, *, user_id: str | None = None, kind: str | None = None, limit: int = 20) -> list[AccessStat]:
         return self._runner.run(self._target.access_stats(user_id=user_id, kind=kind, limit=limit))
 
     def add_fact(self, fact: Fact) -> str:
-        """Record a fact; returns its logical id (stable across its versions)."""
         return self._runner.run(self._target.add_fact(fact))
 
-    def append_block(
-        self,
-        name: str,
-        content: str,
-        *,
-        user_id: str | None = None,
-        expected_version: int | None = None,
-    ) -> MemoryBlock:
-        """Append to a block atomically: concurrent appends all land, in some order."""
-        return self._runner.run(
-            self._target.append_block(
-                name, content, user_id=user_id, expected_version=expected_version
-            )
-        )
+    def append_block(self, name: str, content: str, *, user_id: str | None = None, expected_version: int | None = None) -> MemoryBlock:
+        return self._runner.run(self._target.append_block(name, content, user_id=user_id, expected_version=expected_version))
 
     def assert_fact(self, fact: Fact) -> AssertOutcome:
-        """Like :meth:`add_fact`, but also says whether it added, reinforced or superseded."""
         return self._runner.run(self._target.assert_fact(fact))
 
     def bind(self, session: AsyncSession) -> MemoryStore:
-        """A view of this store whose reads and writes run in ``session``'s transaction.
-
-        memstore begins and commits nothing through the view: the application
-        commits or rolls back its own transaction, and memstore's rows with it.
-        The session may come from the application's own engine on the same
-        database. Accesses recorded through the view are buffered by this store.
-        """
         return self._runner.call(self._target.bind, session)
 
     def block_history(self, name: str, *, user_id: str | None = None) -> list[BlockVersion]:
         return self._runner.run(self._target.block_history(name, user_id=user_id))
 
     def call_tool(self, name: str, arguments: Any, *, user_id: str | None = None) -> dict[str, Any]:
-        """Run a memory tool call (arguments as a dict or the model's JSON text)."""
         return self._runner.run(self._target.call_tool(name, arguments, user_id=user_id))
 
-    def consolidate(
-        self,
-        limit: int | None = None,
-        user_id: str | None = None,
-        extractor: Extractor | None = None,
-        *,
-        batch_size: int | None = None,
-        max_seconds: float | None = None,
-    ) -> ConsolidationResult:
-        """Turn unconsolidated episodes into facts (rule extractor unless ``extractor``).
+    def consolidate(self, limit: int | None = None, user_id: str | None = None, extractor: Extractor | None = None, *, batch_size: int | None = None, max_seconds: float | None = None) -> ConsolidationResult:
+        return self._runner.run(self._target.consolidate(limit, user_id, extractor, batch_size=batch_size, max_seconds=max_seconds))
 
-        ``user_id=None`` consolidates every tenant; ``limit`` caps the episodes.
-        Safe to run from several processes at once: each episode is consolidated
-        exactly once (see :mod:`memstore.services.consolidation.consolidator`).
-        """
-        return self._runner.run(
-            self._target.consolidate(
-                limit, user_id, extractor, batch_size=batch_size, max_seconds=max_seconds
-            )
-        )
-
-    def context(
-        self,
-        *,
-        user_id: str | None = None,
-        session_id: str | None = None,
-        query: str = "",
-        max_tokens: int = 2000,
-        counter: TokenCounter | None = None,
-        fact_limit: int | None = None,
-        episode_limit: int | None = None,
-        message_limit: int = 20,
-        keep_recent: int = 4,
-        min_score: float | None = None,
-    ) -> Context:
-        """Memory for one agent turn, packed by priority into ``max_tokens``.
-
-        Priority: working blocks (pinned order), the newest ``keep_recent``
-        messages of ``session_id``, the facts true now and the episodes of other
-        sessions relevant to ``query`` (each kind in its ranking's order, the two
-        merged by relevance), then older messages of this session. The budget
-        decides how many facts and episodes come in: as many as fit, unless
-        ``fact_limit`` / ``episode_limit`` caps their number (at most
-        1,000 of each are recalled). Each fact and episode item's ``score`` is its
-        relevance to ``query`` (0..1, as in :meth:`recall_scored`).
-        ``min_score`` is the relevance floor of the facts and episodes recalled
-        (as in :meth:`recall`); blocks and this session's messages are not recalled.
-        """
-        return self._runner.run(
-            self._target.context(
-                user_id=user_id,
-                session_id=session_id,
-                query=query,
-                max_tokens=max_tokens,
-                counter=counter,
-                fact_limit=fact_limit,
-                episode_limit=episode_limit,
-                message_limit=message_limit,
-                keep_recent=keep_recent,
-                min_score=min_score,
-            )
-        )
+    def context(self, *, user_id: str | None = None, session_id: str | None = None, query: str = '', max_tokens: int = 2000, counter: TokenCounter | None = None, fact_limit: int | None = None, episode_limit: int | None = None, message_limit: int = 20, keep_recent: int = 4, min_score: float | None = None) -> Context:
+        return self._runner.run(self._target.context(user_id=user_id, session_id=session_id, query=query, max_tokens=max_tokens, counter=counter, fact_limit=fact_limit, episode_limit=episode_limit, message_limit=message_limit, keep_recent=keep_recent, min_score=min_score))
 
     def delete_block(self, name: str, *, user_id: str | None = None) -> None:
         return self._runner.run(self._target.delete_block(name, user_id=user_id))
 
     def export(self, *, user_id: str | None = None) -> dict[str, Any]:
-        """Everything stored for one tenant, table by table, JSON-serialisable."""
         return self._runner.run(self._target.export(user_id=user_id))
 
     def export_header(self, *, user_id: str | None = None) -> dict[str, Any]:
-        """What describes a dump of one tenant (the first line of a JSON Lines export)."""
         return self._runner.run(self._target.export_header(user_id=user_id))
 
     def export_stream(self, *, user_id: str | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
-        """Every row of one tenant as ``(table, row)``, parents before children.
-
-        Streamed from one consistent snapshot; rows are JSON-ready (datetimes
-        as ISO 8601 with offset, bytes as base64) and omit ``user_id``.
-        """
         return self._iterate(self._target.export_stream(user_id=user_id))
 
-    def fact_history(
-        self,
-        *,
-        user_id: str | None = None,
-        subject: str | None = None,
-        predicate: str | None = None,
-        fact_id: str | None = None,
-    ) -> list[Fact]:
-        """Every stored version, ordered by valid_from then recorded_at."""
-        return self._runner.run(
-            self._target.fact_history(
-                user_id=user_id, subject=subject, predicate=predicate, fact_id=fact_id
-            )
-        )
+    def fact_history(self, *, user_id: str | None = None, subject: str | None = None, predicate: str | None = None, fact_id: str | None = None) -> list[Fact]:
+        return self._runner.run(self._target.fact_history(user_id=user_id, subject=subject, predicate=predicate, fact_id=fact_id))
 
-    def facts(
-        self,
-        *,
-        user_id: str | None = None,
-        subject: str | None = None,
-        predicate: str | None = None,
-        valid_at: datetime | None = None,
-        known_at: datetime | None = None,
-        limit: int = 100,
-    ) -> list[Fact]:
-        """Facts true at ``valid_at`` as believed at ``known_at`` (both default to now).
-
-        No search: every such fact of the tenant, or of ``subject`` / ``predicate``
-        when given, most recently recorded first, at most ``limit``.
-        """
-        return self._runner.run(
-            self._target.facts(
-                user_id=user_id,
-                subject=subject,
-                predicate=predicate,
-                valid_at=valid_at,
-                known_at=known_at,
-                limit=limit,
-            )
-        )
+    def facts(self, *, user_id: str | None = None, subject: str | None = None, predicate: str | None = None, valid_at: datetime | None = None, known_at: datetime | None = None, limit: int = 100) -> list[Fact]:
+        return self._runner.run(self._target.facts(user_id=user_id, subject=subject, predicate=predicate, valid_at=valid_at, known_at=known_at, limit=limit))
 
     def flush_access(self) -> None:
-        """Write buffered access counts now (also happens on close and every few hundred)."""
         return self._runner.run(self._target.flush_access())
 
-    def forget(
-        self,
-        *,
-        user_id: str | None = None,
-        session_id: str | None = None,
-        before: datetime | None = None,
-    ) -> int:
-        """Erase memory; returns the number of rows deleted.
+    def forget(self, *, user_id: str | None = None, session_id: str | None = None, before: datetime | None = None) -> int:
+        return self._runner.run(self._target.forget(user_id=user_id, session_id=session_id, before=before))
 
-        With neither ``session_id`` nor ``before``, everything the tenant has in
-        every table is erased (GDPR erasure). ``session_id`` and ``before``
-        narrow it to matching episodes.
-        """
-        return self._runner.run(
-            self._target.forget(user_id=user_id, session_id=session_id, before=before)
-        )
-
-    def gc(
-        self,
-        *,
-        user_id: str | None = None,
-        all_tenants: bool = False,
-        max_threads: int | None = None,
-        thread_idle_ttl_seconds: float | None = None,
-    ) -> GcReport:
-        """Collect idle / surplus threads and expired working-memory keys.
-
-        One tenant (``user_id``, None = anonymous) or, with ``all_tenants=True``,
-        every tenant, each in its own transaction. The limits default to the
-        store's configuration. Returns what was removed.
-        """
-        return self._runner.run(
-            self._target.gc(
-                user_id=user_id,
-                all_tenants=all_tenants,
-                max_threads=max_threads,
-                thread_idle_ttl_seconds=thread_idle_ttl_seconds,
-            )
-        )
+    def gc(self, *, user_id: str | None = None, all_tenants: bool = False, max_threads: int | None = None, thread_idle_ttl_seconds: float | None = None) -> GcReport:
+        return self._runner.run(self._target.gc(user_id=user_id, all_tenants=all_tenants, max_threads=max_threads, thread_idle_ttl_seconds=thread_idle_ttl_seconds))
 
     def get_episode(self, episode_id: str, *, user_id: str | None = None) -> Episode:
         return self._runner.run(self._target.get_episode(episode_id, user_id=user_id))
 
-    def import_(
-        self, dump: Mapping[str, Any], *, user_id: str | FromDump | None = FromDump.FROM_DUMP
-    ) -> dict[str, int]:
-        """Load a dump made by :meth:`export` into an empty tenant; returns rows per table.
-
-        The tenant is the dump's unless ``user_id`` names another. All or
-        nothing: one transaction. :class:`Conflict` if the tenant already has
-        data; :class:`InvalidInput` for a malformed dump. Works across backends.
-        """
+    def import_(self, dump: Mapping[str, Any], *, user_id: str | FromDump | None = FromDump.FROM_DUMP) -> dict[str, int]:
         return self._runner.run(self._target.import_(dump, user_id=user_id))
 
-    def import_rows(
-        self,
-        header: Mapping[str, Any],
-        rows: Iterable[tuple[str, Mapping[str, Any]]]
-        | AsyncIterable[tuple[str, Mapping[str, Any]]],
-        *,
-        user_id: str | FromDump | None = FromDump.FROM_DUMP,
-    ) -> dict[str, int]:
-        """Streaming form of :meth:`import_`: ``rows`` as :meth:`export_stream` yields them.
-
-        Rows are inserted in batches inside one transaction, so memory stays
-        bounded and a failure part-way leaves the tenant empty. Parent rows must
-        come before their children (export order).
-        """
+    def import_rows(self, header: Mapping[str, Any], rows: Iterable[tuple[str, Mapping[str, Any]]] | AsyncIterable[tuple[str, Mapping[str, Any]]], *, user_id: str | FromDump | None = FromDump.FROM_DUMP) -> dict[str, int]:
         return self._runner.run(self._target.import_rows(header, rows, user_id=user_id))
 
     def list_tenants_cross_tenant(self, *, limit: int = 1000) -> list[str | None]:
-        """Every tenant with stored rows (``None`` is the anonymous bucket), sorted.
-
-        An administrative, cross-tenant read (ids only) for operator tools such
-        as ``memstore inspect``; agent code never needs it.
-        """
         return self._runner.run(self._target.list_tenants_cross_tenant(limit=limit))
 
     @property
@@ -327,380 +139,106 @@ class SyncMemoryStore(SyncStore[MemoryStore]):
         return self._target.loop
 
     def now(self) -> datetime:
-        """The store's clock (timezone-aware UTC)."""
         return self._runner.call(self._target.now)
 
     @classmethod
-    def open(
-        cls,
-        url: str | None = None,
-        *,
-        embedder: Embedder | None = None,
-        auto_migrate: bool | None = None,
-        allow_embedder_change: bool = False,
-        block_char_limit: int = 5000,
-        clock: Callable[[], datetime] = utcnow,
-        max_slots_per_thread: int = 10000,
-        max_threads: int = 1000,
-        thread_idle_ttl_seconds: float | None = None,
-        scratchpad_limit: int = 100,
-        rls: bool = False,
-        engine_options: Mapping[str, Any] | None = None,
-        recall_tuning: RecallTuning | None = None,
-        exact_scan_threshold: int | None = None,
-    ) -> SyncMemoryStore:
+    def open(cls, url: str | None = None, *, embedder: Embedder | None = None, auto_migrate: bool | None = None, allow_embedder_change: bool = False, block_char_limit: int = 5000, clock: Callable[[], datetime] = utcnow, max_slots_per_thread: int = 10000, max_threads: int = 1000, thread_idle_ttl_seconds: float | None = None, scratchpad_limit: int = 100, rls: bool = False, engine_options: Mapping[str, Any] | None = None, recall_tuning: RecallTuning | None = None, exact_scan_threshold: int | None = None) -> SyncMemoryStore:
         """Open a :class:`SyncMemoryStore`: the arguments of :meth:`MemoryStore.open`."""
-        return cls._open(
-            MemoryStore.open(
-                url,
-                embedder=embedder,
-                auto_migrate=auto_migrate,
-                allow_embedder_change=allow_embedder_change,
-                block_char_limit=block_char_limit,
-                clock=clock,
-                max_slots_per_thread=max_slots_per_thread,
-                max_threads=max_threads,
-                thread_idle_ttl_seconds=thread_idle_ttl_seconds,
-                scratchpad_limit=scratchpad_limit,
-                rls=rls,
-                engine_options=engine_options,
-                recall_tuning=recall_tuning,
-                exact_scan_threshold=exact_scan_threshold,
-            )
-        )
+        return cls._open(MemoryStore.open(url, embedder=embedder, auto_migrate=auto_migrate, allow_embedder_change=allow_embedder_change, block_char_limit=block_char_limit, clock=clock, max_slots_per_thread=max_slots_per_thread, max_threads=max_threads, thread_idle_ttl_seconds=thread_idle_ttl_seconds, scratchpad_limit=scratchpad_limit, rls=rls, engine_options=engine_options, recall_tuning=recall_tuning, exact_scan_threshold=exact_scan_threshold))
 
-    def prefetch(
-        self, *, user_id: str | None = None, session_id: str | None = None, limit: int = 5
-    ) -> list[ContextItem]:
-        """The user's hottest items: last session's ending, most-accessed facts and episodes."""
-        return self._runner.run(
-            self._target.prefetch(user_id=user_id, session_id=session_id, limit=limit)
-        )
+    def prefetch(self, *, user_id: str | None = None, session_id: str | None = None, limit: int = 5) -> list[ContextItem]:
+        return self._runner.run(self._target.prefetch(user_id=user_id, session_id=session_id, limit=limit))
 
     def profile(self, *, user_id: str | None = None) -> Profile:
         return self._runner.run(self._target.profile(user_id=user_id))
 
     def reads_unrecorded(self) -> AbstractContextManager[None]:
-        """Reads inside this block (by this task) do not count as accesses.
-
-        For tools that look at memory without being the agent (the inspector):
-        their recalls must not raise the access prior of what they looked at.
-        """
         return self._runner.call(self._target.reads_unrecorded)
 
-    def recall(
-        self,
-        query: str,
-        *,
-        user_id: str | None = None,
-        limit: int = 5,
-        time_range: tuple[datetime, datetime] | None = None,
-        recency_weight: float = 0.0,
-        min_score: float | None = None,
-    ) -> list[Episode]:
-        """The ``limit`` episodes that best match ``query`` (hybrid: vector + keyword).
+    def recall(self, query: str, *, user_id: str | None = None, limit: int = 5, time_range: tuple[datetime, datetime] | None = None, recency_weight: float = 0.0, min_score: float | None = None) -> list[Episode]:
+        return self._runner.run(self._target.recall(query, user_id=user_id, limit=limit, time_range=time_range, recency_weight=recency_weight, min_score=min_score))
 
-        ``min_score`` (0..1, default none) drops episodes less relevant than that,
-        so an unrelated query returns fewer rows or none (0.35 suits the built-in
-        embedders; docs/RECALL.md, "Scores and the relevance floor").
-        """
-        return self._runner.run(
-            self._target.recall(
-                query,
-                user_id=user_id,
-                limit=limit,
-                time_range=time_range,
-                recency_weight=recency_weight,
-                min_score=min_score,
-            )
-        )
+    def recall_facts(self, query: str, *, user_id: str | None = None, limit: int = 5, valid_at: datetime | None = None, known_at: datetime | None = None, min_score: float | None = None) -> list[Fact]:
+        return self._runner.run(self._target.recall_facts(query, user_id=user_id, limit=limit, valid_at=valid_at, known_at=known_at, min_score=min_score))
 
-    def recall_facts(
-        self,
-        query: str,
-        *,
-        user_id: str | None = None,
-        limit: int = 5,
-        valid_at: datetime | None = None,
-        known_at: datetime | None = None,
-        min_score: float | None = None,
-    ) -> list[Fact]:
-        """Facts true at ``valid_at`` as believed at ``known_at`` (both default to now).
+    def recall_facts_scored(self, query: str, *, user_id: str | None = None, limit: int = 5, valid_at: datetime | None = None, known_at: datetime | None = None, min_score: float | None = None) -> list[FactMatch]:
+        return self._runner.run(self._target.recall_facts_scored(query, user_id=user_id, limit=limit, valid_at=valid_at, known_at=known_at, min_score=min_score))
 
-        ``min_score`` (0..1, default none) drops facts less relevant than that, as in
-        :meth:`recall`.
-        """
-        return self._runner.run(
-            self._target.recall_facts(
-                query,
-                user_id=user_id,
-                limit=limit,
-                valid_at=valid_at,
-                known_at=known_at,
-                min_score=min_score,
-            )
-        )
+    def recall_scored(self, query: str, *, user_id: str | None = None, limit: int = 5, time_range: tuple[datetime, datetime] | None = None, recency_weight: float = 0.0, min_score: float | None = None) -> list[EpisodeMatch]:
+        return self._runner.run(self._target.recall_scored(query, user_id=user_id, limit=limit, time_range=time_range, recency_weight=recency_weight, min_score=min_score))
 
-    def recall_facts_scored(
-        self,
-        query: str,
-        *,
-        user_id: str | None = None,
-        limit: int = 5,
-        valid_at: datetime | None = None,
-        known_at: datetime | None = None,
-        min_score: float | None = None,
-    ) -> list[FactMatch]:
-        """:meth:`recall_facts` with each fact's relevance and the ranking's parts.
-
-        ``score`` is the fact's relevance to the query, 0..1, on the same scale as
-        :meth:`recall_scored`'s (so facts and episodes can be merged by it);
-        ``parts["ranking"]`` is what the order follows.
-        """
-        return self._runner.run(
-            self._target.recall_facts_scored(
-                query,
-                user_id=user_id,
-                limit=limit,
-                valid_at=valid_at,
-                known_at=known_at,
-                min_score=min_score,
-            )
-        )
-
-    def recall_scored(
-        self,
-        query: str,
-        *,
-        user_id: str | None = None,
-        limit: int = 5,
-        time_range: tuple[datetime, datetime] | None = None,
-        recency_weight: float = 0.0,
-        min_score: float | None = None,
-    ) -> list[EpisodeMatch]:
-        """Episodes ranked by hybrid recall, each with its relevance and the ranking's parts.
-
-        ``score`` is the row's relevance to the query, 0..1 (the number
-        ``min_score`` is compared with; the same scale as ``recall_facts_scored``).
-        Rows come in ranking order, ``parts["ranking"]``: relative to this query's
-        candidates, no fixed range. Its parts: ``dense`` (cosine), ``keyword``
-        (BM25), their z-scores ``dense_z``/``keyword_z`` and sum ``fused``, the
-        context terms ``neighbour`` and ``session``, ``recency`` when
-        ``recency_weight`` is set (added as ``recency_weight * 2^(-age / 30
-        days)``); and ``relevance`` (= ``score``). docs/RECALL.md, "Scores and the
-        relevance floor".
-        """
-        return self._runner.run(
-            self._target.recall_scored(
-                query,
-                user_id=user_id,
-                limit=limit,
-                time_range=time_range,
-                recency_weight=recency_weight,
-                min_score=min_score,
-            )
-        )
-
-    def record_access(
-        self, kind: str, item_ids: Sequence[str], *, user_id: str | None = None
-    ) -> None:
-        """Count one access of each item (buffered; written in batches)."""
+    def record_access(self, kind: str, item_ids: Sequence[str], *, user_id: str | None = None) -> None:
         return self._runner.call(self._target.record_access, kind, item_ids, user_id=user_id)
 
     def remember(self, episode: Episode) -> str:
-        """Store one agent turn; returns its id."""
         return self._runner.run(self._target.remember(episode))
 
     def remember_many(self, episodes: Sequence[Episode]) -> list[str]:
-        """Store many turns in one transaction (all or nothing); returns their ids."""
         return self._runner.run(self._target.remember_many(episodes))
 
     def retract_fact(self, fact_id: str, *, user_id: str | None = None) -> None:
-        """Stop believing a fact from now on (closes transaction time; history stays)."""
         return self._runner.run(self._target.retract_fact(fact_id, user_id=user_id))
 
-    def session_messages(
-        self, session_id: str, *, user_id: str | None = None, limit: int = 20
-    ) -> list[Message]:
-        """The latest turns of a session as user/assistant messages, oldest first."""
-        return self._runner.run(
-            self._target.session_messages(session_id, user_id=user_id, limit=limit)
-        )
+    def session_messages(self, session_id: str, *, user_id: str | None = None, limit: int = 20) -> list[Message]:
+        return self._runner.run(self._target.session_messages(session_id, user_id=user_id, limit=limit))
 
-    def snapshot(
-        self, *, user_id: str | None = None, max_rows_per_table: int = 2000
-    ) -> dict[str, Any]:
-        """A bounded look at one tenant, for humans (``memstore inspect``).
+    def snapshot(self, *, user_id: str | None = None, max_rows_per_table: int = 2000) -> dict[str, Any]:
+        return self._runner.run(self._target.snapshot(user_id=user_id, max_rows_per_table=max_rows_per_table))
 
-        Every tenant table's rows (newest first where a table has a time, at
-        most ``max_rows_per_table``) without vectors or search text, and each
-        table's full row count, read in one snapshot. Records no access. Use
-        :meth:`export` for a complete, lossless dump.
-        """
-        return self._runner.run(
-            self._target.snapshot(user_id=user_id, max_rows_per_table=max_rows_per_table)
-        )
-
-    def tool_definitions(self, style: str = "openai") -> list[dict[str, Any]]:
-        """JSON-schema definitions of the memory tools (``openai`` or ``anthropic`` style)."""
+    def tool_definitions(self, style: str = 'openai') -> list[dict[str, Any]]:
         return self._runner.call(self._target.tool_definitions, style)
 
-    def update_block(
-        self,
-        name: str,
-        content: str,
-        *,
-        user_id: str | None = None,
-        expected_version: int | None = None,
-    ) -> MemoryBlock:
-        """Replace a block's content (creating it if new).
-
-        Pass ``expected_version`` (0 for "must not exist yet") to fail with
-        :class:`Conflict` instead of overwriting someone else's change.
-        """
-        return self._runner.run(
-            self._target.update_block(
-                name, content, user_id=user_id, expected_version=expected_version
-            )
-        )
+    def update_block(self, name: str, content: str, *, user_id: str | None = None, expected_version: int | None = None) -> MemoryBlock:
+        return self._runner.run(self._target.update_block(name, content, user_id=user_id, expected_version=expected_version))
 
     def working(self, *, user_id: str | None = None) -> list[MemoryBlock]:
-        """The user's pinned blocks, ordered by ``pinned_order``."""
         return self._runner.run(self._target.working(user_id=user_id))
 
-    def working_memory(
-        self,
-        *,
-        session_id: str | None = None,
-        user_id: str | None = None,
-        project_id: str | None = None,
-        agent_id: str | None = None,
-        default_ttl_seconds: float | None = None,
-    ) -> SyncWorkingMemory:
-        """Working memory of the scope project > agent instance > session given.
+    def working_memory(self, *, session_id: str | None = None, user_id: str | None = None, project_id: str | None = None, agent_id: str | None = None, default_ttl_seconds: float | None = None) -> SyncWorkingMemory:
+        return SyncWorkingMemory(self._runner.call(self._target.working_memory, session_id=session_id, user_id=user_id, project_id=project_id, agent_id=agent_id, default_ttl_seconds=default_ttl_seconds), self._runner)
 
-        Keys are isolated per full scope path and per tenant; at least one of
-        ``project_id``, ``agent_id``, ``session_id`` is required.
-        """
-        return SyncWorkingMemory(
-            self._runner.call(
-                self._target.working_memory,
-                session_id=session_id,
-                user_id=user_id,
-                project_id=project_id,
-                agent_id=agent_id,
-                default_ttl_seconds=default_ttl_seconds,
-            ),
-            self._runner,
-        )
 
 
 class SyncThreadBuffer(SyncProxy[ThreadBuffer]):
     """``store.threads`` of a :class:`SyncMemoryStore` (``iterate`` yields slots)."""
 
-    def append(
-        self,
-        thread_id: str,
-        payload: Any,
-        *,
-        from_id: str,
-        to_id: str,
-        user_id: str | None = None,
-        own_name: str | None = None,
-        is_self_call: bool = False,
-        usage_instructions: str = "",
-        todo_nudge: str = "",
-    ) -> Slot:
-        """Append ``payload`` as the thread's next slot (creating the thread) and return it.
-
-        Raises :class:`LimitExceeded` (nothing written) when the thread already
-        holds ``max_slots_per_thread`` slots.
-        """
-        return self._runner.run(
-            self._target.append(
-                thread_id,
-                payload,
-                from_id=from_id,
-                to_id=to_id,
-                user_id=user_id,
-                own_name=own_name,
-                is_self_call=is_self_call,
-                usage_instructions=usage_instructions,
-                todo_nudge=todo_nudge,
-            )
-        )
+    def append(self, thread_id: str, payload: Any, *, from_id: str, to_id: str, user_id: str | None = None, own_name: str | None = None, is_self_call: bool = False, usage_instructions: str = '', todo_nudge: str = '') -> Slot:
+        return self._runner.run(self._target.append(thread_id, payload, from_id=from_id, to_id=to_id, user_id=user_id, own_name=own_name, is_self_call=is_self_call, usage_instructions=usage_instructions, todo_nudge=todo_nudge))
 
     def delete_thread(self, thread_id: str, *, user_id: str | None = None) -> bool:
-        """Delete a thread and all its slots; False if it did not exist."""
         return self._runner.run(self._target.delete_thread(thread_id, user_id=user_id))
 
-    def gc(
-        self,
-        *,
-        user_id: str | None = None,
-        max_threads: int | None = None,
-        idle_ttl_seconds: float | None = None,
-    ) -> list[RemovedThread]:
-        """Collect one tenant's threads; returns what was removed.
+    def gc(self, *, user_id: str | None = None, max_threads: int | None = None, idle_ttl_seconds: float | None = None) -> list[RemovedThread]:
+        return self._runner.run(self._target.gc(user_id=user_id, max_threads=max_threads, idle_ttl_seconds=idle_ttl_seconds))
 
-        Threads idle (no append) for longer than the idle TTL go first, then all
-        but the ``max_threads`` newest (by creation). Arguments override the
-        store's configured limits for this call.
-        """
-        return self._runner.run(
-            self._target.gc(
-                user_id=user_id, max_threads=max_threads, idle_ttl_seconds=idle_ttl_seconds
-            )
-        )
+    def gc_all_tenants(self, *, max_threads: int | None = None, idle_ttl_seconds: float | None = None) -> list[RemovedThread]:
+        return self._runner.run(self._target.gc_all_tenants(max_threads=max_threads, idle_ttl_seconds=idle_ttl_seconds))
 
-    def gc_all_tenants(
-        self, *, max_threads: int | None = None, idle_ttl_seconds: float | None = None
-    ) -> list[RemovedThread]:
-        """Collect every tenant's threads (each tenant in its own transaction)."""
-        return self._runner.run(
-            self._target.gc_all_tenants(max_threads=max_threads, idle_ttl_seconds=idle_ttl_seconds)
-        )
-
-    def get_by_type(
-        self, thread_id: str, payload_type: str, *, user_id: str | None = None
-    ) -> list[Slot]:
+    def get_by_type(self, thread_id: str, payload_type: str, *, user_id: str | None = None) -> list[Slot]:
         return self._runner.run(self._target.get_by_type(thread_id, payload_type, user_id=user_id))
 
     def get_from(self, thread_id: str, from_id: str, *, user_id: str | None = None) -> list[Slot]:
         return self._runner.run(self._target.get_from(thread_id, from_id, user_id=user_id))
 
-    def get_slice(
-        self, thread_id: str, start: int = 0, end: int | None = None, *, user_id: str | None = None
-    ) -> list[Slot]:
-        """Slots ``[start:end]`` with Python slice semantics (negative counts from the end)."""
+    def get_slice(self, thread_id: str, start: int = 0, end: int | None = None, *, user_id: str | None = None) -> list[Slot]:
         return self._runner.run(self._target.get_slice(thread_id, start, end, user_id=user_id))
 
     def get_slot(self, thread_id: str, index: int, *, user_id: str | None = None) -> Slot:
-        """The slot at ``index`` (negative counts from the end); NotFound if out of range."""
         return self._runner.run(self._target.get_slot(thread_id, index, user_id=user_id))
 
     def get_thread(self, thread_id: str, *, user_id: str | None = None) -> list[Slot]:
-        """Every slot of the thread in slot order ([] if there is no such thread)."""
         return self._runner.run(self._target.get_thread(thread_id, user_id=user_id))
 
-    def iterate(
-        self, thread_id: str, *, user_id: str | None = None, batch_size: int = 256
-    ) -> Iterator[Slot]:
-        """Stream the thread in slot order, a batch per short read transaction."""
-        return self._iterate(
-            self._target.iterate(thread_id, user_id=user_id, batch_size=batch_size)
-        )
+    def iterate(self, thread_id: str, *, user_id: str | None = None, batch_size: int = 256) -> Iterator[Slot]:
+        return self._iterate(self._target.iterate(thread_id, user_id=user_id, batch_size=batch_size))
 
     def length(self, thread_id: str, *, user_id: str | None = None) -> int:
-        """Number of slots in the thread (0 if there is no such thread)."""
         return self._runner.run(self._target.length(thread_id, user_id=user_id))
 
     def list_threads(self, *, user_id: str | None = None) -> list[ThreadInfo]:
-        """The tenant's threads, oldest first."""
         return self._runner.run(self._target.list_threads(user_id=user_id))
 
     def stats(self, *, user_id: str | None = None) -> dict[str, Any]:
-        """Counts for one tenant, shaped like the seed's ``get_stats``."""
         return self._runner.run(self._target.stats(user_id=user_id))
 
     def thread_exists(self, thread_id: str, *, user_id: str | None = None) -> bool:
@@ -710,30 +248,23 @@ class SyncThreadBuffer(SyncProxy[ThreadBuffer]):
         return self._runner.run(self._target.thread_info(thread_id, user_id=user_id))
 
 
+
 class SyncWorkingMemory(SyncProxy[WorkingMemory]):
     """``store.working_memory(...)`` of a :class:`SyncMemoryStore`."""
 
     def append_scratchpad(self, content: str) -> None:
-        """Append a reasoning note; past the limit the oldest notes are dropped."""
         return self._runner.run(self._target.append_scratchpad(content))
 
     def clear(self) -> int:
-        """Delete every user key, keeping task state, scratchpad and metadata.
-
-        Returns the number of live keys deleted.
-        """
         return self._runner.run(self._target.clear())
 
     def clear_scratchpad(self) -> int:
-        """Empty the scratchpad; returns how many notes it held."""
         return self._runner.run(self._target.clear_scratchpad())
 
-    def create_checkpoint(self, description: str = "") -> str:
-        """Snapshot every live key of the scope (internal state included); returns a UUID."""
+    def create_checkpoint(self, description: str = '') -> str:
         return self._runner.run(self._target.create_checkpoint(description))
 
     def delete(self, key: str) -> bool:
-        """Delete a user key; True if it existed (and had not expired)."""
         return self._runner.run(self._target.delete(key))
 
     def delete_checkpoint(self, checkpoint_id: str) -> bool:
@@ -743,19 +274,15 @@ class SyncWorkingMemory(SyncProxy[WorkingMemory]):
         return self._runner.run(self._target.exists(key))
 
     def get(self, key: str, default: Any = None) -> Any:
-        """The live value of ``key``, else ``default`` (a stored JSON null is returned as None)."""
         return self._runner.run(self._target.get(key, default))
 
     def get_all(self) -> dict[str, Any]:
-        """Every live user key and its value (internal keys excluded)."""
         return self._runner.run(self._target.get_all())
 
     def get_scratchpad(self) -> list[str]:
-        """Scratchpad notes, oldest first."""
         return self._runner.run(self._target.get_scratchpad())
 
     def get_scratchpad_with_timestamps(self) -> list[dict[str, Any]]:
-        """Notes as ``{"content": str, "timestamp": datetime}``, oldest first."""
         return self._runner.run(self._target.get_scratchpad_with_timestamps())
 
     def get_stats(self) -> dict[str, Any]:
@@ -765,27 +292,18 @@ class SyncWorkingMemory(SyncProxy[WorkingMemory]):
         return self._runner.run(self._target.get_task_state())
 
     def is_healthy(self) -> bool:
-        """True if the database answers."""
         return self._runner.run(self._target.is_healthy())
 
     def list_checkpoints(self) -> list[dict[str, Any]]:
-        """``{"id", "description", "created_at"}`` of each checkpoint, oldest first."""
         return self._runner.run(self._target.list_checkpoints())
 
-    def list_keys(self, pattern: str = "*") -> list[str]:
-        """Live user keys matching the glob ``pattern``, sorted (internal keys excluded)."""
+    def list_keys(self, pattern: str = '*') -> list[str]:
         return self._runner.run(self._target.list_keys(pattern))
 
     def parent(self) -> SyncWorkingMemory | None:
-        """The working memory of the enclosing scope (None at the project level)."""
         return self._optional(SyncWorkingMemory, self._runner.call(self._target.parent))
 
     def restore_checkpoint(self, checkpoint_id: str) -> None:
-        """Replace every key of the scope with the checkpoint's; NotFound if unknown.
-
-        Keys keep their absolute expiry: one that has expired since the
-        snapshot is not brought back. The checkpoint itself is kept.
-        """
         return self._runner.run(self._target.restore_checkpoint(checkpoint_id))
 
     @property
@@ -794,25 +312,22 @@ class SyncWorkingMemory(SyncProxy[WorkingMemory]):
         return self._target.scope
 
     def set(self, key: str, value: Any, ttl_seconds: float | None = None) -> None:
-        """Store a JSON value; it expires after ``ttl_seconds`` (else the default TTL)."""
         return self._runner.run(self._target.set(key, value, ttl_seconds))
 
     def set_task_state(self, state: TaskState) -> TaskState:
-        """Store the task state (``updated_at`` becomes now); returns what was stored."""
         return self._runner.run(self._target.set_task_state(state))
 
-    def update_task_progress(
-        self,
-        current_step: int | None = None,
-        progress_percent: float | None = None,
-        status: str | None = None,
-    ) -> TaskState | None:
-        """Change progress fields (progress clamped to 0..100); None if no task state is set."""
-        return self._runner.run(
-            self._target.update_task_progress(current_step, progress_percent, status)
-        )
+    def update_task_progress(self, current_step: int | None = None, progress_percent: float | None = None, status: str | None = None) -> TaskState | None:
+        return self._runner.run(self._target.update_task_progress(current_step, progress_percent, status))
 
     @property
     def user_id(self) -> str | None:
         """The wrapped object's ``user_id``."""
         return self._target.user_id
+
+
+share_docstrings(SyncMemoryStore, MemoryStore)
+
+share_docstrings(SyncThreadBuffer, ThreadBuffer)
+
+share_docstrings(SyncWorkingMemory, WorkingMemory)

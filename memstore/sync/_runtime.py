@@ -201,3 +201,10 @@ def public_members(cls: type) -> dict[str, Any]:
             continue
         members[name] = inspect.getattr_static(cls, name)
     return members
+
+
+def share_docstrings(sync_cls: type, async_cls: type) -> None:
+    """Give each generated method without a docstring its async twin's (for ``help()``)."""
+    for name, member in vars(sync_cls).items():
+        if callable(member) and not getattr(member, "__doc__", None):
+            member.__doc__ = getattr(getattr(async_cls, name, None), "__doc__", None)
