@@ -208,3 +208,10 @@ def test_generator_mirrors_typed_forwards() -> None:
     assert "return self._runner.run(self._target.remember(text, user_id=user_id))" in text
     assert "def stream(self, *, user_id: str | None = None) -> Iterator[int]:" in text
     assert "return self._iterate(self._target.stream(user_id=user_id))" in text
+
+
+def test_sync_methods_carry_the_async_docstrings() -> None:
+    from memstore import MemoryStore, SyncMemoryStore
+
+    assert SyncMemoryStore.remember.__doc__ == MemoryStore.remember.__doc__
+    assert SyncMemoryStore.recall.__doc__
