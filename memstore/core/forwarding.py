@@ -90,8 +90,9 @@ def takes_options(
         def call(first: T, /, *args: P.args, **kwargs: P.kwargs) -> R:
             return impl(first, options(*args, **kwargs))
 
+        # ``__wrapped__`` stays: ``typing.get_type_hints`` resolves the return
+        # annotation in ``impl``'s module; ``inspect.signature`` stops at ours.
         functools.update_wrapper(call, impl)
-        del call.__wrapped__  # type: ignore[attr-defined]
         own = inspect.signature(impl)
         first = next(iter(own.parameters.values()))
         signature = own.replace(parameters=[first, *parameters])

@@ -147,6 +147,7 @@ class EpisodeService:
         return db.postgres and not db.rls and db.joined_session is None and rows >= COPY_MIN_ROWS
 
     async def get_episode(self, episode_id: str, *, user_id: str | None = None) -> Episode:
+        """One episode of the tenant by id; :class:`NotFound` if it has none such."""
         user = storage_user_id(user_id)
         check_identifier("episode_id", episode_id)
         async with self.db.read(user) as session:
