@@ -163,21 +163,13 @@ class MemoryStore:
             access_tracker if access_tracker is not None else AccessTracker(self.db)
         )
         # The services, each given its collaborators.
-        db, tracker = self.db, self.access_tracker
+        db, tracker, recall = self.db, self.access_tracker, self.recall_engine
         embedder, guard = self.embedder, self.embedder_guard
         self._episodes = EpisodeService(
-            db=db,
-            recall=self.recall_engine,
-            access_tracker=tracker,
-            embedder=embedder,
-            embedder_guard=guard,
+            db=db, recall=recall, access_tracker=tracker, embedder=embedder, embedder_guard=guard
         )
         self._facts = FactService(
-            db=db,
-            recall=self.recall_engine,
-            access_tracker=tracker,
-            embedder=embedder,
-            embedder_guard=guard,
+            db=db, recall=recall, access_tracker=tracker, embedder=embedder, embedder_guard=guard
         )
         self._blocks = BlockService(db=db, block_char_limit=self.block_char_limit)
         self._working = WorkingService(
@@ -187,20 +179,13 @@ class MemoryStore:
             consolidation=ConsolidationParts(db=db, embedder=embedder, embedder_guard=guard),
         )
         self._tenants = TenantService(
-            db=db, access_tracker=tracker, episode_search=self.recall_engine.episode_search
+            db=db, access_tracker=tracker, episode_search=recall.episode_search
         )
         self._transfer = TransferService(db=db, embedder=embedder, embedder_guard=guard)
         self._access = AccessService(db=db, access_tracker=tracker)
-        self._agent = AgentService(
-            memory=AgentMemory(
-                db=db,
-                episodes=self._episodes,
-                facts=self._facts,
-                blocks=self._blocks,
-                tenants=self._tenants,
-                access=self._access,
-            )
-        )
+        # The agent layer (context, prefetch, tools) works through the services.
+        services = (self._episodes, self._facts, self._blocks, self._tenants, self._access)
+        self._agent = AgentService(memory=AgentMemory(db, *services))
 
     def now(self) -> datetime:
         """The store's clock (timezone-aware UTC)."""
