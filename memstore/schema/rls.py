@@ -2,7 +2,7 @@
 
 ``enable_rls`` puts one policy on every tenant table: a row is visible and
 writable only when its ``user_id`` equals ``current_setting('memstore.user_id')``.
-``MemoryStore(rls=True)`` sets that setting at the start of every transaction
+``MemoryStore.open(url, rls=True)`` sets that setting at the start of every transaction
 (transaction-local, so pooled connections never carry it over). A connection
 that sets nothing sees no rows at all.
 

@@ -11,16 +11,20 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import datetime
 
+from memstore.core.tenancy import storage_user_id
+from memstore.core.validation import check_limit
 from memstore.db.unit import Database
-from memstore.repositories.access import AccessDelta, AccessRepository
+from memstore.errors import InvalidInput
+from memstore.repositories.access import AccessDelta, AccessRepository, AccessStat
 from memstore.repositories.erasure import guard_against_erasure
+from memstore.services.limits import ACCESS_KINDS
 
-__all__ = ["AccessTracker"]
+__all__ = ["AccessService", "AccessTracker"]
 
 log = logging.getLogger(__name__)
 
@@ -149,3 +153,53 @@ class AccessTracker:
             await self.flush()
         except Exception:  # closing must not fail (or mask an error) over counters
             log.warning("memstore: access counts lost on close", exc_info=True)
+
+
+class AccessService:
+    """The access counters as agents see them: record, read, flush."""
+
+    def __init__(self, *, db: Database, access_tracker: AccessTracker) -> None:
+        self.db = db
+        self.access_tracker = access_tracker
+
+    def record_access(
+        self, kind: str, item_ids: Sequence[str], *, user_id: str | None = None
+    ) -> None:
+        """Count one access of each item (buffered; written in batches)."""
+        _check_kind(kind)
+        user = storage_user_id(user_id)
+        self.access_tracker.record(user, kind, [i for i in item_ids if i], self.db.now())
+
+    async def flush_access(self) -> None:
+        """Write buffered access counts now (also happens on close and every few hundred)."""
+        await self.access_tracker.flush()
+
+    async def access_counts(
+        self, kind: str, item_ids: Sequence[str], *, user_id: str | None = None
+    ) -> dict[str, int]:
+        """Access counts of the given items, including not yet flushed ones."""
+        user = storage_user_id(user_id)
+        if not item_ids:
+            return {}
+        async with self.db.read(user) as session:
+            counts = await AccessRepository(session=session).counts(user, kind, item_ids)
+        for item_id, extra in self.access_tracker.pending(user, kind, item_ids).items():
+            counts[item_id] = counts.get(item_id, 0) + extra
+        return counts
+
+    async def access_stats(
+        self, *, user_id: str | None = None, kind: str | None = None, limit: int = 20
+    ) -> list[AccessStat]:
+        """The most-accessed items of a user (optionally of one kind), hottest first."""
+        user = storage_user_id(user_id)
+        if kind is not None:
+            _check_kind(kind)
+        check_limit("limit", limit)
+        await self.flush_access()
+        async with self.db.read(user) as session:
+            return await AccessRepository(session=session).hottest(user, kind, limit)
+
+
+def _check_kind(kind: str) -> None:
+    if kind not in ACCESS_KINDS:
+        raise InvalidInput(f"kind must be one of {sorted(ACCESS_KINDS)}")

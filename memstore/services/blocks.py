@@ -91,12 +91,14 @@ class BlockService:
             return await BlockRepository(session=session).in_order(user)
 
     async def block_history(self, name: str, *, user_id: str | None = None) -> list[BlockVersion]:
+        """The stored versions of a block, oldest first."""
         user = storage_user_id(user_id)
         check_identifier("block name", name)
         async with self.db.read(user) as session:
             return await BlockRepository(session=session).history(user, name)
 
     async def delete_block(self, name: str, *, user_id: str | None = None) -> None:
+        """Delete a block and its history; :class:`NotFound` if there is none."""
         user = storage_user_id(user_id)
         check_identifier("block name", name)
         async with self.db.write(user) as session:

@@ -147,6 +147,7 @@ class EpisodeService:
         return db.postgres and not db.rls and db.joined_session is None and rows >= COPY_MIN_ROWS
 
     async def get_episode(self, episode_id: str, *, user_id: str | None = None) -> Episode:
+        """One episode of the tenant by id; :class:`NotFound` if it has none such."""
         user = storage_user_id(user_id)
         check_identifier("episode_id", episode_id)
         async with self.db.read(user) as session:
@@ -168,16 +169,15 @@ class EpisodeService:
     ) -> list[EpisodeMatch]:
         """Episodes ranked by hybrid recall, each with its relevance and the ranking's parts.
 
-        ``score`` is the row's relevance to the query (0..1, also
-        ``parts["relevance"]``): with ``min_score`` only rows whose score is at
-        least that are returned, so fewer than ``limit`` (or none) may come back.
-        The order is the ranking's, ``parts["ranking"]`` (relative to this
-        query's candidates: no fixed range, often negative), the sum of
-        ``fused`` (the z-scores ``dense_z`` of ``dense``, the cosine, and
-        ``keyword_z`` of ``keyword``, BM25), the context terms ``neighbour`` and
-        ``session``, and ``recency_weight * recency`` (``recency`` = 2^(-age / 30
-        days), present when ``recency_weight`` is set). An empty query has no
-        ranking: the newest episodes, score 0.
+        ``score`` is the row's relevance to the query, 0..1 (the number
+        ``min_score`` is compared with; the same scale as ``recall_facts_scored``).
+        Rows come in ranking order, ``parts["ranking"]``: relative to this query's
+        candidates, no fixed range. Its parts: ``dense`` (cosine), ``keyword``
+        (BM25), their z-scores ``dense_z``/``keyword_z`` and sum ``fused``, the
+        context terms ``neighbour`` and ``session``, ``recency`` when
+        ``recency_weight`` is set (added as ``recency_weight * 2^(-age / 30
+        days)``); and ``relevance`` (= ``score``). docs/RECALL.md, "Scores and the
+        relevance floor". An empty query has no ranking: the newest episodes, score 0.
         """
         return await self._ranked(
             query,
@@ -273,7 +273,9 @@ class EpisodeService:
     ) -> list[Episode]:
         """The ``limit`` episodes that best match ``query`` (hybrid: vector + keyword).
 
-        With ``min_score``, only those of at least that relevance (see ``recall_scored``).
+        ``min_score`` (0..1, default none) drops episodes less relevant than that,
+        so an unrelated query returns fewer rows or none (0.35 suits the built-in
+        embedders; docs/RECALL.md, "Scores and the relevance floor").
         """
         matches = await self._ranked(
             query,

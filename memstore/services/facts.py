@@ -151,8 +151,8 @@ class FactService:
     ) -> list[Fact]:
         """Facts true at ``valid_at`` as believed at ``known_at`` (both default to now).
 
-        With ``min_score``, only facts of at least that relevance (0..1, see
-        docs/RECALL.md), so fewer than ``limit`` (or none) may come back.
+        ``min_score`` (0..1, default none) drops facts less relevant than that, as in
+        :meth:`recall`.
         """
         matches = await self._ranked(
             query,
@@ -175,12 +175,13 @@ class FactService:
         known_at: datetime | None = None,
         min_score: float | None = None,
     ) -> list[FactMatch]:
-        """:meth:`recall_facts` with each fact's relevance (``score``, 0..1) and parts.
+        """:meth:`recall_facts` with each fact's relevance and the ranking's parts.
 
-        ``score`` means what it means for episodes (``recall_scored``), so the two
-        can be merged. Parts: ``dense`` (cosine), ``keyword`` (BM25), their
-        z-scores ``dense_z``/``keyword_z`` and sum ``fused``, ``ranking`` (for a
-        fact the same as ``fused``: the order) and ``relevance`` (= ``score``).
+        ``score`` is the fact's relevance to the query, 0..1, on the same scale as
+        :meth:`recall_scored`'s (so facts and episodes can be merged by it);
+        ``parts["ranking"]`` is what the order follows. Parts: ``dense`` (cosine),
+        ``keyword`` (BM25), their z-scores ``dense_z``/``keyword_z`` and sum
+        ``fused``, ``ranking`` and ``relevance`` (= ``score``).
         """
         return await self._ranked(
             query,

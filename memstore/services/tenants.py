@@ -39,6 +39,7 @@ class TenantService:
         self.episode_search = episode_search
 
     async def profile(self, *, user_id: str | None = None) -> Profile:
+        """What is stored for a tenant: counts, last seen, recent sessions, sample facts."""
         user = storage_user_id(user_id)
         async with self.db.read(user) as session:
             episodes = EpisodeRepository(session=session)

@@ -2,23 +2,34 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from datetime import datetime
 
 from memstore.core.scopes import ScopeContext
 from memstore.core.tenancy import storage_user_id
 from memstore.core.validation import check_identifier
 from memstore.db.unit import Database
+from memstore.embeddings.base import Embedder
 from memstore.errors import InvalidInput
-from memstore.services.consolidation.consolidator import ConsolidationHost
+from memstore.recall.settings import EmbedderGuard
+from memstore.services.consolidation.types import ConsolidationResult, Extractor
 from memstore.services.gc import GcReport, collect
 from memstore.services.threads import ThreadBuffer
 from memstore.services.working_memory import WorkingMemory
 
-if TYPE_CHECKING:
-    from memstore.services.consolidation.types import ConsolidationResult, Extractor
+__all__ = ["ConsolidationParts", "WorkingService"]
 
 
-__all__ = ["WorkingService"]
+@dataclass(frozen=True)
+class ConsolidationParts:
+    """What a consolidator writes with: a ``ConsolidationHost`` made of the store's parts."""
+
+    db: Database
+    embedder: Embedder
+    embedder_guard: EmbedderGuard
+
+    def now(self) -> datetime:
+        return self.db.now()
 
 
 class WorkingService:
@@ -30,12 +41,12 @@ class WorkingService:
         db: Database,
         threads: ThreadBuffer,
         scratchpad_limit: int,
-        host: ConsolidationHost,
+        consolidation: ConsolidationParts,
     ) -> None:
         self.db = db
         self.threads = threads
         self.scratchpad_limit = scratchpad_limit
-        self._host = host
+        self.consolidation = consolidation
 
     def working_memory(
         self,
@@ -112,5 +123,5 @@ class WorkingService:
         from memstore.services.consolidation.consolidator import DEFAULT_BATCH_SIZE, Consolidator
 
         size = DEFAULT_BATCH_SIZE if batch_size is None else batch_size
-        consolidator = Consolidator(self._host, extractor=extractor, batch_size=size)
+        consolidator = Consolidator(self.consolidation, extractor=extractor, batch_size=size)
         return await consolidator.run(limit=limit, user_id=user_id, max_seconds=max_seconds)

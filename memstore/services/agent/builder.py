@@ -1,4 +1,4 @@
-"""Gathering one turn's candidates through the memory store's public API, then packing them."""
+"""Gathering one turn's candidates from the services, then packing them."""
 
 from __future__ import annotations
 
@@ -81,7 +81,7 @@ def episode_item(episode: Episode, **kw: Any) -> ContextItem:
 
 
 async def build_context(
-    store: AgentMemory,
+    memory: AgentMemory,
     *,
     user_id: str | None,
     session_id: str | None,
@@ -121,14 +121,16 @@ async def build_context(
     # Gathering candidates is not "using" them: only what is packed is counted.
     # The reads are independent, so they run concurrently (each on its own
     # connection); the tasks inherit the unrecorded-reads setting.
-    with store.reads_unrecorded():
+    with memory.reads_unrecorded():
         blocks, facts, matches, messages = await asyncio.gather(
-            store.working(user_id=user_id),
-            store.recall_facts_scored(
+            memory.blocks.working(user_id=user_id),
+            memory.facts.recall_facts_scored(
                 query, user_id=user_id, limit=want_facts, min_score=min_score
             ),
-            store.recall_scored(query, user_id=user_id, limit=want_episodes, min_score=min_score),
-            store.session_messages(session_id, user_id=user_id, limit=message_limit)
+            memory.episodes.recall_scored(
+                query, user_id=user_id, limit=want_episodes, min_score=min_score
+            ),
+            memory.episodes.session_messages(session_id, user_id=user_id, limit=message_limit)
             if session_id is not None
             else no_messages(),
         )
@@ -148,7 +150,7 @@ async def build_context(
 
     while True:
         recalled = await _ranked_items(
-            store,
+            memory,
             user_id=user_id,
             facts=facts,
             episodes=[m for m in matches if m.episode.session_id != session_id],
@@ -176,20 +178,20 @@ async def build_context(
         )
         if not (more_facts or more_episodes):
             break
-        with store.reads_unrecorded():
+        with memory.reads_unrecorded():
             if more_facts:
                 want_facts = min(MAX_RECALLED, want_facts * 2)
-                facts = await store.recall_facts_scored(
+                facts = await memory.facts.recall_facts_scored(
                     query, user_id=user_id, limit=want_facts, min_score=min_score
                 )
             if more_episodes:
                 want_episodes = min(MAX_RECALLED, (want_episodes - own_turns) * 2) + own_turns
-                matches = await store.recall_scored(
+                matches = await memory.episodes.recall_scored(
                     query, user_id=user_id, limit=want_episodes, min_score=min_score
                 )
 
     for kind in (ItemKind.BLOCK, ItemKind.FACT, ItemKind.EPISODE):
-        store.record_access(
+        memory.access.record_access(
             str(kind), [i.id.split(":", 1)[1] for i in context.of_kind(kind)], user_id=user_id
         )
     return context
@@ -203,7 +205,7 @@ def _last_fitted(items: list[ContextItem], kind: ItemKind, packed: set[str]) -> 
 
 
 async def _ranked_items(
-    store: AgentMemory,
+    memory: AgentMemory,
     *,
     user_id: str | None,
     facts: list[FactMatch],
@@ -217,10 +219,10 @@ async def _ranked_items(
     the two are merged by relevance (one scale for both kinds).
     """
     fact_counts, episode_counts = await asyncio.gather(
-        store.access_counts(
+        memory.access.access_counts(
             "fact", [m.fact.fact_id for m in facts if m.fact.fact_id], user_id=user_id
         ),
-        store.access_counts("episode", [m.episode.id for m in episodes], user_id=user_id),
+        memory.access.access_counts("episode", [m.episode.id for m in episodes], user_id=user_id),
     )
     # A reciprocal-rank score keeps the facts' order unless access frequency
     # separates near neighbours.

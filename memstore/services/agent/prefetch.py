@@ -21,7 +21,7 @@ __all__ = ["prefetch_items"]
 
 
 async def prefetch_items(
-    store: AgentMemory, *, user_id: str | None, session_id: str | None = None, limit: int = 5
+    memory: AgentMemory, *, user_id: str | None, session_id: str | None = None, limit: int = 5
 ) -> list[ContextItem]:
     """Hottest items first, each at most once; ``limit`` per heuristic."""
     check_limit("limit", limit, maximum=100)
@@ -34,18 +34,18 @@ async def prefetch_items(
             items.append(replace(item, priority=len(items)))
 
     # Prefetching is a prediction, not a use: it must not feed its own counts.
-    with store.reads_unrecorded():
-        profile = await store.profile(user_id=user_id)
+    with memory.reads_unrecorded():
+        profile = await memory.tenants.profile(user_id=user_id)
         last = next((s for s in profile.recent_sessions if s != session_id), None)
         if last is not None:
-            turns = await store.session_messages(last, user_id=user_id, limit=2)
+            turns = await memory.episodes.session_messages(last, user_id=user_id, limit=2)
             if turns and turns[-1].episode_id is not None:
-                episode = await store.get_episode(turns[-1].episode_id, user_id=user_id)
+                episode = await memory.episodes.get_episode(turns[-1].episode_id, user_id=user_id)
                 add(episode_item(episode, meta={"reason": "last_session"}))
 
-        now = store.now()
-        for stat in await store.access_stats(user_id=user_id, kind="fact", limit=limit * 2):
-            versions = await store.fact_history(user_id=user_id, fact_id=stat.item_id)
+        now = memory.now()
+        for stat in await memory.access.access_stats(user_id=user_id, kind="fact", limit=limit * 2):
+            versions = await memory.facts.fact_history(user_id=user_id, fact_id=stat.item_id)
             current = [
                 v
                 for v in versions
@@ -61,9 +61,9 @@ async def prefetch_items(
                     )
                 )
 
-        for stat in await store.access_stats(user_id=user_id, kind="episode", limit=limit):
+        for stat in await memory.access.access_stats(user_id=user_id, kind="episode", limit=limit):
             try:
-                episode = await store.get_episode(stat.item_id, user_id=user_id)
+                episode = await memory.episodes.get_episode(stat.item_id, user_id=user_id)
             except NotFound:  # forgotten since it was counted
                 continue
             add(

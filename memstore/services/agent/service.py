@@ -1,37 +1,25 @@
-"""Agent-facing layer: per-turn context, memory tools, access tracking."""
+"""Agent-facing layer: per-turn context, prefetch and the memory tools."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from memstore.core.tenancy import storage_user_id
-from memstore.core.validation import check_limit
-from memstore.db.unit import Database
-from memstore.errors import InvalidInput
-from memstore.repositories.access import AccessRepository, AccessStat
-from memstore.services.access import AccessTracker
+from memstore.services.agent.builder import build_context
 from memstore.services.agent.context import Context, ContextItem
 from memstore.services.agent.memory import AgentMemory
+from memstore.services.agent.prefetch import prefetch_items
 from memstore.services.agent.tokens import TokenCounter
-from memstore.services.limits import ACCESS_KINDS
+from memstore.services.agent.tools import call_tool, tool_definitions
 
 __all__ = ["AgentService"]
 
 
 class AgentService:
-    """Agent-facing layer: per-turn context, memory tools, access tracking."""
+    """Agent-facing layer: per-turn context, prefetch and the memory tools."""
 
-    def __init__(
-        self,
-        *,
-        db: Database,
-        access_tracker: AccessTracker,
-        memory: AgentMemory,
-    ) -> None:
-        self.db = db
-        self.access_tracker = access_tracker
-        self._memory = memory
+    def __init__(self, *, memory: AgentMemory) -> None:
+        self.memory = memory
 
     async def context(
         self,
@@ -57,11 +45,11 @@ class AgentService:
         ``fact_limit`` / ``episode_limit`` caps their number (at most
         1,000 of each are recalled). Each fact and episode item's ``score`` is its
         relevance to ``query`` (0..1, as in :meth:`recall_scored`).
+        ``min_score`` is the relevance floor of the facts and episodes recalled
+        (as in :meth:`recall`); blocks and this session's messages are not recalled.
         """
-        from memstore.services.agent.builder import build_context
-
         return await build_context(
-            self._memory,
+            self.memory,
             user_id=user_id,
             session_id=session_id,
             query=query,
@@ -76,63 +64,19 @@ class AgentService:
 
     def tool_definitions(self, style: str = "openai") -> list[dict[str, Any]]:
         """JSON-schema definitions of the memory tools (``openai`` or ``anthropic`` style)."""
-        from memstore.services.agent.tools import tool_definitions
-
         return tool_definitions(style)  # type: ignore[arg-type]
 
     async def call_tool(
         self, name: str, arguments: Any, *, user_id: str | None = None
     ) -> dict[str, Any]:
         """Run a memory tool call (arguments as a dict or the model's JSON text)."""
-        from memstore.services.agent.tools import call_tool
-
         storage_user_id(user_id)  # a bad tenant id fails before anything else
-        return await call_tool(self._memory, name, arguments, user_id=user_id)
+        return await call_tool(self.memory, name, arguments, user_id=user_id)
 
     async def prefetch(
         self, *, user_id: str | None = None, session_id: str | None = None, limit: int = 5
     ) -> list[ContextItem]:
         """The user's hottest items: last session's ending, most-accessed facts and episodes."""
-        from memstore.services.agent.prefetch import prefetch_items
-
         return await prefetch_items(
-            self._memory, user_id=user_id, session_id=session_id, limit=limit
+            self.memory, user_id=user_id, session_id=session_id, limit=limit
         )
-
-    def record_access(
-        self, kind: str, item_ids: Sequence[str], *, user_id: str | None = None
-    ) -> None:
-        """Count one access of each item (buffered; written in batches)."""
-        if kind not in ACCESS_KINDS:
-            raise InvalidInput(f"kind must be one of {sorted(ACCESS_KINDS)}")
-        user = storage_user_id(user_id)
-        self.access_tracker.record(user, kind, [i for i in item_ids if i], self.db.now())
-
-    async def flush_access(self) -> None:
-        """Write buffered access counts now (also happens on close and every few hundred)."""
-        await self.access_tracker.flush()
-
-    async def access_counts(
-        self, kind: str, item_ids: Sequence[str], *, user_id: str | None = None
-    ) -> dict[str, int]:
-        """Access counts of the given items, including not yet flushed ones."""
-        user = storage_user_id(user_id)
-        if not item_ids:
-            return {}
-        async with self.db.read(user) as session:
-            counts = await AccessRepository(session=session).counts(user, kind, item_ids)
-        for item_id, extra in self.access_tracker.pending(user, kind, item_ids).items():
-            counts[item_id] = counts.get(item_id, 0) + extra
-        return counts
-
-    async def access_stats(
-        self, *, user_id: str | None = None, kind: str | None = None, limit: int = 20
-    ) -> list[AccessStat]:
-        """The most-accessed items of a user (optionally of one kind), hottest first."""
-        user = storage_user_id(user_id)
-        if kind is not None and kind not in ACCESS_KINDS:
-            raise InvalidInput(f"kind must be one of {sorted(ACCESS_KINDS)}")
-        check_limit("limit", limit)
-        await self.flush_access()
-        async with self.db.read(user) as session:
-            return await AccessRepository(session=session).hottest(user, kind, limit)

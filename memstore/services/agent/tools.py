@@ -341,14 +341,14 @@ def _fact_json(fact: Fact) -> dict[str, Any]:
     }
 
 
-async def _search(store: AgentMemory, user_id: str | None, args: dict[str, Any]) -> Any:
+async def _search(memory: AgentMemory, user_id: str | None, args: dict[str, Any]) -> Any:
     kind = args.get("kind", "all")
     limit = int(args.get("limit", 5))
     min_score = args.get("min_score")
     facts: list[dict[str, Any]] = []
     episodes: list[dict[str, Any]] = []
     if kind in ("all", "facts"):
-        for fact_match in await store.recall_facts_scored(
+        for fact_match in await memory.facts.recall_facts_scored(
             args["query"], user_id=user_id, limit=limit, min_score=min_score
         ):
             fact = fact_match.fact
@@ -361,7 +361,7 @@ async def _search(store: AgentMemory, user_id: str | None, args: dict[str, Any])
                 }
             )
     if kind in ("all", "episodes"):
-        for match in await store.recall_scored(
+        for match in await memory.episodes.recall_scored(
             args["query"], user_id=user_id, limit=limit, min_score=min_score
         ):
             episodes.append(
@@ -376,16 +376,16 @@ async def _search(store: AgentMemory, user_id: str | None, args: dict[str, Any])
     return {"results": merge_by_score([facts, episodes], lambda r: float(r["score"]))}
 
 
-async def _load(store: AgentMemory, user_id: str | None, args: dict[str, Any]) -> Any:
+async def _load(memory: AgentMemory, user_id: str | None, args: dict[str, Any]) -> Any:
     kind, key = parse_memory_id(args["id"])
     if kind == "episode":
         # get_episode filters by tenant: another tenant's id is simply not found.
-        return _episode_json(await store.get_episode(key, user_id=user_id))
+        return _episode_json(await memory.episodes.get_episode(key, user_id=user_id))
     if kind == "fact":
-        versions = await store.fact_history(user_id=user_id, fact_id=key)
+        versions = await memory.facts.fact_history(user_id=user_id, fact_id=key)
         if not versions:
             raise NotFound(f"no fact {key!r} for this user")
-        now = store.now()
+        now = memory.now()
         current = [
             v
             for v in versions
@@ -394,11 +394,11 @@ async def _load(store: AgentMemory, user_id: str | None, args: dict[str, Any]) -
             and (v.valid_to is None or now < v.valid_to)
         ]
         chosen = current[-1] if current else versions[-1]
-        store.record_access("fact", [key], user_id=user_id)
+        memory.access.record_access("fact", [key], user_id=user_id)
         return {**_fact_json(chosen), "versions": len(versions)}
-    for block in await store.working(user_id=user_id):
+    for block in await memory.blocks.working(user_id=user_id):
         if block.name == key:
-            store.record_access("block", [key], user_id=user_id)
+            memory.access.record_access("block", [key], user_id=user_id)
             return {
                 "id": f"block:{block.name}",
                 "kind": "block",
@@ -410,13 +410,13 @@ async def _load(store: AgentMemory, user_id: str | None, args: dict[str, Any]) -
     raise NotFound(f"no block {key!r} for this user")
 
 
-async def _remember(store: AgentMemory, user_id: str | None, args: dict[str, Any]) -> Any:
+async def _remember(memory: AgentMemory, user_id: str | None, args: dict[str, Any]) -> Any:
     valid_from = None
     if "valid_from" in args:
         valid_from = check_aware(
             "valid_from", _parse_datetime("remember_fact", "valid_from", args["valid_from"])
         )
-    outcome = await store.assert_fact(
+    outcome = await memory.facts.assert_fact(
         Fact(
             user_id=user_id,
             subject=args["subject"],
@@ -433,9 +433,9 @@ _HANDLERS = {"search_memory": _search, "load_memory": _load, "remember_fact": _r
 
 
 async def call_tool(
-    store: AgentMemory, name: str, arguments: Any, *, user_id: str | None
+    memory: AgentMemory, name: str, arguments: Any, *, user_id: str | None
 ) -> dict[str, Any]:
     """Validate and run one tool call inside ``user_id``'s tenant; JSON-ready result."""
     args = validate_arguments(name, arguments)
-    result: dict[str, Any] = await _HANDLERS[name](store, user_id, args)
+    result: dict[str, Any] = await _HANDLERS[name](memory, user_id, args)
     return result

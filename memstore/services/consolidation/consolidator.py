@@ -87,9 +87,14 @@ def default_worker_id() -> str:
 class ConsolidationHost(Protocol):
     """What a consolidator needs of a store (a :class:`~memstore.MemoryStore` has it)."""
 
-    db: Database
-    embedder: Embedder
-    embedder_guard: EmbedderGuard
+    @property
+    def db(self) -> Database: ...
+
+    @property
+    def embedder(self) -> Embedder: ...
+
+    @property
+    def embedder_guard(self) -> EmbedderGuard: ...
 
     def now(self) -> datetime: ...
 
