@@ -9,24 +9,24 @@ from datetime import datetime
 from typing import Any
 
 import numpy as np
-from sqlalchemy import ColumnElement, Float, String, TableClause, column, select, table, text
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy import ColumnElement, Float, String, TableClause, column, select, table
 
-from memstore.core.lexical import fts5_query, is_prefix
+from memstore.core.lexical import is_prefix
 from memstore.db.unit import Reader
-from memstore.recall.search import RecallTable, row_text
-from memstore.recall.statement import (
-    Dialect,
-    EpisodeRecall,
-    RecallHit,
-    dense_only,
-    episode_statement,
-    hits,
-    shared_params,
-)
-from memstore.recall.vector_cache import VectorCache
+from memstore.models.search import document
+from memstore.search.episodes import RecallHit, dense_only, episode_statement, hits, shared_params
+from memstore.search.statement import Dialect, EpisodeRecall
+from memstore.search.tables import RecallTable
+from memstore.search.vector_cache import VectorCache
 
-__all__ = ["SQLITE_DIALECT", "EpisodeSearch", "SqliteSearch", "term_range"]
+__all__ = [
+    "SQLITE_DIALECT",
+    "EpisodeSearch",
+    "SqliteSearch",
+    "sqlite_keyword_params",
+    "sqlite_term_counts",
+    "term_range",
+]
 
 
 def _fts_tables(model: RecallTable) -> tuple[TableClause, TableClause]:
@@ -41,7 +41,7 @@ class SqliteSearch:
 
     async def dense(
         self,
-        session: AsyncSession,
+        session: Reader,
         model: RecallTable,
         user_id: str,
         query: np.ndarray,
@@ -60,35 +60,6 @@ class SqliteSearch:
         order = np.argsort(-sims, kind="stable")[:depth]
         return {ids[i]: float(sims[i]) for i in order}
 
-    async def keyword(
-        self,
-        session: AsyncSession,
-        model: RecallTable,
-        user_id: str,
-        terms: Sequence[str],
-        cap: int,
-        where: Sequence[ColumnElement[bool]],
-    ) -> list[tuple[str, str]]:
-        if not terms:
-            return []
-        fts, keys = _fts_tables(model)
-        stmt = (
-            select(model.id, row_text(model))
-            .select_from(fts)
-            .join(keys, keys.c.rowid == fts.c.rowid)
-            .join(model, (model.user_id == keys.c.user_id) & (model.id == keys.c.id))
-            .where(
-                text(f"{model.__tablename__}_fts MATCH :fts_query").bindparams(
-                    fts_query=fts5_query(terms)
-                ),
-                keys.c.user_id == user_id,
-                *where,
-            )
-            .order_by(fts.c.rank)
-            .limit(cap)
-        )
-        return [(r[0], r[1]) for r in (await session.execute(stmt)).all()]
-
 
 # Term counts from the FTS5 index's instance list (fts5vocab, revision 0008):
 # each term is a range of index terms, [lo, hi), so a prefix term finds every
@@ -104,16 +75,28 @@ terms AS (
 hits AS (
   SELECT k.id, t.i, count(*) AS n
   FROM terms AS t
-  CROSS JOIN episodes_fts_instances AS v ON v.term >= t.lo AND v.term < t.hi
-  JOIN episodes_fts_keys AS k ON k.rowid = v.doc
+  CROSS JOIN {table}_fts_instances AS v ON v.term >= t.lo AND v.term < t.hi
+  JOIN {table}_fts_keys AS k ON k.rowid = v.doc
   WHERE k.user_id = :user_id
   GROUP BY k.id, t.i
 ),
 tf AS (
-  SELECT h.id, length(coalesce(e.search_text, '')) AS dl, h.i, h.n
-  FROM hits AS h JOIN episodes AS e ON e.user_id = :user_id AND e.id = h.id
-  WHERE 1 = 1 {time_filter}
+  SELECT h.id, length({doc}) AS dl, h.i, h.n
+  FROM hits AS h JOIN {table} AS e ON e.user_id = :user_id AND e.id = h.id
+  WHERE 1 = 1 {filter}
 ),"""
+
+
+def sqlite_term_counts(table: str, row_filter: str) -> str:
+    """The CTEs ending in ``tf`` over ``table AS e`` rows kept by ``row_filter`` (AND ...)."""
+    return _SQLITE_TERM_COUNTS.format(
+        table=table, doc=document(table, prefix="e."), filter=row_filter
+    )
+
+
+def sqlite_keyword_params(terms: Sequence[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Values and types of :func:`sqlite_term_counts`' parameters."""
+    return {"terms": json.dumps([term_range(t) for t in terms])}, {"terms": String()}
 
 
 def term_range(term: str) -> tuple[str, str]:
@@ -157,27 +140,24 @@ class EpisodeSearch:
         b: float,
     ) -> list[RecallHit]:
         vectors = await self.cache.vectors(session, request.user_id)
-        fusion = request.fusion
-        dense = vectors.nearest(qvec, fusion.depth, request.time_range, fusion.pool)
+        dense = vectors.nearest(qvec, request.depth, request.time_range, request.pool)
         dialect = SQLITE_DIALECT
         values: dict[str, Any] = {**shared_params(request), "dense": json.dumps(dense)}
         types: dict[str, Any] = {"dense": String()}
         only_dense = dense_only(request)
         if request.terms and not only_dense:
-            dialect = replace(
-                dialect, term_counts=_SQLITE_TERM_COUNTS.format(time_filter=dialect.time_filter)
-            )
+            term_counts = sqlite_term_counts("episodes", dialect.time_filter)
+            dialect = replace(dialect, term_counts=term_counts)
+            kw_values, kw_types = sqlite_keyword_params(request.terms)
             values.update(
-                terms=json.dumps([term_range(t) for t in request.terms]),
+                kw_values,
                 corpus_docs=float(vectors.rows),
                 corpus_chars=vectors.mean_chars,
                 k1=k1,
                 b=b,
             )
-            types.update(
-                terms=String(), corpus_docs=Float(), corpus_chars=Float(), k1=Float(), b=Float()
-            )
-        stmt = episode_statement(dialect, types, fusion=request.fusion, dense_only=only_dense)
+            types.update(kw_types, corpus_docs=Float(), corpus_chars=Float(), k1=Float(), b=Float())
+        stmt = episode_statement(dialect, types, request, dense_only=only_dense)
         rows = await session.execute(stmt, values)
         return hits(rows, recency=bool(request.recency_weight))
 

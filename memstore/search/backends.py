@@ -1,0 +1,32 @@
+"""The search backends for a database's dialect."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from memstore.search import postgres, postgres_recall, sqlite
+from memstore.search.facts import FactSearch
+from memstore.search.tables import EpisodeSearchBackend, SearchBackend
+from memstore.search.vector_cache import VectorCache
+
+__all__ = ["backend_for", "episode_search_for", "fact_search_for"]
+
+
+def backend_for(engine: AsyncEngine, **options: Any) -> SearchBackend:
+    if engine.dialect.name == "postgresql":
+        return postgres.PostgresSearch(**options)
+    return sqlite.SqliteSearch()
+
+
+def episode_search_for(engine: AsyncEngine, backend: SearchBackend) -> EpisodeSearchBackend:
+    """Episode recall in one statement; on Postgres it shares ``backend``'s plan state."""
+    if isinstance(backend, postgres.PostgresSearch):
+        return postgres_recall.EpisodeSearch(vectors=backend)
+    return sqlite.EpisodeSearch(cache=VectorCache())
+
+
+def fact_search_for(engine: AsyncEngine) -> FactSearch:
+    """Fact recall in one statement on the engine's backend."""
+    return FactSearch(postgres=engine.dialect.name == "postgresql")
