@@ -17,7 +17,7 @@ from typing import TypeVar
 import numpy as np
 
 from memstore.core.documents import episode_search_text, fact_text
-from memstore.core.lexical import BM25_B, BM25_K1, query_terms
+from memstore.core.lexical import query_terms
 from memstore.db.unit import Database
 from memstore.embeddings.base import Embedder, embed_checked
 from memstore.recall.relevance import relevance
@@ -107,10 +107,10 @@ class HybridRecall:
                 )
             return [EpisodeMatch(episode=e, score=0.0, parts={"relevance": 0.0}) for e in newest]
         terms = tuple(query_terms(query))
-        qvec = await self.embed_query(query)
         request = EpisodeRecall(
             user_id=user_id,
             terms=terms,
+            qvec=await self.embed_query(query),
             limit=limit,
             tuning=self.tuning,
             time_range=time_range,
@@ -120,7 +120,7 @@ class HybridRecall:
         search = self.episode_search
         one = search.one_statement(user_id, time_range)
         async with self.db.statement(user_id) if one else self.db.read(user_id) as session:
-            hits = await search.recall(session, request, qvec, k1=BM25_K1, b=BM25_B)
+            hits = await search.recall(session, request)
         ranked = [(h.episode, h.score, h.parts) for h in hits[:limit]]
         kept = _cut(
             ranked,
@@ -157,10 +157,10 @@ class HybridRecall:
                 )
             return [FactMatch(fact=f, score=0.0, parts={"relevance": 0.0}) for f in newest]
         terms = tuple(query_terms(query))
-        qvec = await self.embed_query(query)
         request = FactRecall(
             user_id=user_id,
             terms=terms,
+            qvec=await self.embed_query(query),
             # A floor drops rows after the ranking: look a little further down it.
             limit=limit if floor is None else limit * 2 + 10,
             tuning=self.tuning,
@@ -170,7 +170,7 @@ class HybridRecall:
         # SQLite reads the vectors, then runs the statement: one snapshot for both.
         one = self.fact_search.postgres
         async with self.db.statement(user_id) if one else self.db.read(user_id) as session:
-            hits = await self.fact_search.recall(session, request, qvec, k1=BM25_K1, b=BM25_B)
+            hits = await self.fact_search.recall(session, request)
         ranked = [(h.fact, h.score, h.parts) for h in hits]
         kept = _cut(
             ranked, terms, fact_text, floor=floor, with_relevance=with_relevance, limit=limit

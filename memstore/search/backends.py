@@ -8,10 +8,13 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from memstore.search import postgres, postgres_recall, sqlite
 from memstore.search.facts import FactSearch
-from memstore.search.tables import EpisodeSearchBackend, SearchBackend
+from memstore.search.tables import EpisodeSearchBackend
 from memstore.search.vector_cache import VectorCache
 
-__all__ = ["backend_for", "episode_search_for", "fact_search_for"]
+__all__ = ["SearchBackend", "backend_for", "episode_search_for", "fact_search_for"]
+
+# Dense search of one table (episodes' HNSW plans on Postgres); store.search.
+SearchBackend = postgres.PostgresSearch | sqlite.SqliteSearch
 
 
 def backend_for(engine: AsyncEngine, **options: Any) -> SearchBackend:

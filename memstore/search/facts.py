@@ -133,7 +133,7 @@ def _statement(postgres: bool, keywords: bool, depth: int) -> TextualSelect:
     fuse = FUSE.format(sd_s=dialect.stddev.format(x="s"), float=dialect.float, **carried(dialect))
     ranked = _RANKED.format(columns=", ".join(f"e.{c.name}" for c in FACT_COLUMNS))
     sql = f"WITH dense(id, s) AS ({dialect.dense}),\n{keyword}\n{fuse}\n{ranked}"
-    types: dict[str, Any] = {"qvec": PgVector(), "dense": String(), "k1": Float(), "b": Float()}
+    types: dict[str, Any] = {"qvec": PgVector(), "dense": String()}
     types |= (pg_keyword_params if postgres else sqlite_keyword_params)(())[1]
     return (
         text(sql)
@@ -149,24 +149,20 @@ class FactSearch:
         self.postgres = postgres
         self._vectors = SqliteSearch()
 
-    async def recall(
-        self, session: Reader, request: FactRecall, qvec: np.ndarray, *, k1: float, b: float
-    ) -> list[FactHit]:
+    async def recall(self, session: Reader, request: FactRecall) -> list[FactHit]:
         """The request's ``limit`` best facts, best first (ties: the most recently recorded)."""
         values: dict[str, Any] = {
             **fusion_params(request),
             "valid_at": request.valid_at,
             "known_at": request.known_at,
-            "k1": k1,
-            "b": b,
         }
         if self.postgres:
-            values["qvec"] = qvec.astype(np.float32)
+            values["qvec"] = request.qvec.astype(np.float32)
             keyword_params = pg_keyword_params
         else:
             where = as_of(request.valid_at, request.known_at)
             nearest = await self._vectors.dense(
-                session, FACTS, request.user_id, qvec, request.depth, where
+                session, FACTS, request.user_id, request.qvec, request.depth, where
             )
             values["dense"] = json.dumps(list(nearest.items()))
             keyword_params = sqlite_keyword_params

@@ -191,22 +191,14 @@ class EpisodeSearch:
     def drop(self, user_id: str) -> None:
         self._stats.pop(user_id, None)
 
-    async def recall(
-        self,
-        session: Reader,
-        request: EpisodeRecall,
-        qvec: np.ndarray,
-        *,
-        k1: float,
-        b: float,
-    ) -> list[RecallHit]:
+    async def recall(self, session: Reader, request: EpisodeRecall) -> list[RecallHit]:
         stats = await self.stats(session, request.user_id)
         dialect = PG_DIALECT
         values: dict[str, Any] = shared_params(request)
         types: dict[str, Any] = {}
         if stats.rows > self.vectors.exact_threshold and request.time_range is None:
             dense = await self.vectors.dense_large(
-                session, request.user_id, qvec, request.depth, stats.rows, pool=request.pool
+                session, request.user_id, request.qvec, request.depth, stats.rows, pool=request.pool
             )
             dialect = replace(dialect, dense=_PG_DENSE_GIVEN)
             values.update(dense_ids=list(dense), dense_sims=list(dense.values()))
@@ -219,17 +211,15 @@ class EpisodeSearch:
                     distance=EPISODE_DISTANCE, time_filter=dialect.time_filter
                 ),
             )
-            values["qvec"] = qvec.astype(np.float32)
+            values["qvec"] = request.qvec.astype(np.float32)
             types["qvec"] = PgVector()
         only_dense = dense_only(request)
         if request.terms and not only_dense:
             term_counts = pg_term_counts("episodes", dialect.time_filter, rid=True)
             dialect = replace(dialect, term_counts=term_counts)
             kw_values, kw_types = pg_keyword_params(request.terms)
-            values.update(
-                kw_values, corpus_docs=float(stats.rows), corpus_chars=stats.mean_chars, k1=k1, b=b
-            )
-            types.update(kw_types, corpus_docs=Float(), corpus_chars=Float(), k1=Float(), b=Float())
+            values.update(kw_values, corpus_docs=float(stats.rows), corpus_chars=stats.mean_chars)
+            types.update(kw_types, corpus_docs=Float(), corpus_chars=Float())
         stmt = episode_statement(dialect, types, request, dense_only=only_dense)
         rows = await session.execute(stmt, values)
         return hits(rows, recency=bool(request.recency_weight))

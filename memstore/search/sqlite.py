@@ -130,17 +130,9 @@ class EpisodeSearch:
         """Never: the search version and the statement must read one snapshot."""
         return False
 
-    async def recall(
-        self,
-        session: Reader,
-        request: EpisodeRecall,
-        qvec: np.ndarray,
-        *,
-        k1: float,
-        b: float,
-    ) -> list[RecallHit]:
+    async def recall(self, session: Reader, request: EpisodeRecall) -> list[RecallHit]:
         vectors = await self.cache.vectors(session, request.user_id)
-        dense = vectors.nearest(qvec, request.depth, request.time_range, request.pool)
+        dense = vectors.nearest(request.qvec, request.depth, request.time_range, request.pool)
         dialect = SQLITE_DIALECT
         values: dict[str, Any] = {**shared_params(request), "dense": json.dumps(dense)}
         types: dict[str, Any] = {"dense": String()}
@@ -153,10 +145,8 @@ class EpisodeSearch:
                 kw_values,
                 corpus_docs=float(vectors.rows),
                 corpus_chars=vectors.mean_chars,
-                k1=k1,
-                b=b,
             )
-            types.update(kw_types, corpus_docs=Float(), corpus_chars=Float(), k1=Float(), b=Float())
+            types.update(kw_types, corpus_docs=Float(), corpus_chars=Float())
         stmt = episode_statement(dialect, types, request, dense_only=only_dense)
         rows = await session.execute(stmt, values)
         return hits(rows, recency=bool(request.recency_weight))

@@ -21,8 +21,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import BindParameter, bindparam
+import numpy as np
+from sqlalchemy import BindParameter, Float, bindparam
 
+from memstore.core.lexical import BM25_B, BM25_K1
 from memstore.db.types import UTCDateTime
 from memstore.search.tuning import RecallTuning
 
@@ -45,7 +47,8 @@ class Recall:
     """What every recall request says: whose rows, which terms, how many, which weights."""
 
     user_id: str
-    terms: tuple[str, ...]
+    terms: tuple[str, ...]  # the query's, from memstore.core.lexical.query_terms
+    qvec: np.ndarray  # the query's unit vector
     limit: int
     tuning: RecallTuning
 
@@ -186,12 +189,13 @@ def keyword_ctes(dialect: Dialect, depth: int, *, docs: str, chars: str) -> str:
 
 def binds(sql: str, types: dict[str, Any]) -> list[BindParameter[Any]]:
     """Typed parameters for those of ``types`` (and the shared times) that ``sql`` uses."""
-    times = {k: UTCDateTime() for k in ("t0", "t1", "now", "valid_at", "known_at")}
-    return [bindparam(k, type_=t) for k, t in {**times, **types}.items() if f":{k}" in sql]
+    shared: dict[str, Any] = {k: UTCDateTime() for k in ("t0", "t1", "now", "valid_at", "known_at")}
+    shared |= {"k1": Float(), "b": Float()}
+    return [bindparam(k, type_=t) for k, t in {**shared, **types}.items() if f":{k}" in sql]
 
 
 def fusion_params(request: Recall) -> dict[str, Any]:
-    """The values every statement binds: tenant, weights and sizes."""
+    """The values every statement binds: tenant, weights, sizes and BM25's constants."""
     t = request.tuning
     return {
         "user_id": request.user_id,
@@ -200,4 +204,6 @@ def fusion_params(request: Recall) -> dict[str, Any]:
         "limit": request.limit,
         "depth": request.depth,
         "pool": request.pool,
+        "k1": BM25_K1,
+        "b": BM25_B,
     }

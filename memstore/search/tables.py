@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
-import numpy as np
 from sqlalchemy import ColumnElement, literal_column
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from memstore.db.unit import Reader
 from memstore.models import EpisodeRow, FactRow
@@ -21,7 +18,6 @@ __all__ = [
     "FACTS",
     "EpisodeSearchBackend",
     "RecallTable",
-    "SearchBackend",
     "row_text",
 ]
 
@@ -31,34 +27,12 @@ EPISODES: RecallTable = EpisodeRow
 FACTS: RecallTable = FactRow
 
 
-class SearchBackend(Protocol):
-    async def dense(
-        self,
-        session: AsyncSession,
-        model: RecallTable,
-        user_id: str,
-        query: np.ndarray,
-        depth: int,
-        where: Sequence[ColumnElement[bool]],
-    ) -> dict[str, float]:
-        """The tenant's ``depth`` rows most similar to ``query``: id -> cosine similarity."""
-        ...
-
-
 class EpisodeSearchBackend(Protocol):
     def one_statement(self, user_id: str, time_range: tuple[datetime, datetime] | None) -> bool:
         """Whether the tenant's next recall is one statement that needs no transaction."""
         ...
 
-    async def recall(
-        self,
-        session: Reader,
-        request: EpisodeRecall,
-        qvec: np.ndarray,
-        *,
-        k1: float,
-        b: float,
-    ) -> list[RecallHit]:
+    async def recall(self, session: Reader, request: EpisodeRecall) -> list[RecallHit]:
         """The request's final rows, best first, in one statement (plus cached reads)."""
         ...
 
