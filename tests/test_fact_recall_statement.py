@@ -8,6 +8,7 @@ not the prepared statements).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import pytest
@@ -21,9 +22,8 @@ MARCH = datetime(2026, 3, 1, tzinfo=UTC)
 
 async def _facts(store: MemoryStore) -> None:
     for predicate, obj in (("likes", "jazz music"), ("lives_in", "London"), ("owns", "a boat")):
-        await store.add_fact(
-            Fact(user_id="alice", subject="alice", predicate=predicate, object=obj, valid_from=MARCH)
-        )
+        fact = Fact(user_id="alice", subject="alice", predicate=predicate, object=obj)
+        await store.add_fact(replace(fact, valid_from=MARCH))
 
 
 async def test_fact_recall_is_one_ranked_statement(db_url: str) -> None:

@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any
 
 import numpy as np
-from sqlalchemy import ColumnElement, Float, String, TableClause, column, select, table
+from sqlalchemy import ColumnElement, Float, String, select
 
 from memstore.core.lexical import is_prefix
 from memstore.db.unit import Reader
@@ -27,13 +27,6 @@ __all__ = [
     "sqlite_term_counts",
     "term_range",
 ]
-
-
-def _fts_tables(model: RecallTable) -> tuple[TableClause, TableClause]:
-    name = model.__tablename__
-    fts = table(f"{name}_fts", column("rowid"), column("text"), column("rank"))
-    keys = table(f"{name}_fts_keys", column("rowid"), column("user_id"), column("id"))
-    return fts, keys
 
 
 class SqliteSearch:
