@@ -19,11 +19,12 @@ planner's row estimates (see ``Dialect.address_lookups``).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlalchemy import Float, TextualSelect, column, text
 
+from memstore.db.unit import Reader
 from memstore.models import EpisodeRow
 from memstore.repositories.episodes import episode_from_columns
 from memstore.search.statement import (
@@ -37,7 +38,7 @@ from memstore.search.statement import (
 )
 from memstore.types import Episode
 
-__all__ = ["RecallHit", "dense_only", "episode_statement", "hits", "shared_params"]
+__all__ = ["RecallHit", "dense_only", "episode_statement", "hits", "ranked", "shared_params"]
 
 
 @dataclass(frozen=True)
@@ -287,6 +288,33 @@ def shared_params(request: EpisodeRecall) -> dict[str, Any]:
         "half_life": t.recency_half_life_days,
         "rw": request.recency_weight,
     }
+
+
+async def ranked(
+    session: Reader,
+    request: EpisodeRecall,
+    dialect: Dialect,
+    dense: tuple[dict[str, Any], dict[str, Any]],
+    *,
+    term_counts: str,
+    keyword: tuple[dict[str, Any], dict[str, Any]],
+    corpus: tuple[int, float],
+) -> list[RecallHit]:
+    """Run the statement on ``dialect``, with the (values, types) of its ``dense`` CTE.
+
+    When the query's terms can move the ranking, also ``term_counts`` with the
+    (values, types) of their ``keyword`` parameters and the tenant's ``corpus``
+    (rows, mean text length).
+    """
+    values = {**shared_params(request), **dense[0]}
+    types = dict(dense[1])
+    only_dense = dense_only(request)
+    if request.terms and not only_dense:
+        dialect = replace(dialect, term_counts=term_counts)
+        values.update(keyword[0], corpus_docs=float(corpus[0]), corpus_chars=corpus[1])
+        types.update(keyword[1], corpus_docs=Float(), corpus_chars=Float())
+    stmt = episode_statement(dialect, types, request, dense_only=only_dense)
+    return hits(await session.execute(stmt, values), recency=bool(request.recency_weight))
 
 
 def hits(rows: Any, *, recency: bool) -> list[RecallHit]:

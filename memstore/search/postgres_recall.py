@@ -21,7 +21,7 @@ from memstore.db.types import PgVector
 from memstore.db.unit import Reader
 from memstore.models import EpisodeRow
 from memstore.models.search import document, tsvector
-from memstore.search.episodes import RecallHit, dense_only, episode_statement, hits, shared_params
+from memstore.search.episodes import RecallHit, ranked
 from memstore.search.postgres import EPISODE_DISTANCE, PostgresSearch
 from memstore.search.statement import Dialect, EpisodeRecall
 from memstore.search.tables import row_text
@@ -121,6 +121,11 @@ def pg_keyword_params(terms: Sequence[str]) -> tuple[dict[str, Any], dict[str, A
     return values, types
 
 
+PG_TIME_FILTER = (
+    "AND (CAST(:t0 AS timestamptz) IS NULL "
+    "OR e.occurred_at BETWEEN CAST(:t0 AS timestamptz) AND CAST(:t1 AS timestamptz))"
+)
+
 PG_DIALECT = Dialect(
     dense=_PG_DENSE_EXACT,
     term_counts="",
@@ -131,10 +136,7 @@ PG_DIALECT = Dialect(
     # date_part is double precision; extract() is numeric, and numeric exp() cost
     # ~9 µs a row (a third of the statement at a 400-row tenant).
     age_days="greatest(date_part('epoch', :now - e.occurred_at) / 86400.0, 0)",
-    time_filter=(
-        "AND (CAST(:t0 AS timestamptz) IS NULL "
-        "OR e.occurred_at BETWEEN CAST(:t0 AS timestamptz) AND CAST(:t1 AS timestamptz))"
-    ),
+    time_filter=PG_TIME_FILTER,
     windowed_sessions=True,
     address_lookups=True,
 )
@@ -194,32 +196,26 @@ class EpisodeSearch:
     async def recall(self, session: Reader, request: EpisodeRecall) -> list[RecallHit]:
         stats = await self.stats(session, request.user_id)
         dialect = PG_DIALECT
-        values: dict[str, Any] = shared_params(request)
-        types: dict[str, Any] = {}
         if stats.rows > self.vectors.exact_threshold and request.time_range is None:
-            dense = await self.vectors.dense_large(
+            nearest = await self.vectors.dense_large(
                 session, request.user_id, request.qvec, request.depth, stats.rows, pool=request.pool
             )
             dialect = replace(dialect, dense=_PG_DENSE_GIVEN)
-            values.update(dense_ids=list(dense), dense_sims=list(dense.values()))
-            types.update(dense_ids=ARRAY(String()), dense_sims=ARRAY(Float()))
+            dense = (
+                {"dense_ids": list(nearest), "dense_sims": list(nearest.values())},
+                {"dense_ids": ARRAY(String()), "dense_sims": ARRAY(Float())},
+            )
         else:
             self.vectors.last_plan = "exact"
-            dialect = replace(
-                dialect,
-                dense=_PG_DENSE_EXACT.format(
-                    distance=EPISODE_DISTANCE, time_filter=dialect.time_filter
-                ),
-            )
-            values["qvec"] = request.qvec.astype(np.float32)
-            types["qvec"] = PgVector()
-        only_dense = dense_only(request)
-        if request.terms and not only_dense:
-            term_counts = pg_term_counts("episodes", dialect.time_filter, rid=True)
-            dialect = replace(dialect, term_counts=term_counts)
-            kw_values, kw_types = pg_keyword_params(request.terms)
-            values.update(kw_values, corpus_docs=float(stats.rows), corpus_chars=stats.mean_chars)
-            types.update(kw_types, corpus_docs=Float(), corpus_chars=Float())
-        stmt = episode_statement(dialect, types, request, dense_only=only_dense)
-        rows = await session.execute(stmt, values)
-        return hits(rows, recency=bool(request.recency_weight))
+            exact = _PG_DENSE_EXACT.format(distance=EPISODE_DISTANCE, time_filter=PG_TIME_FILTER)
+            dialect = replace(dialect, dense=exact)
+            dense = ({"qvec": request.qvec.astype(np.float32)}, {"qvec": PgVector()})
+        return await ranked(
+            session,
+            request,
+            dialect,
+            dense,
+            term_counts=pg_term_counts("episodes", PG_TIME_FILTER, rid=True),
+            keyword=pg_keyword_params(request.terms),
+            corpus=(stats.rows, stats.mean_chars),
+        )

@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
 import numpy as np
-from sqlalchemy import ColumnElement, Float, String, select
+from sqlalchemy import ColumnElement, String, select
 
 from memstore.core.lexical import is_prefix
 from memstore.db.unit import Reader
 from memstore.models.search import document
-from memstore.search.episodes import RecallHit, dense_only, episode_statement, hits, shared_params
+from memstore.search.episodes import RecallHit, ranked
 from memstore.search.statement import Dialect, EpisodeRecall
 from memstore.search.tables import RecallTable
 from memstore.search.vector_cache import VectorCache
@@ -125,24 +124,16 @@ class EpisodeSearch:
 
     async def recall(self, session: Reader, request: EpisodeRecall) -> list[RecallHit]:
         vectors = await self.cache.vectors(session, request.user_id)
-        dense = vectors.nearest(request.qvec, request.depth, request.time_range, request.pool)
-        dialect = SQLITE_DIALECT
-        values: dict[str, Any] = {**shared_params(request), "dense": json.dumps(dense)}
-        types: dict[str, Any] = {"dense": String()}
-        only_dense = dense_only(request)
-        if request.terms and not only_dense:
-            term_counts = sqlite_term_counts("episodes", dialect.time_filter)
-            dialect = replace(dialect, term_counts=term_counts)
-            kw_values, kw_types = sqlite_keyword_params(request.terms)
-            values.update(
-                kw_values,
-                corpus_docs=float(vectors.rows),
-                corpus_chars=vectors.mean_chars,
-            )
-            types.update(kw_types, corpus_docs=Float(), corpus_chars=Float())
-        stmt = episode_statement(dialect, types, request, dense_only=only_dense)
-        rows = await session.execute(stmt, values)
-        return hits(rows, recency=bool(request.recency_weight))
+        nearest = vectors.nearest(request.qvec, request.depth, request.time_range, request.pool)
+        return await ranked(
+            session,
+            request,
+            SQLITE_DIALECT,
+            ({"dense": json.dumps(nearest)}, {"dense": String()}),
+            term_counts=sqlite_term_counts("episodes", SQLITE_DIALECT.time_filter),
+            keyword=sqlite_keyword_params(request.terms),
+            corpus=(vectors.rows, vectors.mean_chars),
+        )
 
     def drop(self, user_id: str) -> None:
         self.cache.drop(user_id)
