@@ -27,12 +27,12 @@ from memstore.embeddings.base import Embedder
 from memstore.embeddings.hashing import HashingEmbedder
 from memstore.embeddings.identity import embedder_identity
 from memstore.errors import DimensionMismatch
-from memstore.recall.backends import backend_for, episode_search_for
-from memstore.recall.fusion import RecallTuning
+from memstore.recall import RecallTuning
 from memstore.recall.hybrid import HybridRecall
-from memstore.recall.search import EpisodeSearchBackend
-from memstore.recall.settings import EmbedderGuard, check_embedder, recorded_settings
 from memstore.schema.migrate import check_schema, needs_upgrade, upgrade
+from memstore.search.backends import backend_for, episode_search_for, fact_search_for
+from memstore.search.settings import EmbedderGuard, check_embedder, recorded_settings
+from memstore.search.tables import EpisodeSearchBackend
 from memstore.services import (
     AgentService,
     BlockService,
@@ -139,8 +139,9 @@ class MemoryStore:
             engine, **({} if threshold is None else {"exact_threshold": threshold})
         )
         self.recall_engine = HybridRecall(
+            db=self.db,
             embedder=self.embedder,
-            backend=self.search,
+            fact_search=fact_search_for(engine),
             episode_search=(
                 episode_search
                 if episode_search is not None

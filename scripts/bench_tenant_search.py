@@ -101,7 +101,7 @@ async def main(args: argparse.Namespace) -> None:
                 async with store.db.read() as session:
                     found = await store.search.dense(session, EpisodeRow, tenant, q, args.k, [])
                 spent += time.perf_counter() - started
-                plans.add(store.search.last_plan)  # type: ignore[attr-defined]
+                plans.add(store.search.last_plan)  # type: ignore[union-attr]
                 ours.append(len(truth & set(found)) / args.k)
             print(
                 f"{tenant:<8}{len(rows):>7}{len(rows) / n:>7.1%}{np.mean(naive_recall):>11.3f}"

@@ -14,7 +14,7 @@ from memstore.embeddings import HashingEmbedder
 from memstore.embeddings.identity import embedder_identity
 from memstore.models import ConfigRow, EpisodeRow
 from memstore.models.config import EMBEDDER_KEY
-from memstore.recall.reembed import reembed
+from memstore.search.reembed import reembed
 
 HASHING = HashingEmbedder().identity
 

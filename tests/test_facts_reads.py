@@ -17,7 +17,8 @@ import pytest
 from sqlalchemy import event, text
 
 from memstore import Fact, MemoryStore
-from memstore.repositories.facts import _FACT_COLUMNS, _fact_from_core, fact_from_row
+from memstore.repositories.fact_reads import FACT_COLUMNS, fact_from_columns
+from memstore.repositories.facts import fact_from_row
 
 MARCH = datetime(2026, 3, 1, tzinfo=UTC)
 
@@ -173,8 +174,8 @@ def test_a_fact_from_a_row_equals_the_constructed_fact() -> None:
         "recorded_at": MARCH,
         "superseded_at": MARCH + timedelta(days=1),
     }
-    row = tuple(values[c.name] for c in _FACT_COLUMNS)
-    fact = _fact_from_core(row)
+    row = tuple(values[c.name] for c in FACT_COLUMNS)
+    fact = fact_from_columns(row)
     expected = fact_from_row(type("Row", (), values)())  # type: ignore[arg-type]
     assert fact == expected
     assert fact.sources == ("s1", "s2")

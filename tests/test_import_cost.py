@@ -74,7 +74,7 @@ def test_cli_imports_only_the_sub_command_it_runs() -> None:
     # Shared argument helpers (e.g. memstore.cli.embedder_args) may load; other commands may not.
     commands = sorted(m for m in modules if m in COMMAND_MODULES)
     assert commands == ["memstore.cli.import_dump"]
-    assert "memstore.recall.reembed" not in modules
+    assert "memstore.search.reembed" not in modules
 
 
 def _choices(parser: argparse.ArgumentParser) -> list[str]:

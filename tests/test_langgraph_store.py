@@ -48,8 +48,8 @@ from memstore.embeddings import HashingEmbedder
 from memstore.embeddings.base import embed_checked
 from memstore.integrations.langgraph import MemstoreStore, WrongThread
 from memstore.models import LangGraphItemRow
-from memstore.recall.reembed import ReembedResult, reembed
-from memstore.recall.settings import recorded_embedder
+from memstore.search.reembed import ReembedResult, reembed
+from memstore.search.settings import recorded_embedder
 
 DIM = 384
 

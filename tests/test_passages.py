@@ -22,7 +22,7 @@ from memstore.core.documents import episode_text
 from memstore.db.engine import create_engine
 from memstore.embeddings import HashingEmbedder
 from memstore.recall import RecallTuning
-from memstore.recall.reembed import ReembedResult, reembed
+from memstore.search.reembed import ReembedResult, reembed
 
 _BUDGET = "We went through the quarterly budget spreadsheet line by line and fixed the formulas."
 _FILLER = " ".join([_BUDGET] * 12)

@@ -63,7 +63,7 @@ async def test_upgrade_populated_database_then_downgrade(empty_db_url: str) -> N
 async def test_reembed_switches_dimension_and_backfills(db_url: str, backend: str) -> None:
     from memstore import DimensionMismatch, Episode, Fact
     from memstore.embeddings import HashingEmbedder
-    from memstore.recall.reembed import reembed
+    from memstore.search.reembed import reembed
 
     async with MemoryStore.open(db_url) as store:
         await store.remember(Episode(session_id="s", user_id="alice", input="red bicycle"))

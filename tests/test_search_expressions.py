@@ -25,7 +25,7 @@ from memstore.models.search import (
     document,
     tsvector,
 )
-from memstore.recall.search import row_text
+from memstore.search.tables import row_text
 from tests.conftest import is_postgres
 
 
@@ -88,7 +88,7 @@ async def test_postgres_indexes_match_the_code(db_url: str, backend: str) -> Non
 
 
 def test_recall_statements_use_the_defined_expressions() -> None:
-    from memstore.recall.search_postgres import full_text_vector
+    from memstore.search.postgres import full_text_vector
 
     for model in (EpisodeRow, FactRow):
         name = model.__tablename__

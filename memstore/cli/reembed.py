@@ -6,8 +6,8 @@ from typing import Any
 
 from memstore.cli.embedder_args import add_embedder_arguments, embedder_from_args
 from memstore.db.engine import create_engine, require_existing_database
-from memstore.recall.reembed import ReembedResult, reembed
 from memstore.schema.migrate import check_schema
+from memstore.search.reembed import ReembedResult, reembed
 
 
 def register(subparsers: Any) -> None:

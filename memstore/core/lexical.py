@@ -1,33 +1,27 @@
-"""Keyword side of recall: query terms, searchable text, and BM25 scored in Python.
+"""Keyword side of recall: query terms and how they match, and BM25's constants.
 
-The database's full-text index (FTS5 / tsvector) only finds candidate rows
-(any query term as a prefix); the score is computed here from the candidates'
-text, so SQLite and Postgres rank identically whatever their own rankers do.
+The database's full-text index (FTS5 / tsvector) finds the rows holding a query
+term as a prefix; the recall statements (memstore/search/) count those
+occurrences and compute BM25 from them with these constants, the same way on
+SQLite and Postgres whatever their own rankers do.
 """
 
 from __future__ import annotations
 
-import math
-import re
-from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from functools import lru_cache
 
-from memstore.core.text import STOPWORDS, keyword_tokens
+from memstore.core.text import keyword_tokens
 
 __all__ = [
     "BM25_B",
     "BM25_K1",
-    "bm25_scores",
-    "doc_terms",
-    "fts5_query",
     "is_prefix",
     "query_terms",
     "stem",
     "tsquery",
 ]
 
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _SUFFIXES = ("ing", "ed", "es", "s", "ly")
 # Below this length a stem is matched exactly, not as a prefix ("go*" would match everything).
 _MIN_PREFIX = 3
@@ -51,77 +45,10 @@ def query_terms(query: str) -> list[str]:
     return list(dict.fromkeys(stem(t) for t in keyword_tokens(query)))
 
 
-def doc_terms(text: str) -> list[str]:
-    return [stem(w) for w in _WORD.findall(text.lower()) if len(w) > 1 and w not in STOPWORDS]
-
-
-# Tokenising candidates dominates keyword scoring and the same rows come back
-# query after query; a pure function of the text, so caching cannot go stale.
-@lru_cache(maxsize=1 << 15)
-def _term_counts(text: str) -> Counter[str]:
-    """``Counter(doc_terms(text))``, stemming each distinct word once; callers must not mutate."""
-    counts: Counter[str] = Counter()
-    for word, n in Counter(_WORD.findall(text.lower())).items():
-        if len(word) > 1 and word not in STOPWORDS:
-            counts[stem(word)] += n
-    return counts
-
-
 def is_prefix(term: str) -> bool:
     """Whether ``term`` matches words it begins (long enough) or only itself."""
     return len(term) >= _MIN_PREFIX
 
 
-def fts5_query(terms: Sequence[str]) -> str:
-    # Terms are [^\W_]+ words, so quoting cannot be broken out of.
-    return " OR ".join(f'"{t}"*' if is_prefix(t) else f'"{t}"' for t in terms)
-
-
 def tsquery(terms: Sequence[str]) -> str:
     return " | ".join(f"{t}:*" if is_prefix(t) else t for t in terms)
-
-
-def _matches(token: str, term: str) -> bool:
-    return token.startswith(term) if is_prefix(term) else token == term
-
-
-def bm25_scores(
-    terms: Sequence[str],
-    docs: Iterable[tuple[str, str]],
-    *,
-    total_docs: int,
-    avg_chars: float,
-) -> dict[str, float]:
-    """Okapi BM25 of ``(id, text)`` candidates; every doc containing a term must be among them.
-
-    Length normalisation uses characters, so the average can come from SQL.
-    """
-    if not terms:
-        return {}
-    parsed = [(doc_id, text, _term_counts(text)) for doc_id, text in docs]
-    # Which query terms each distinct token matches, decided once per query.
-    matched: dict[str, tuple[str, ...]] = {}
-    counts: list[dict[str, int]] = []
-    df = dict.fromkeys(terms, 0)
-    for _, _, tokens in parsed:
-        tf = dict.fromkeys(terms, 0)
-        for token, n in tokens.items():
-            hits = matched.get(token)
-            if hits is None:
-                hits = matched[token] = tuple(t for t in terms if _matches(token, t))
-            for t in hits:
-                tf[t] += n
-        counts.append(tf)
-        for t, n in tf.items():
-            if n:
-                df[t] += 1
-    n_docs = max(total_docs, len(parsed), 1)
-    avg = max(avg_chars, 1.0)
-    idf = {t: math.log(1 + (n_docs - df[t] + 0.5) / (df[t] + 0.5)) for t in terms}
-    scores: dict[str, float] = {}
-    for (doc_id, text, _), tf in zip(parsed, counts, strict=True):
-        norm = BM25_K1 * (1 - BM25_B + BM25_B * len(text) / avg)
-        score = sum(idf[t] * n * (BM25_K1 + 1) / (n + norm) for t, n in tf.items() if n)
-        if score > 0:
-            scores[doc_id] = score
-    return scores

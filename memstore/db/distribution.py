@@ -57,9 +57,9 @@ MIGRATION_ONLY_TABLES: dict[str, str] = {
         "SQLite only: maps FTS5 integer rowids to (user_id, id); its rowid key is "
         "SQLite's own row address, the (user_id, id) unique key is the tenant key"
     ),
-    r"episodes_fts_instances": (
+    r"(episodes|facts)_fts_instances": (
         "SQLite only: a read-only fts5vocab view of the FTS5 index's term occurrences "
-        "(revision 0008); it stores nothing of its own"
+        "(revisions 0008 and 0013); it stores nothing of its own"
     ),
     r"search_versions": (
         "SQLite only: each tenant's search version for the in-process vector cache "

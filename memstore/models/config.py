@@ -9,7 +9,7 @@ __all__ = ["EMBEDDER_KEY", "EMBEDDING_DIM_KEY", "ConfigRow"]
 
 EMBEDDING_DIM_KEY = "embedding_dim"
 # Identity of the embedder whose vector space the stored embeddings are in
-# (absent until the first vector is written; see memstore.recall.settings).
+# (absent until the first vector is written; see memstore.search.settings).
 EMBEDDER_KEY = "embedder"
 
 

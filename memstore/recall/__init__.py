@@ -1,8 +1,9 @@
-"""Hybrid recall: dense vectors and BM25 keywords fused, on SQLite and Postgres."""
+"""The recall pipeline: query -> terms -> vector -> one ranked statement -> relevance cut.
 
-from memstore.recall.backends import backend_for
-from memstore.recall.fusion import RecallTuning
+No SQL here: the statements and the backends' specifics are memstore.search's.
+"""
+
 from memstore.recall.hybrid import HybridRecall
-from memstore.recall.search import SearchBackend
+from memstore.search.tuning import RecallTuning
 
-__all__ = ["HybridRecall", "RecallTuning", "SearchBackend", "backend_for"]
+__all__ = ["HybridRecall", "RecallTuning"]

@@ -1,158 +1,178 @@
-"""The recall pipeline: embed the query, then search.
+"""The recall pipeline, the same for episodes and facts.
 
-Episodes are recalled by one statement per backend
-(memstore/recall/statement.py). Facts, always filtered by valid
-and transaction time and far fewer per tenant, gather candidates per signal
-here and fuse them in Python.
+query -> terms (tokenised once) -> query vector -> the backend's one ranked
+statement (memstore/search/) -> rows -> relevance and the ``min_score`` cut.
+
+The pipeline chooses where the statement runs (one statement needs no
+transaction; the HNSW plans and SQLite's cached vectors do) and never builds
+SQL itself: everything below the query vector is memstore.search's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
 from datetime import datetime
+from typing import TypeVar
 
 import numpy as np
-from sqlalchemy import ColumnElement
-from sqlalchemy.ext.asyncio import AsyncSession
 
-from memstore.core.lexical import BM25_B, BM25_K1, bm25_scores, query_terms
-from memstore.db.unit import Reader
+from memstore.core.documents import episode_search_text, fact_text
+from memstore.core.lexical import query_terms
+from memstore.db.unit import Database
 from memstore.embeddings.base import Embedder, embed_checked
-from memstore.recall.fusion import RecallTuning, standardise
-from memstore.recall.search import (
-    FACTS,
-    EpisodeSearchBackend,
-    RecallTable,
-    SearchBackend,
-    corpus_stats,
-)
-from memstore.recall.statement import EpisodeRecall, Fusion, RecallHit
+from memstore.recall.relevance import relevance
+from memstore.repositories.episodes import EpisodeRepository
+from memstore.search.facts import FactSearch
+from memstore.search.statement import EpisodeRecall, FactRecall
+from memstore.search.tables import EpisodeSearchBackend
+from memstore.search.tuning import RecallTuning
+from memstore.types import Episode, EpisodeMatch, Fact, FactMatch
 
-__all__ = ["HybridRecall", "Scored"]
+__all__ = ["HybridRecall"]
 
-# Keyword candidates scored per query: BM25 is exact while a tenant has fewer
-# rows matching any query term than this.
-KEYWORD_CAP = 5_000
+_Row = TypeVar("_Row", Episode, Fact)
 
 
-@dataclass
-class Scored:
-    id: str
-    score: float = 0.0
-    parts: dict[str, float] = field(default_factory=dict)
+def _cut(
+    ranked: Sequence[tuple[_Row, float, dict[str, float]]],
+    terms: Sequence[str],
+    text_of: Callable[[_Row], str],
+    *,
+    floor: float | None,
+    with_relevance: bool,
+    limit: int,
+) -> list[tuple[_Row, float, dict[str, float]]]:
+    """Rows with their relevance (``score``) and parts, the ``floor`` applied, in ranking order.
+
+    The ranking score is relative to this query's candidates (any sign, no
+    range), so it is reported as a part; ``score`` is the row's relevance.
+    Tokenising every returned row costs a few microseconds each: a plain recall
+    without a floor, which drops the scores, does not pay for it.
+    """
+    scored: list[tuple[_Row, float, dict[str, float]]] = []
+    for row, ranking, ranking_parts in ranked:
+        parts = {**ranking_parts, "ranking": ranking}
+        if with_relevance or floor is not None:
+            parts["relevance"] = relevance(terms, text_of(row), parts.get("dense", 0.0))
+        score = parts.get("relevance", 0.0)
+        if floor is None or score >= floor:
+            scored.append((row, score, parts))
+    return scored[:limit]
 
 
 class HybridRecall:
+    """Recall for one store: its database, embedder, backend searches and tuning."""
+
     def __init__(
         self,
         *,
+        db: Database,
         embedder: Embedder,
-        backend: SearchBackend,
         episode_search: EpisodeSearchBackend,
+        fact_search: FactSearch,
         tuning: RecallTuning | None = None,
     ) -> None:
+        self.db = db
         self.embedder = embedder
-        self.backend = backend
         self.episode_search = episode_search
+        self.fact_search = fact_search
         self.tuning = tuning or RecallTuning()
-
-    def one_statement(self, user_id: str, time_range: tuple[datetime, datetime] | None) -> bool:
-        """Whether :meth:`episodes` for the tenant is one statement, needing no transaction."""
-        return self.episode_search.one_statement(user_id, time_range)
 
     async def embed_query(self, query: str) -> np.ndarray:
         vectors: np.ndarray = await embed_checked(self.embedder, [query])
         return np.asarray(vectors[0], dtype=np.float32)
 
-    async def _signals(
-        self,
-        session: AsyncSession,
-        model: RecallTable,
-        user_id: str,
-        query: str,
-        qvec: np.ndarray,
-        where: Sequence[ColumnElement[bool]],
-        limit: int,
-    ) -> tuple[dict[str, Scored], float]:
-        """Candidates with their fused score, and the fused score of a non-candidate."""
-        t = self.tuning
-        depth = max(t.depth, limit)
-        dense = await self.backend.dense(session, model, user_id, qvec, depth, where)
-        terms = query_terms(query)
-        keyword: dict[str, float] = {}
-        if terms:
-            docs = await self.backend.keyword(session, model, user_id, terms, KEYWORD_CAP, where)
-            if docs:
-                total, avg_chars = await corpus_stats(session, model, user_id, where)
-                keyword = bm25_scores(terms, docs, total_docs=total, avg_chars=avg_chars)
-                keyword = dict(sorted(keyword.items(), key=lambda kv: -kv[1])[:depth])
-        dense_z, dense_floor = standardise(dense)
-        keyword_z, keyword_floor = standardise(keyword)
-        floor = t.dense_weight * dense_floor + t.keyword_weight * keyword_floor
-        scored: dict[str, Scored] = {}
-        for doc_id in dense.keys() | keyword.keys():
-            zd = dense_z.get(doc_id, dense_floor)
-            zk = keyword_z.get(doc_id, keyword_floor)
-            fused = t.dense_weight * zd + t.keyword_weight * zk
-            scored[doc_id] = Scored(
-                doc_id,
-                fused,
-                {
-                    "dense": dense.get(doc_id, 0.0),
-                    "keyword": keyword.get(doc_id, 0.0),
-                    "dense_z": zd,
-                    "keyword_z": zk,
-                    "fused": fused,
-                },
-            )
-        return scored, floor
-
     async def episodes(
         self,
-        session: Reader,
         user_id: str,
         query: str,
         *,
         time_range: tuple[datetime, datetime] | None,
         now: datetime,
         recency_weight: float,
-        qvec: np.ndarray,
         limit: int,
-    ) -> list[RecallHit]:
-        """The ``limit`` best episodes with their scores' parts, best first."""
-        t = self.tuning
+        floor: float | None,
+        with_relevance: bool,
+    ) -> list[EpisodeMatch]:
+        """The ``limit`` best episodes (fewer under a floor), best first.
+
+        An empty query has no ranking: the newest episodes, score 0.
+        """
+        if not query.strip():
+            if floor is not None and floor > 0:
+                return []  # an empty query is about nothing: no row reaches a positive floor
+            async with self.db.read(user_id) as session:
+                newest = await EpisodeRepository(session=session).keyword_candidates(
+                    user_id, [], time_range=time_range, limit=limit
+                )
+            return [EpisodeMatch(episode=e, score=0.0, parts={"relevance": 0.0}) for e in newest]
+        terms = tuple(query_terms(query))
         request = EpisodeRecall(
             user_id=user_id,
-            terms=tuple(query_terms(query)),
+            terms=terms,
+            qvec=await self.embed_query(query),
+            limit=limit,
+            tuning=self.tuning,
             time_range=time_range,
             now=now,
             recency_weight=recency_weight,
-            limit=limit,
-            fusion=Fusion(
-                depth=max(t.depth, limit),
-                dense_weight=t.dense_weight,
-                keyword_weight=t.keyword_weight,
-                neighbour_weight=t.neighbour_weight,
-                width=t.neighbour_width,
-                session_weight=t.session_weight,
-                session_top=t.session_top,
-                expand=t.expand,
-                half_life_days=t.recency_half_life_days,
-                passage_pool=t.passage_pool,
-            ),
         )
-        return await self.episode_search.recall(session, request, qvec, k1=BM25_K1, b=BM25_B)
+        search = self.episode_search
+        one = search.one_statement(user_id, time_range)
+        async with self.db.statement(user_id) if one else self.db.read(user_id) as session:
+            hits = await search.recall(session, request)
+        ranked = [(h.episode, h.score, h.parts) for h in hits[:limit]]
+        kept = _cut(
+            ranked,
+            terms,
+            episode_search_text,
+            floor=floor,
+            with_relevance=with_relevance,
+            limit=limit,
+        )
+        return [EpisodeMatch(episode=e, score=s, parts=p) for e, s, p in kept]
 
     async def facts(
         self,
-        session: AsyncSession,
         user_id: str,
         query: str,
         *,
-        where: Sequence[ColumnElement[bool]],
-        qvec: np.ndarray,
+        valid_at: datetime,
+        known_at: datetime,
         limit: int,
-    ) -> list[Scored]:
-        scored, _ = await self._signals(session, FACTS, user_id, query, qvec, where, limit)
-        return sorted(scored.values(), key=lambda s: -s.score)
+        floor: float | None,
+        with_relevance: bool,
+    ) -> list[FactMatch]:
+        """The ``limit`` best facts true at ``valid_at`` as believed at ``known_at``.
+
+        Ties go to the most recently recorded; an empty query has no ranking:
+        the most recently recorded facts, score 0.
+        """
+        if not query.strip():
+            if floor:
+                return []  # an empty query is about nothing: no fact reaches a positive floor
+            async with self.db.statement(user_id) as session:
+                newest = await self.fact_search.newest(
+                    session, user_id, valid_at=valid_at, known_at=known_at, limit=limit
+                )
+            return [FactMatch(fact=f, score=0.0, parts={"relevance": 0.0}) for f in newest]
+        terms = tuple(query_terms(query))
+        request = FactRecall(
+            user_id=user_id,
+            terms=terms,
+            qvec=await self.embed_query(query),
+            # A floor drops rows after the ranking: look a little further down it.
+            limit=limit if floor is None else limit * 2 + 10,
+            tuning=self.tuning,
+            valid_at=valid_at,
+            known_at=known_at,
+        )
+        # SQLite reads the vectors, then runs the statement: one snapshot for both.
+        one = self.fact_search.postgres
+        async with self.db.statement(user_id) if one else self.db.read(user_id) as session:
+            hits = await self.fact_search.recall(session, request)
+        ranked = [(h.fact, h.score, h.parts) for h in hits]
+        kept = _cut(
+            ranked, terms, fact_text, floor=floor, with_relevance=with_relevance, limit=limit
+        )
+        return [FactMatch(fact=f, score=s, parts=p) for f, s, p in kept]

@@ -1,20 +1,17 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
-from functools import cache
 from typing import Any
 
-from sqlalchemy import Select, bindparam, func, insert, or_, select, text, update
+from sqlalchemy import func, insert, or_, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.sql.elements import BindParameter, ColumnElement
 
 from memstore.core.documents import fact_text
 from memstore.core.tenancy import public_user_id
-from memstore.db.unit import Reader
 from memstore.embeddings.base import Embedder, embed_checked
 from memstore.models import FactRow
 from memstore.models.facts import subject_key
@@ -23,7 +20,6 @@ from memstore.types import Fact, new_id
 __all__ = [
     "AssertOutcome",
     "FactChange",
-    "FactReads",
     "FactRepository",
     "fact_from_row",
     "same_object",
@@ -46,160 +42,6 @@ def fact_from_row(row: FactRow) -> Fact:
         recorded_at=row.recorded_at,
         superseded_at=row.superseded_at,
     )
-
-
-_FACTS = FactRow.__table__.c
-# The columns a Fact is made of, as table columns: a statement of table columns
-# runs and returns rows through Core, without the ORM's per-row loading.
-_FACT_COLUMNS = tuple(
-    _FACTS[name]
-    for name in (
-        "id",
-        "fact_id",
-        "user_id",
-        "subject",
-        "predicate",
-        "object",
-        "single_valued",
-        "confidence",
-        "sources",
-        "valid_from",
-        "valid_to",
-        "recorded_at",
-        "superseded_at",
-    )
-)
-
-
-_FACT_FIELDS = tuple(c.name for c in _FACT_COLUMNS)
-_new_fact = object.__new__
-_set_fields = object.__setattr__
-
-
-def _fact_from_core(row: Any) -> Fact:
-    """A Fact from a row of ``_FACT_COLUMNS``, without the dataclass ``__init__``.
-
-    Fact has no ``__post_init__`` and its frozen ``__init__`` sets each of its 13
-    fields through ``object.__setattr__``: more than half the Python cost per
-    row of a long history. Filling ``__dict__`` at once gives an equal object
-    (tests/test_facts_reads.py compares the two).
-    """
-    fields = dict(zip(_FACT_FIELDS, row, strict=True))
-    fields["user_id"] = public_user_id(fields["user_id"])
-    fields["sources"] = tuple(fields["sources"] or ())
-    fact = _new_fact(Fact)
-    _set_fields(fact, "__dict__", fields)
-    return fact
-
-
-def _subject_predicate_filter(subject: bool, predicate: bool) -> list[ColumnElement[bool]]:
-    """Conditions on ``:subject_key``/``:subject`` and ``:predicate``, as asked for."""
-    conditions: list[ColumnElement[bool]] = []
-    if subject:
-        conditions += [
-            _FACTS.subject_key == bindparam("subject_key"),
-            _FACTS.subject == bindparam("subject"),
-        ]
-    if predicate:
-        conditions.append(_FACTS.predicate == bindparam("predicate"))
-    return conditions
-
-
-def _subject_predicate_params(subject: str | None, predicate: str | None) -> dict[str, Any]:
-    """Values for :func:`_subject_predicate_filter`'s parameters."""
-    params: dict[str, Any] = {}
-    if subject is not None:
-        params |= {"subject_key": subject_key(subject), "subject": subject}
-    if predicate is not None:
-        params["predicate"] = predicate
-    return params
-
-
-@cache
-def _history_statement(subject: bool, predicate: bool, fact_id: bool) -> Select[Any]:
-    """Built once per combination of filters; values are bound per call.
-
-    Building a select with its comparisons costs more than compiling it (which
-    SQLAlchemy caches anyway), so the statement objects are kept too.
-    """
-    conditions = [
-        _FACTS.user_id == bindparam("user_id"),
-        *_subject_predicate_filter(subject, predicate),
-    ]
-    if fact_id:
-        conditions.append(_FACTS.fact_id == bindparam("fact_id"))
-    return (
-        select(*_FACT_COLUMNS)
-        .where(*conditions)
-        .order_by(_FACTS.valid_from, _FACTS.recorded_at, _FACTS.id)
-    )
-
-
-@cache
-def _believed_statement(subject: bool, predicate: bool) -> Select[Any]:
-    """Facts true at ``:valid_at`` as recorded by ``:known_at``, newest first (built once)."""
-    valid_at: BindParameter[datetime] = bindparam("valid_at")
-    known_at: BindParameter[datetime] = bindparam("known_at")
-    conditions = [
-        _FACTS.user_id == bindparam("user_id"),
-        _FACTS.valid_from <= valid_at,
-        or_(_FACTS.valid_to.is_(None), _FACTS.valid_to > valid_at),
-        _FACTS.recorded_at <= known_at,
-        or_(_FACTS.superseded_at.is_(None), _FACTS.superseded_at > known_at),
-        *_subject_predicate_filter(subject, predicate),
-    ]
-    return (
-        select(*_FACT_COLUMNS)
-        .where(*conditions)
-        .order_by(_FACTS.recorded_at.desc(), _FACTS.id)
-        .limit(bindparam("limit"))
-    )
-
-
-class FactReads:
-    """The fact reads that are one statement each, on a :data:`Reader`.
-
-    Given what :meth:`Database.statement` yields: a Core connection outside any
-    explicit transaction, or the session of the transaction they must join.
-    """
-
-    def __init__(self, *, reader: Reader) -> None:
-        self._reader = reader
-
-    async def history(
-        self,
-        user_id: str,
-        *,
-        subject: str | None = None,
-        predicate: str | None = None,
-        fact_id: str | None = None,
-    ) -> list[Fact]:
-        stmt = _history_statement(subject is not None, predicate is not None, fact_id is not None)
-        params = {"user_id": user_id, **_subject_predicate_params(subject, predicate)}
-        if fact_id is not None:
-            params["fact_id"] = fact_id
-        return [_fact_from_core(r) for r in (await self._reader.execute(stmt, params)).all()]
-
-    async def believed(
-        self,
-        user_id: str,
-        *,
-        subject: str | None,
-        predicate: str | None,
-        valid_at: datetime,
-        known_at: datetime,
-        limit: int,
-    ) -> list[Fact]:
-        """Facts true at ``valid_at`` as recorded by ``known_at``, newest first."""
-        stmt = _believed_statement(subject is not None, predicate is not None)
-        params: dict[str, Any] = {
-            "user_id": user_id,
-            "valid_at": valid_at,
-            "known_at": known_at,
-            "limit": limit,
-            **_subject_predicate_params(subject, predicate),
-        }
-        return [_fact_from_core(r) for r in (await self._reader.execute(stmt, params)).all()]
 
 
 def same_object(a: str, b: str) -> bool:
@@ -408,41 +250,6 @@ class FactRepository:
         )
         result = await self._session.execute(stmt)
         return int(result.rowcount or 0)  # type: ignore[attr-defined]
-
-    def as_of(self, valid_at: datetime, known_at: datetime) -> list[ColumnElement[bool]]:
-        """Conditions selecting the versions true at ``valid_at`` as believed at ``known_at``."""
-        return self._as_of(valid_at, known_at)
-
-    async def rows_by_id(self, user_id: str, ids: Sequence[str]) -> list[FactRow]:
-        if not ids:
-            return []
-        stmt = select(FactRow).where(FactRow.user_id == user_id, FactRow.id.in_(list(ids)))
-        return list((await self._session.scalars(stmt)).all())
-
-    def _as_of(self, valid_at: datetime, known_at: datetime) -> list[ColumnElement[bool]]:
-        return [
-            FactRow.valid_from <= valid_at,
-            or_(FactRow.valid_to.is_(None), FactRow.valid_to > valid_at),
-            FactRow.recorded_at <= known_at,
-            or_(FactRow.superseded_at.is_(None), FactRow.superseded_at > known_at),
-        ]
-
-    async def text_candidates(
-        self,
-        user_id: str,
-        tokens: Sequence[str],
-        *,
-        valid_at: datetime,
-        known_at: datetime,
-        limit: int,
-    ) -> list[Fact]:
-        stmt = select(FactRow).where(FactRow.user_id == user_id, *self._as_of(valid_at, known_at))
-        if tokens:
-            haystack = func.lower(FactRow.subject + " " + FactRow.predicate + " " + FactRow.object)
-            stmt = stmt.where(or_(*(haystack.contains(t, autoescape=True) for t in tokens)))
-        stmt = stmt.order_by(FactRow.recorded_at.desc(), FactRow.id).limit(limit)
-        rows = (await self._session.scalars(stmt)).all()
-        return [fact_from_row(r) for r in rows]
 
     async def get_version(self, user_id: str, version_id: str) -> Fact | None:
         row = await self._session.get(FactRow, (user_id, version_id))

@@ -10,7 +10,6 @@ from datetime import datetime
 import numpy as np
 
 from memstore.core.documents import episode_search_text, episode_text
-from memstore.core.lexical import query_terms
 from memstore.core.tenancy import storage_user_id
 from memstore.core.validation import (
     check_aware,
@@ -24,9 +23,9 @@ from memstore.db.unit import Database
 from memstore.embeddings.base import Embedder, embed_checked, passages_checked
 from memstore.errors import InvalidInput, NotFound
 from memstore.recall.hybrid import HybridRecall
-from memstore.recall.relevance import check_min_score, relevance
-from memstore.recall.settings import EmbedderGuard
+from memstore.recall.relevance import check_min_score
 from memstore.repositories.episodes import EpisodeRepository
+from memstore.search.settings import EmbedderGuard
 from memstore.services.access import AccessTracker
 from memstore.services.limits import MAX_BATCH, MAX_EPISODE_ID_CHARS
 from memstore.types import Episode, EpisodeMatch, Message, Role
@@ -213,53 +212,18 @@ class EpisodeService:
             raise InvalidInput("recency_weight must be a non-negative number")
         floor = check_min_score(min_score)
         now = self.db.now()
-        if not query.strip():
-            if floor is not None and floor > 0:
-                # An empty query is about nothing, so nothing reaches a positive floor.
-                return []
-            # Nothing to rank by: the newest episodes, as an agent resuming expects.
-            async with self.db.read(user) as session:
-                newest = await EpisodeRepository(session=session).keyword_candidates(
-                    user, [], time_range=time_range, limit=limit
-                )
-            self.access_tracker.record(user, "episode", [e.id for e in newest], now)
-            return [EpisodeMatch(episode=e, score=0.0, parts={"relevance": 0.0}) for e in newest]
-        qvec = await self._recall.embed_query(query)
-        reader = (
-            self.db.statement(user)
-            if self._recall.one_statement(user, time_range)
-            else self.db.read(user)
+        matches = await self._recall.episodes(
+            user,
+            query,
+            time_range=time_range,
+            now=now,
+            recency_weight=float(recency_weight),
+            limit=limit,
+            floor=floor,
+            with_relevance=with_relevance,
         )
-        async with reader as session:
-            ranked = await self._recall.episodes(
-                session,
-                user,
-                query,
-                time_range=time_range,
-                now=now,
-                recency_weight=float(recency_weight),
-                qvec=qvec,
-                limit=limit,
-            )
-        # The ranking score is relative to this query's candidates (any sign, no
-        # range), so it is reported as a part; ``score`` is the row's relevance.
-        # Tokenising every returned row costs a few microseconds each: a plain
-        # recall without a floor, which drops the scores, does not pay for it.
-        terms = query_terms(query) if with_relevance or floor is not None else None
-        matches: list[EpisodeMatch] = []
-        for h in ranked[:limit]:
-            parts = {**h.parts, "ranking": h.score}
-            if terms is not None:
-                parts["relevance"] = relevance(
-                    terms, episode_search_text(h.episode), parts.get("dense", 0.0)
-                )
-            matches.append(
-                EpisodeMatch(episode=h.episode, score=parts.get("relevance", 0.0), parts=parts)
-            )
-        if floor is not None:
-            matches = [m for m in matches if m.score >= floor]
-        self.access_tracker.record(user, "episode", [m.episode.id for m in matches[:limit]], now)
-        return matches[:limit]
+        self.access_tracker.record(user, "episode", [m.episode.id for m in matches], now)
+        return matches
 
     async def recall(
         self,

@@ -6,7 +6,6 @@ from datetime import datetime
 
 from memstore.core.documents import fact_text
 from memstore.core.fact_input import MAX_FACT_FIELD_CHARS, valid_fact
-from memstore.core.lexical import query_terms
 from memstore.core.predicates import normalize_predicate
 from memstore.core.tenancy import storage_user_id
 from memstore.core.validation import (
@@ -19,14 +18,10 @@ from memstore.db.unit import Database
 from memstore.embeddings.base import Embedder, embed_checked
 from memstore.errors import NotFound
 from memstore.recall.hybrid import HybridRecall
-from memstore.recall.relevance import check_min_score, relevance
-from memstore.recall.settings import EmbedderGuard
-from memstore.repositories.facts import (
-    AssertOutcome,
-    FactReads,
-    FactRepository,
-    fact_from_row,
-)
+from memstore.recall.relevance import check_min_score
+from memstore.repositories.fact_reads import FactReads
+from memstore.repositories.facts import AssertOutcome, FactRepository
+from memstore.search.settings import EmbedderGuard
 from memstore.services.access import AccessTracker
 from memstore.types import Fact, FactMatch
 
@@ -211,44 +206,14 @@ class FactService:
         now = self.db.now()
         valid_at = check_aware("valid_at", valid_at) if valid_at is not None else now
         known_at = check_aware("known_at", known_at) if known_at is not None else now
-        if not query.strip() and floor:
-            return []  # an empty query is about nothing: no fact reaches a positive floor
-        if not query.strip():
-            # Nothing to rank by: the most recently recorded facts.
-            async with self.db.read(user) as session:
-                newest = await FactRepository(session=session).text_candidates(
-                    user, [], valid_at=valid_at, known_at=known_at, limit=limit
-                )
-            self.access_tracker.record(user, "fact", [f.fact_id or "" for f in newest], now)
-            return [FactMatch(fact=f, score=0.0, parts={"relevance": 0.0}) for f in newest]
-        qvec = await self._recall.embed_query(query)
-        async with self.db.read(user) as session:
-            facts = FactRepository(session=session)
-            ranked = await self._recall.facts(
-                session, user, query, where=facts.as_of(valid_at, known_at), qvec=qvec, limit=limit
-            )
-            wanted = [s.id for s in ranked[: limit * 2 + 10]]
-            rows = await facts.rows_by_id(user, wanted)
-        by_id = {s.id: s for s in ranked}
-        terms = query_terms(query) if with_relevance or floor is not None else None
-        found: list[FactMatch] = []
-        for row in rows:
-            fact = fact_from_row(row)
-            scored = by_id[fact.id or ""]
-            parts = {**scored.parts, "ranking": scored.score}
-            if terms is not None:
-                parts["relevance"] = relevance(terms, fact_text(fact), parts.get("dense", 0.0))
-            found.append(FactMatch(fact=fact, score=parts.get("relevance", 0.0), parts=parts))
-        if floor is not None:
-            found = [m for m in found if m.score >= floor]
-        # Ties (e.g. an empty query) go to the most recently recorded.
-        found.sort(
-            key=lambda m: (
-                -m.parts["ranking"],
-                -(m.fact.recorded_at or now).timestamp(),
-                m.fact.id or "",
-            )
+        matches = await self._recall.facts(
+            user,
+            query,
+            valid_at=valid_at,
+            known_at=known_at,
+            limit=limit,
+            floor=floor,
+            with_relevance=with_relevance,
         )
-        found = found[:limit]
-        self.access_tracker.record(user, "fact", [m.fact.fact_id or "" for m in found], now)
-        return found
+        self.access_tracker.record(user, "fact", [m.fact.fact_id or "" for m in matches], now)
+        return matches

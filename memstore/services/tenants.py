@@ -9,8 +9,6 @@ from memstore.core.tenancy import public_user_id, storage_user_id
 from memstore.core.validation import check_aware, check_identifier, check_limit
 from memstore.db.scrub import purge_full_text, truncate_wal
 from memstore.db.unit import Database
-from memstore.recall.search import EpisodeSearchBackend
-from memstore.recall.vector_cache import forget_search_version
 from memstore.repositories.access import AccessRepository
 from memstore.repositories.blocks import BlockRepository
 from memstore.repositories.episodes import EpisodeRepository
@@ -18,6 +16,8 @@ from memstore.repositories.erasure import lock_for_erasure
 from memstore.repositories.facts import FactRepository
 from memstore.repositories.snapshot import SnapshotRepository
 from memstore.repositories.tenants import TenantRepository, tenant_tables
+from memstore.search.tables import EpisodeSearchBackend
+from memstore.search.vector_cache import forget_search_version
 from memstore.services.access import AccessTracker
 from memstore.types import Profile
 

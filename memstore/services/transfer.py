@@ -13,10 +13,10 @@ from memstore.embeddings.base import Embedder
 from memstore.embeddings.identity import embedder_identity
 from memstore.errors import Conflict, InvalidImportRow, InvalidInput
 from memstore.recall.row_embeddings import fill_embeddings
-from memstore.recall.settings import EmbedderGuard, recorded_embedder
 from memstore.repositories.episodes import EpisodeRepository
 from memstore.repositories.tenants import TenantRepository, tenant_table, tenant_tables
 from memstore.schema.migrate import current_revision
+from memstore.search.settings import EmbedderGuard, recorded_embedder
 from memstore.services.limits import EXPORT_FORMAT, FROM_DUMP, IMPORT_BATCH, FromDump
 
 __all__ = ["TransferService"]

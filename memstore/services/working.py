@@ -11,7 +11,7 @@ from memstore.core.validation import check_identifier
 from memstore.db.unit import Database
 from memstore.embeddings.base import Embedder
 from memstore.errors import InvalidInput
-from memstore.recall.settings import EmbedderGuard
+from memstore.search.settings import EmbedderGuard
 from memstore.services.consolidation.types import ConsolidationResult, Extractor
 from memstore.services.gc import GcReport, collect
 from memstore.services.threads import ThreadBuffer

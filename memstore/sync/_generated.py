@@ -21,9 +21,9 @@ from sqlalchemy.ext.asyncio.session import AsyncSession
 from memstore.core.scopes import ScopeContext, TaskState
 from memstore.core.slots import RemovedThread, Slot, ThreadInfo
 from memstore.embeddings.base import Embedder
-from memstore.recall.fusion import RecallTuning
 from memstore.repositories.access import AccessStat
 from memstore.repositories.facts import AssertOutcome
+from memstore.search.tuning import RecallTuning
 from memstore.services.agent.context import Context, ContextItem
 from memstore.services.agent.tokens import TokenCounter
 from memstore.services.consolidation.types import ConsolidationResult, Extractor

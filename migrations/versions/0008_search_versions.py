@@ -3,9 +3,9 @@
 Every insert, update and delete of a tenant's episodes gives the tenant a new
 random version in the same transaction (triggers), so a reader can tell
 whether the vectors it cached are still those of its snapshot
-(memstore/recall/vector_cache.py). ``episodes_fts_instances`` exposes
+(memstore/search/vector_cache.py). ``episodes_fts_instances`` exposes
 the FTS5 index's term occurrences, from which recall's one statement counts
-term frequencies (memstore/recall/search_sqlite.py). Postgres needs none
+term frequencies (memstore/search/sqlite.py). Postgres needs none
 of this.
 
 Revision ID: 0008

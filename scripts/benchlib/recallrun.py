@@ -60,7 +60,7 @@ def recall_at_k(found: Sequence[str], exact: Sequence[str]) -> float:
 
 def dense_only_tuning() -> Any:
     try:
-        from memstore.recall.fusion import RecallTuning
+        from memstore.recall import RecallTuning
     except ImportError:
         return None
     return RecallTuning(keyword_weight=0.0, neighbour_weight=0.0, session_weight=0.0)

@@ -44,10 +44,10 @@ from memstore.core.tenancy import public_user_id, storage_user_id
 from memstore.db.unit import Database
 from memstore.embeddings.base import Embedder, embed_checked
 from memstore.errors import InvalidInput
-from memstore.recall.settings import EmbedderGuard
 from memstore.repositories.consolidation import ConsolidationRepository
 from memstore.repositories.erasure import guard_against_erasure
 from memstore.repositories.facts import FactChange, FactRepository
+from memstore.search.settings import EmbedderGuard
 from memstore.services.consolidation.errors import ExtractionError
 from memstore.services.consolidation.types import (
     BatchResult,

@@ -31,7 +31,7 @@ from memstore.errors import ConfigurationError, InvalidInput
 from memstore.models import ConfigRow, EpisodeRow, FactRow, LangGraphItemRow
 from memstore.models.config import EMBEDDER_KEY, EMBEDDING_DIM_KEY
 from memstore.models.search import VECTOR_INDEX, VECTOR_STORAGE, VECTOR_TABLES
-from memstore.recall.settings import set_embedder
+from memstore.search.settings import set_embedder
 from memstore.types import Episode, Fact
 
 __all__ = ["ReembedResult", "reembed"]

@@ -1,21 +1,18 @@
-"""Turning per-signal scores into one ranking.
+"""The one set of recall weights, read by the statements as they are (no copy, no renames).
 
 Each signal (cosine similarity, BM25) is standardised over its own top
 candidates (z-scores), so neither dominates by scale, and summed. Two context
-terms follow, both general properties of conversational memory: a turn next to a
-strong hit is often the answer to it (neighbour boost), and a session with
-several strong hits is about the topic (session boost). Weights were chosen on
-the LoCoMo dev set, see docs/RECALL.md.
+terms follow for episodes, both general properties of conversational memory: a
+turn next to a strong hit is often the answer to it (neighbour boost), and a
+session with several strong hits is about the topic (session boost). Weights
+were chosen on the LoCoMo dev set, see docs/RECALL.md.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 
-import numpy as np
-
-__all__ = ["RecallTuning", "standardise"]
+__all__ = ["RecallTuning"]
 
 
 @dataclass(frozen=True)
@@ -33,16 +30,3 @@ class RecallTuning:
     # similar by whole text (all rows of a tenant that has fewer): bounds the cost
     # of passages in large tenants, the same rule on both backends.
     passage_pool: int = 500
-
-
-def standardise(scores: Mapping[str, float]) -> tuple[dict[str, float], float]:
-    """z-scores of a candidate list, and the z of its weakest member (for non-candidates)."""
-    if not scores:
-        return {}, 0.0
-    values = np.fromiter(scores.values(), dtype=np.float64, count=len(scores))
-    mean = float(values.mean())
-    std = float(values.std())
-    if std < 1e-12:
-        return dict.fromkeys(scores, 0.0), 0.0
-    z = {k: (v - mean) / std for k, v in scores.items()}
-    return z, (float(values.min()) - mean) / std

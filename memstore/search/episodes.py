@@ -1,18 +1,14 @@
-"""Episode recall as one SQL statement: candidates, scores, fusion and context.
+"""Episode recall as one SQL statement: the shared fusion, then context and recency.
 
-Each backend supplies two CTEs, ``dense(id, s)`` (cosine similarity of the
-tenant's nearest rows) and ``kw(id, s)`` (keyword score of its best matches),
-and a few dialect spellings; everything after them is shared:
+After the shared part (memstore/search/statement.py: ``dense``, ``kw``, their
+z-scores and ``base``):
 
-1. each signal is standardised over its own candidates (z-scores), and a row
-   missing from a signal gets that signal's weakest z (``floor``);
-2. ``base`` = weighted sum of the two z-scores;
-3. the turns around the best ``expand`` candidates join the pool at ``floor``;
-4. ``neighbour`` = weight x the best positive ``base`` within ``width`` turns
+1. the turns around the best ``expand`` candidates join the pool at ``floor``;
+2. ``neighbour`` = weight x the best positive ``base`` within ``width`` turns
    of the same session (a turn next to a strong hit often answers it);
-5. ``session`` = weight x the mean of the session's best ``session_top``
+3. ``session`` = weight x the mean of the session's best ``session_top``
    scores, padded with ``floor`` (a session with several hits is on topic);
-6. ``recency`` halves every ``half_life`` days.
+4. ``recency`` halves every ``half_life`` days.
 
 The statement returns the final rows, best first, with every part of the score.
 
@@ -23,92 +19,26 @@ planner's row estimates (see ``Dialect.address_lookups``).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from datetime import datetime
+from dataclasses import dataclass, replace
 from typing import Any
 
-from sqlalchemy import Float, TextualSelect, bindparam, column, text
+from sqlalchemy import Float, TextualSelect, column, text
 
-from memstore.db.types import UTCDateTime
+from memstore.db.unit import Reader
 from memstore.models import EpisodeRow
 from memstore.repositories.episodes import episode_from_columns
+from memstore.search.statement import (
+    FUSE,
+    Dialect,
+    EpisodeRecall,
+    binds,
+    carried,
+    fusion_params,
+    keyword_ctes,
+)
 from memstore.types import Episode
 
-__all__ = [
-    "BM25",
-    "Dialect",
-    "EpisodeRecall",
-    "Fusion",
-    "RecallHit",
-    "dense_only",
-    "episode_statement",
-    "hits",
-    "shared_params",
-]
-
-
-@dataclass(frozen=True)
-class Fusion:
-    """The numbers of the shared part of the statement (see the module docstring)."""
-
-    depth: int
-    dense_weight: float
-    keyword_weight: float
-    neighbour_weight: float
-    width: int
-    session_weight: float
-    session_top: int
-    expand: int
-    half_life_days: float
-    passage_pool: int
-
-    @property
-    def pool(self) -> int:
-        """Rows (best by whole-text cosine) whose passages are scored: at least ``depth``."""
-        return max(self.passage_pool, self.depth)
-
-
-@dataclass(frozen=True)
-class EpisodeRecall:
-    """One recall request: whose episodes, which terms, filters and how many rows."""
-
-    user_id: str
-    terms: tuple[str, ...]
-    time_range: tuple[datetime, datetime] | None
-    now: datetime
-    recency_weight: float
-    limit: int
-    fusion: Fusion
-
-
-@dataclass(frozen=True)
-class Dialect:
-    """How a backend spells the parts of the statement that differ."""
-
-    dense: str  # CTE body: (id, s) of the nearest rows; (id, s, rid) with address_lookups
-    # CTEs ending in tf(id, dl, i, n): occurrences n of query term i in the
-    # tenant's row id of dl characters (and its rid with address_lookups); ""
-    # when the query has no terms
-    term_counts: str
-    stddev: str  # population standard deviation of ``s``, a format string over {x}
-    positive: str  # max(x, 0), a format string over {x}
-    greatest: str  # the n-ary maximum function
-    float: str  # the name of the double precision type
-    age_days: str  # days from e.occurred_at to :now, >= 0
-    time_filter: str  # AND ... keeping e.occurred_at within :t0 .. :t1 when :t0 is set
-    join_in_order: str = "JOIN"  # a join whose left side stays the outer loop
-    windowed_sessions: bool = False  # session scores by a window, not a grouped join
-    # Postgres: each candidate carries ``rid``, the ctid its scan read, and is
-    # joined back to episodes by it, one outer row at a time (LATERAL, which
-    # OFFSET 0 keeps from being flattened). Joins by id were planned from the
-    # tenant's row estimate, one row for a tenant written since the table was last
-    # analysed: the planner scanned the tenant as the outer loop and compared each
-    # row with every candidate (1.8 million comparisons at 5,000 rows). A LATERAL
-    # lookup by (user_id, id) is not enough: at one row every index on user_id
-    # costs the same, and one that is not the key reads the whole tenant per
-    # candidate. A TID scan costs less than any index path whatever the estimate,
-    # and the ctid, read in this statement's snapshot, names the version it sees.
-    address_lookups: bool = False
+__all__ = ["RecallHit", "dense_only", "episode_statement", "hits", "ranked", "shared_params"]
 
 
 @dataclass(frozen=True)
@@ -118,46 +48,7 @@ class RecallHit:
     parts: dict[str, float]
 
 
-# Okapi BM25 of the term counts; :corpus_docs and :corpus_chars (the tenant's
-# rows and their mean length) come from a per-tenant cache, never counted per query.
-BM25 = """
-df AS (SELECT i, count(*) AS n FROM tf GROUP BY i),
-corpus AS (
-  SELECT {greatest}(CAST(:corpus_docs AS {float}), (SELECT count(DISTINCT id) FROM tf), 1) AS docs,
-         {greatest}(CAST(:corpus_chars AS {float}), 1) AS avgdl
-),
-kw(id, s{rid}) AS (
-  SELECT tf.id, sum(
-    ln(1 + (c.docs - df.n + 0.5) / (df.n + 0.5)) * tf.n * (:k1 + 1)
-    / (tf.n + :k1 * (1 - :b + :b * tf.dl / c.avgdl))) AS s{max_tf_rid}
-  FROM tf JOIN df ON df.i = tf.i CROSS JOIN corpus AS c
-  GROUP BY tf.id ORDER BY s DESC, tf.id LIMIT {depth}
-),"""
-
-_SHARED = """
-ds AS (SELECT avg(s) AS m, {sd_s} AS sd, min(s) AS lo FROM dense),
-ks AS (SELECT avg(s) AS m, {sd_s} AS sd, min(s) AS lo FROM kw),
-floors AS (
-  SELECT
-    CASE WHEN ds.sd > 1e-12 THEN (ds.lo - ds.m) / ds.sd ELSE 0 END AS dz0,
-    CASE WHEN ks.sd > 1e-12 THEN (ks.lo - ks.m) / ks.sd ELSE 0 END AS kz0
-  FROM ds CROSS JOIN ks
-),
-fl AS (SELECT :dw * dz0 + :kw * kz0 AS v FROM floors),
-cand AS (
-  SELECT c.id, coalesce(c.d, 0) AS dense, coalesce(c.k, 0) AS keyword,
-    CASE WHEN c.d IS NULL THEN f.dz0
-         WHEN ds.sd > 1e-12 THEN (c.d - ds.m) / ds.sd ELSE 0 END AS dz,
-    CASE WHEN c.k IS NULL THEN f.kz0
-         WHEN ks.sd > 1e-12 THEN (c.k - ks.m) / ks.sd ELSE 0 END AS kz{rid_c}
-  FROM (
-    SELECT u.id, max(u.d) AS d, max(u.k) AS k{max_u_rid} FROM (
-      SELECT id, s AS d, CAST(NULL AS {float}) AS k{rid} FROM dense
-      UNION ALL SELECT id, NULL, s{rid} FROM kw
-    ) AS u GROUP BY u.id
-  ) AS c
-  CROSS JOIN ds CROSS JOIN ks CROSS JOIN floors AS f
-),
+_CONTEXT = """
 fused AS (
   SELECT cand.id, cand.dense, cand.keyword, cand.dz, cand.kz,
     :dw * cand.dz + :kw * cand.kz AS base, e.session_id, e.turn, e.occurred_at{rid_cand}
@@ -265,24 +156,6 @@ LIMIT :limit
 _ROW = "e.user_id, e.id, e.session_id, e.input, e.output, e.tool_calls, e.metadata, e.occurred_at"
 
 
-def _carried(dialect: Dialect) -> dict[str, str]:
-    """Format fields that carry ``rid`` through the statement, or nothing.
-
-    ``{rid}`` and ``{rid_<alias>}`` add the column to a select list,
-    ``{max_<alias>_rid}`` takes it through a GROUP BY on ``id`` (one row, one
-    rid) without changing the grouping.
-    """
-    aliases = ("a", "c", "cand", "d", "dz", "e", "p", "r")
-    if not dialect.address_lookups:
-        return dict.fromkeys(("rid", "max_u_rid", "max_tf_rid", *(f"rid_{a}" for a in aliases)), "")
-    return {
-        "rid": ", rid",
-        "max_u_rid": ", max(u.rid) AS rid",
-        "max_tf_rid": ", max(tf.rid)",
-        **{f"rid_{a}": f", {a}.rid" for a in aliases},
-    }
-
-
 def _episodes_of(dialect: Dialect, left: str, columns: str) -> str:
     """SQL joining the rows of ``left`` (which have ``id``, and ``rid`` with
     address lookups) to their ``episodes AS e`` row, which supplies ``columns``."""
@@ -317,8 +190,8 @@ _statements: dict[tuple[Dialect, bool, tuple[str, ...], int, int], TextualSelect
 def episode_statement(
     dialect: Dialect,
     types: Mapping[str, Any],
+    request: EpisodeRecall,
     *,
-    fusion: Fusion,
     dense_only: bool = False,
 ) -> TextualSelect:
     """The whole recall as one statement, built once per shape.
@@ -326,7 +199,7 @@ def episode_statement(
     ``types``: the SQL type of each parameter the dialect's CTEs add (their
     values go to ``execute`` with :func:`shared_params`).
     """
-    limits = (int(fusion.expand), int(fusion.depth))
+    limits = (int(request.tuning.expand), int(request.depth))
     key = (dialect, dense_only, tuple(sorted(types)), *limits)
     cached = _statements.get(key)
     if cached is None:
@@ -338,22 +211,14 @@ def _build(
     dialect: Dialect, types: Mapping[str, Any], limits: tuple[int, int], *, dense_only: bool
 ) -> TextualSelect:
     sd_s = dialect.stddev.format(x="s")
-    carried = _carried(dialect)
+    rid = carried(dialect)
     if dense_only:
-        body = _DENSE_ONLY.format(
-            sd_s=sd_s, keep_episodes=_episodes_of(dialect, "dz", _ROW), **carried
-        )
+        body = _DENSE_ONLY.format(sd_s=sd_s, keep_episodes=_episodes_of(dialect, "dz", _ROW), **rid)
     else:
-        keyword = (
-            dialect.term_counts + BM25
-            if dialect.term_counts
-            else "kw(id, s{rid}) AS (SELECT id, s{rid} FROM dense WHERE 1 = 0),"
-        )
+        keyword = keyword_ctes(dialect, limits[1], docs=":corpus_docs", chars=":corpus_chars")
         recency = f"exp(-0.6931471805599453 * {dialect.age_days} / :half_life)"
         sessions = _SESSIONS_WINDOWED if dialect.windowed_sessions else _SESSIONS_JOINED
-        body = _SHARED.format(
-            sd_s=sd_s,
-            float=dialect.float,
+        context = _CONTEXT.format(
             near=dialect.positive.format(x="coalesce(max(q.base), 0)"),
             time_filter=dialect.time_filter,
             recency=recency,
@@ -361,19 +226,15 @@ def _build(
             around_episodes=_neighbours_of(dialect),
             top_episodes=_episodes_of(dialect, "t", _ROW),
             expand=limits[0],
-            sessions=sessions.format(**carried),
-            **carried,
+            sessions=sessions.format(**rid),
+            **rid,
         )
-        keyword = keyword.format(
-            greatest=dialect.greatest, float=dialect.float, depth=limits[1], **carried
-        )
-        body = f"{keyword}\n{body}"
-    sql = f"WITH dense(id, s{carried['rid']}) AS ({dialect.dense}),\n{body}"
-    shared = {"t0": UTCDateTime(), "t1": UTCDateTime(), "now": UTCDateTime()}
-    binds = [bindparam(k, type_=t) for k, t in {**shared, **types}.items() if f":{k}" in sql]
+        fuse = FUSE.format(sd_s=sd_s, float=dialect.float, **rid)
+        body = f"{keyword}\n{fuse},\n{context}"
+    sql = f"WITH dense(id, s{rid['rid']}) AS ({dialect.dense}),\n{body}"
     return (
         text(sql)
-        .bindparams(*binds)
+        .bindparams(*binds(sql, dict(types)))
         .columns(
             EpisodeRow.user_id,
             EpisodeRow.id,
@@ -403,35 +264,57 @@ def _build(
 
 def dense_only(request: EpisodeRecall) -> bool:
     """Whether only the dense signal can move the ranking of ``request``."""
-    f = request.fusion
+    t = request.tuning
     return (
-        (not request.terms or f.keyword_weight == 0)
-        and f.neighbour_weight == 0
-        and f.session_weight == 0
+        (not request.terms or t.keyword_weight == 0)
+        and t.neighbour_weight == 0
+        and t.session_weight == 0
         and request.recency_weight == 0
     )
 
 
 def shared_params(request: EpisodeRecall) -> dict[str, Any]:
-    f = request.fusion
+    t = request.tuning
     t0, t1 = request.time_range if request.time_range is not None else (None, None)
     return {
-        "user_id": request.user_id,
+        **fusion_params(request),
         "t0": t0,
         "t1": t1,
         "now": request.now,
-        "dw": f.dense_weight,
-        "kw": f.keyword_weight,
-        "nw": f.neighbour_weight,
-        "sw": f.session_weight,
-        "stop": f.session_top,
-        "width": f.width,
-        "half_life": f.half_life_days,
+        "nw": t.neighbour_weight,
+        "sw": t.session_weight,
+        "stop": t.session_top,
+        "width": t.neighbour_width,
+        "half_life": t.recency_half_life_days,
         "rw": request.recency_weight,
-        "limit": request.limit,
-        "depth": f.depth,
-        "pool": f.pool,
     }
+
+
+async def ranked(
+    session: Reader,
+    request: EpisodeRecall,
+    dialect: Dialect,
+    dense: tuple[dict[str, Any], dict[str, Any]],
+    *,
+    term_counts: str,
+    keyword: tuple[dict[str, Any], dict[str, Any]],
+    corpus: tuple[int, float],
+) -> list[RecallHit]:
+    """Run the statement on ``dialect``, with the (values, types) of its ``dense`` CTE.
+
+    When the query's terms can move the ranking, also ``term_counts`` with the
+    (values, types) of their ``keyword`` parameters and the tenant's ``corpus``
+    (rows, mean text length).
+    """
+    values = {**shared_params(request), **dense[0]}
+    types = dict(dense[1])
+    only_dense = dense_only(request)
+    if request.terms and not only_dense:
+        dialect = replace(dialect, term_counts=term_counts)
+        values.update(keyword[0], corpus_docs=float(corpus[0]), corpus_chars=corpus[1])
+        types.update(keyword[1], corpus_docs=Float(), corpus_chars=Float())
+    stmt = episode_statement(dialect, types, request, dense_only=only_dense)
+    return hits(await session.execute(stmt, values), recency=bool(request.recency_weight))
 
 
 def hits(rows: Any, *, recency: bool) -> list[RecallHit]:

@@ -24,7 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from memstore.db.unit import Reader
 from memstore.models import EpisodeRow
-from memstore.recall.search import row_text
+from memstore.search.tables import row_text
 
 __all__ = ["DEFAULT_CACHED_ROWS", "TenantVectors", "VectorCache", "forget_search_version"]
 
