@@ -16,6 +16,7 @@ from sqlalchemy import text, update
 
 from memstore import InvalidInput, LimitExceeded, MemoryStore, NotFound
 from memstore.cli import main as cli_main
+from memstore.core.slots import Slot
 from memstore.models import SlotRow
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -251,6 +252,31 @@ async def test_slot_limit_refuses_append_and_writes_nothing(db_url: str) -> None
         await fill(store, "other", 3)
         await fill(store, "t", 3, user_id="bob")
         assert (await store.threads.stats(user_id="alice"))["total_slots"] == 6
+
+
+async def test_append_from_log_sees_the_log_and_none_writes_nothing(store: MemoryStore) -> None:
+    """What the OpenAI Agents session's pop_item is built on: read, decide, append."""
+    await fill(store, "t", 2)
+    seen: list[list[object]] = []
+
+    def undo(log: list[Slot]) -> dict[str, int] | None:
+        seen.append([s.payload for s in log])
+        return {"undo": len(log)} if len(log) < 3 else None
+
+    slot = await store.threads.append_from_log("t", undo, from_id="a", to_id="b", user_id="alice")
+    assert slot is not None and slot.index == 2 and slot.payload == {"undo": 2}
+    assert slot.metadata.payload_type == "dict" and slot.metadata.from_id == "a"
+    # None writes nothing and gives the claimed index back: the next append gets it.
+    assert (
+        await store.threads.append_from_log("t", undo, from_id="a", to_id="b", user_id="alice")
+        is None
+    )
+    assert seen == [[{"i": 0}, {"i": 1}], [{"i": 0}, {"i": 1}, {"undo": 2}]]
+    assert await store.threads.length("t", user_id="alice") == 3
+    nxt = await store.threads.append("t", {"i": 3}, from_id="a", to_id="b", user_id="alice")
+    assert nxt.index == 3
+    with pytest.raises(InvalidInput):
+        await store.threads.append_from_log("t", undo, from_id="", to_id="b", user_id="alice")
 
 
 @pytest.mark.parametrize(

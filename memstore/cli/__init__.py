@@ -3,7 +3,7 @@
 Each sub-command lives in its own module exposing ``register(subparsers)``;
 handlers return an exit code. Errors print their cause and exit non-zero.
 Every command but ``migrate`` and ``demo`` works on an existing store: it calls
-:func:`memstore.db.engine.require_existing_database` before it opens anything, so a
+:func:`memstore.schema.database.require_existing_database` before it opens anything, so a
 mistyped SQLite path fails in one line instead of leaving an empty database there.
 Commands that need an optional extra name it in the default ``extras``; a missing
 extra (or the embeddings extra of ``--embedder sentence-transformers``) is one

@@ -1,4 +1,10 @@
-"""``memstore citus``: print, run (``--apply``) or check (``--status``) the Citus distribution."""
+"""print the statements that distribute the schema on a Citus cluster
+(--apply runs them, --status reports the cluster's layout)
+
+Print the statements that make the memstore schema distributed (tenant tables sharded by
+user_id) on a Citus coordinator; with --apply run the ones still needed there in one
+transaction; with --status report the layout. See docs/SCALING.md.
+"""
 
 from __future__ import annotations
 
@@ -6,20 +12,20 @@ import argparse
 import asyncio
 from typing import Any
 
+from memstore.cli.command import add_command
 from memstore.errors import InvalidInput
 
 __all__ = ["register", "run"]
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
+    parser = add_command(
+        subparsers,
         "citus",
-        help="print the statements that distribute the schema on a Citus cluster "
-        "(--apply runs them, --status reports the cluster's layout)",
-        description="Print the statements that make the memstore schema distributed "
-        "(tenant tables sharded by user_id) on a Citus coordinator; with --apply run the "
-        "ones still needed there in one transaction; with --status report the layout. "
-        "See docs/SCALING.md.",
+        run,
+        __doc__,
+        url_help="with --apply or --status: the coordinator's database URL "
+        "(default: $MEMSTORE_URL)",
     )
     action = parser.add_mutually_exclusive_group()
     action.add_argument(
@@ -34,11 +40,6 @@ def register(subparsers: Any) -> None:
         help="report which memstore tables are distributed or reference tables, their "
         "colocation groups and shard counts, and the nodes (changes nothing)",
     )
-    parser.add_argument(
-        "--url",
-        help="with --apply or --status: the coordinator's database URL (default: $MEMSTORE_URL)",
-    )
-    parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:

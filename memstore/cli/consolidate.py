@@ -1,4 +1,8 @@
-"""``memstore consolidate``: run the consolidation job once (cron) or in a loop (service)."""
+"""turn unconsolidated episodes into facts (for cron or a service)
+
+Consolidate episodes into bi-temporal facts. Exit 0 on success, 1 with the cause on
+failure. Safe to run several at once.
+"""
 
 from __future__ import annotations
 
@@ -11,10 +15,11 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
+from memstore.cli.command import add_command
 from memstore.cli.embedder_args import add_embedder_arguments, embedder_from_args
 from memstore.cli.user_args import add_user_argument
-from memstore.db.engine import require_existing_database
 from memstore.errors import MemstoreError
+from memstore.schema.database import require_existing_database
 from memstore.services.consolidation.consolidator import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_LEASE_SECONDS,
@@ -42,13 +47,7 @@ def _positive(kind: type) -> Any:
 
 
 def register(subparsers: Any) -> None:
-    p = subparsers.add_parser(
-        "consolidate",
-        help="turn unconsolidated episodes into facts (for cron or a service)",
-        description="Consolidate episodes into bi-temporal facts. Exit 0 on success, "
-        "1 with the cause on failure. Safe to run several at once.",
-    )
-    p.add_argument("--url", help="database URL (default: $MEMSTORE_URL or ./memstore.db)")
+    p = add_command(subparsers, "consolidate", run, __doc__)
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--once", action="store_true", help="drain the queue once and exit (default)")
     mode.add_argument(
@@ -103,7 +102,6 @@ def register(subparsers: Any) -> None:
     # Test hook: pause per episode during extraction (outside SQLite's write lock),
     # so concurrent test workers genuinely overlap.
     p.add_argument("--debug-extract-delay", type=float, default=0.0, help=argparse.SUPPRESS)
-    p.set_defaults(handler=run)
 
 
 class _Slowed:

@@ -1,21 +1,26 @@
+"""run the short end-to-end demo
+
+Remember a few turns of two users, consolidate them into facts, recall, correct a fact
+and travel in time, then export: on a fresh SQLite file in a new temporary directory
+unless --url is given.
+"""
+
 from __future__ import annotations
 
 import argparse
 from typing import Any
 
+from memstore.cli.command import add_command
+
 
 def register(subparsers: Any) -> None:
-    demo = subparsers.add_parser(
+    add_command(
+        subparsers,
         "demo",
-        help="run the short end-to-end demo",
-        description="Remember a few turns of two users, consolidate them into facts, "
-        "recall, correct a fact and travel in time, then export: on a fresh SQLite file "
-        "in a new temporary directory unless --url is given.",
+        run,
+        __doc__,
+        url_help="database URL (default: a fresh SQLite file in a new temporary directory)",
     )
-    demo.add_argument(
-        "--url", help="database URL (default: a fresh SQLite file in a new temporary directory)"
-    )
-    demo.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:

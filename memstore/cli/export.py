@@ -1,29 +1,27 @@
+"""dump one tenant as JSON Lines (streamed; lossless, any backend)
+
+Write every row of one tenant (or of the anonymous bucket) as JSON Lines: a header line,
+then one line per row. `memstore import` loads it into any database of either backend.
+"""
+
 from __future__ import annotations
 
 import argparse
 import asyncio
 import sys
-from contextlib import ExitStack
 from typing import Any
 
+from memstore.cli.command import add_command, text_file
 from memstore.cli.user_args import add_user_argument
-from memstore.db.engine import require_existing_database
+from memstore.schema.database import require_existing_database
 
 
 def register(subparsers: Any) -> None:
-    export = subparsers.add_parser(
-        "export",
-        help="dump one tenant as JSON Lines (streamed; lossless, any backend)",
-        description="Write every row of one tenant (or of the anonymous bucket) as JSON "
-        "Lines: a header line, then one line per row. `memstore import` loads it into "
-        "any database of either backend.",
-    )
-    export.add_argument("--url", help="database URL (default: $MEMSTORE_URL or ./memstore.db)")
+    export = add_command(subparsers, "export", run, __doc__)
     who = export.add_mutually_exclusive_group(required=True)
     add_user_argument(who, help="the tenant to export")
     who.add_argument("--anonymous", action="store_true", help="export the anonymous bucket")
     export.add_argument("-o", "--output", default="-", help="file to write (default: stdout)")
-    export.set_defaults(handler=run)
 
 
 async def _export(args: argparse.Namespace, out: Any) -> dict[str, int]:
@@ -37,12 +35,7 @@ async def _export(args: argparse.Namespace, out: Any) -> dict[str, int]:
 
 def run(args: argparse.Namespace) -> int:
     require_existing_database(args.url)  # never create one behind a mistyped path
-    with ExitStack() as stack:
-        out = (
-            sys.stdout
-            if args.output == "-"
-            else stack.enter_context(open(args.output, "w", encoding="ascii", newline="\n"))
-        )
+    with text_file(args.output, "w", encoding="ascii") as out:
         counts = asyncio.run(_export(args, out))
     print(f"exported {sum(counts.values())} rows: {counts}", file=sys.stderr)
     return 0

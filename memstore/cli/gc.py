@@ -1,3 +1,10 @@
+"""delete idle / surplus threads and expired working-memory keys
+
+Thread garbage collection (idle TTL, then all but the newest --max-threads threads per
+tenant) and the working-memory TTL sweep. Every tenant unless --user-id or --anonymous
+is given.
+"""
+
 from __future__ import annotations
 
 import argparse
@@ -5,20 +12,14 @@ import asyncio
 import json
 from typing import Any
 
+from memstore.cli.command import add_command
 from memstore.cli.user_args import add_user_argument
-from memstore.db.engine import require_existing_database
+from memstore.schema.database import require_existing_database
 from memstore.services.gc import GcReport
 
 
 def register(subparsers: Any) -> None:
-    gc = subparsers.add_parser(
-        "gc",
-        help="delete idle / surplus threads and expired working-memory keys",
-        description="Thread garbage collection (idle TTL, then all but the newest "
-        "--max-threads threads per tenant) and the working-memory TTL sweep. "
-        "Every tenant unless --user-id or --anonymous is given.",
-    )
-    gc.add_argument("--url", help="database URL (default: $MEMSTORE_URL or ./memstore.db)")
+    gc = add_command(subparsers, "gc", run, __doc__)
     who = gc.add_mutually_exclusive_group()
     add_user_argument(who, help="collect only this tenant")
     who.add_argument(
@@ -37,7 +38,6 @@ def register(subparsers: Any) -> None:
         help="delete threads with no append for this long (default: never)",
     )
     gc.add_argument("--json", action="store_true", help="print the report as JSON")
-    gc.set_defaults(handler=run)
 
 
 async def _gc(args: argparse.Namespace) -> GcReport:

@@ -1,31 +1,30 @@
+"""load a `memstore export` JSON Lines dump into an empty tenant
+
+Load a `memstore export` dump into a tenant that holds nothing yet, in one transaction:
+every row is checked first, and a bad row writes nothing.
+"""
+
 from __future__ import annotations
 
 import argparse
 import asyncio
 import sys
-from contextlib import ExitStack
 from typing import Any
 
+from memstore.cli.command import add_command, text_file
 from memstore.cli.embedder_args import add_embedder_arguments, embedder_from_args
 from memstore.cli.user_args import add_user_argument
-from memstore.db.engine import require_existing_database
+from memstore.schema.database import require_existing_database
 
 
 def register(subparsers: Any) -> None:
-    imp = subparsers.add_parser(
-        "import",
-        help="load a `memstore export` JSON Lines dump into an empty tenant",
-        description="Load a `memstore export` dump into a tenant that holds nothing yet, "
-        "in one transaction: every row is checked first, and a bad row writes nothing.",
-    )
-    imp.add_argument("--url", help="database URL (default: $MEMSTORE_URL or ./memstore.db)")
+    imp = add_command(subparsers, "import", run, __doc__)
     who = imp.add_mutually_exclusive_group()
     add_user_argument(who, help="import as this tenant (default: the dump's)")
     who.add_argument("--anonymous", action="store_true", help="import into the anonymous bucket")
     imp.add_argument("-i", "--input", default="-", help="file to read (default: stdin)")
     # Rows without an embedding (or embedded by another embedder) are embedded.
     add_embedder_arguments(imp)
-    imp.set_defaults(handler=run)
 
 
 async def _import(args: argparse.Namespace, lines: Any) -> dict[str, int]:
@@ -45,12 +44,7 @@ async def _import(args: argparse.Namespace, lines: Any) -> dict[str, int]:
 
 def run(args: argparse.Namespace) -> int:
     require_existing_database(args.url)  # never create one behind a mistyped path
-    with ExitStack() as stack:
-        lines = (
-            sys.stdin
-            if args.input == "-"
-            else stack.enter_context(open(args.input, encoding="utf-8", newline="\n"))
-        )
+    with text_file(args.input, "r", encoding="utf-8") as lines:
         counts = asyncio.run(_import(args, lines))
     print(f"imported {sum(counts.values())} rows: {counts}", file=sys.stderr)
     return 0

@@ -1,3 +1,10 @@
+"""serve a local, read-only web page showing what a tenant's memory holds
+
+Facts on a bi-temporal timeline, episodes by session with search, blocks with their
+history, threads, working memory and access counts. Never writes. Needs the inspect
+extra: pip install 'memstore[inspect]'.
+"""
+
 from __future__ import annotations
 
 import argparse
@@ -5,19 +12,13 @@ import os
 import sys
 from typing import Any
 
+from memstore.cli.command import add_command
 from memstore.cli.embedder_args import add_embedder_arguments, embedder_from_args
-from memstore.db.engine import require_existing_database
+from memstore.schema.database import require_existing_database
 
 
 def register(subparsers: Any) -> None:
-    inspect = subparsers.add_parser(
-        "inspect",
-        help="serve a local, read-only web page showing what a tenant's memory holds",
-        description="Facts on a bi-temporal timeline, episodes by session with search, "
-        "blocks with their history, threads, working memory and access counts. Never "
-        "writes. Needs the inspect extra: pip install 'memstore[inspect]'.",
-    )
-    inspect.add_argument("--url", help="database URL (default: $MEMSTORE_URL or ./memstore.db)")
+    inspect = add_command(subparsers, "inspect", run, __doc__, extras=("inspect",))
     inspect.add_argument(
         "--host",
         default="127.0.0.1",
@@ -38,7 +39,6 @@ def register(subparsers: Any) -> None:
         purpose="embedder of the search box's queries, compared with the stored vectors; "
         "must be the database's (inspect never writes)",
     )
-    inspect.set_defaults(handler=run, extras=("inspect",))
 
 
 def run(args: argparse.Namespace) -> int:

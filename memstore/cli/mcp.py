@@ -1,6 +1,9 @@
-"""``memstore mcp``: serve memstore to MCP clients (stdio or streamable HTTP).
+"""serve memory tools and working blocks over the Model Context Protocol
 
-Thin wrapper: the ``mcp`` SDK is imported only when this command runs.
+An MCP server: tools search_memory, load_memory, remember_fact, remember, get_context
+and resources memstore://blocks/{name}. Over stdio it acts as one tenant (--user-id or
+$MEMSTORE_USER_ID); over HTTP each request names its tenant in the X-Memstore-User
+header, which must be on the --allow-user list.
 """
 
 from __future__ import annotations
@@ -11,24 +14,17 @@ import os
 import sys
 from typing import Any
 
+# Thin wrapper: the ``mcp`` SDK is imported only when this command runs.
+from memstore.cli.command import add_command
 from memstore.cli.user_args import add_user_argument
-from memstore.db.engine import require_existing_database
 from memstore.mcp.gate import is_loopback
+from memstore.schema.database import require_existing_database
 
 __all__ = ["register"]
 
 
 def register(subparsers: Any) -> None:
-    mcp = subparsers.add_parser(
-        "mcp",
-        help="serve memory tools and working blocks over the Model Context Protocol",
-        description="An MCP server: tools search_memory, load_memory, remember_fact, "
-        "remember, get_context and resources memstore://blocks/{name}. Over stdio it "
-        "acts as one tenant (--user-id or $MEMSTORE_USER_ID); over HTTP each request "
-        "names its tenant in the X-Memstore-User header, which must be on the "
-        "--allow-user list.",
-    )
-    mcp.add_argument("--url", help="database URL (default: $MEMSTORE_URL or ./memstore.db)")
+    mcp = add_command(subparsers, "mcp", run, __doc__, extras=("mcp",))
     mcp.add_argument(
         "--transport",
         choices=["stdio", "http"],
@@ -56,7 +52,6 @@ def register(subparsers: Any) -> None:
         help="http: bearer token clients must send (default: "
         "$MEMSTORE_MCP_TOKEN); required unless --host is loopback",
     )
-    mcp.set_defaults(handler=run, extras=("mcp",))
 
 
 def _usage_error(message: str) -> int:

@@ -1,24 +1,23 @@
+"""embed rows that have no embedding, or switch embedder (and dimension)
+
+Embed the rows stored without a vector with --embedder, or every row with --all. A
+different width or embedder than the recorded one re-embeds every row and records the
+new one. Stores opened before should be reopened.
+"""
+
 from __future__ import annotations
 
 import argparse
 import asyncio
 from typing import Any
 
+from memstore.cli.command import add_command
 from memstore.cli.embedder_args import add_embedder_arguments, embedder_from_args
-from memstore.db.engine import create_engine, require_existing_database
-from memstore.schema.migrate import check_schema
-from memstore.search.reembed import ReembedResult, reembed
+from memstore.schema.database import reembed_database
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
-        "reembed",
-        help="embed rows that have no embedding, or switch embedder (and dimension)",
-        description="Embed the rows stored without a vector with --embedder, or every "
-        "row with --all. A different width or embedder than the recorded one re-embeds "
-        "every row and records the new one. Stores opened before should be reopened.",
-    )
-    parser.add_argument("--url", help="database URL (default: $MEMSTORE_URL or ./memstore.db)")
+    parser = add_command(subparsers, "reembed", run, __doc__)
     add_embedder_arguments(
         parser,
         default="hashing",
@@ -30,25 +29,14 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="also compute passages for episodes stored without them, keeping their vectors",
     )
-    parser.set_defaults(handler=run)
-
-
-async def _run(args: argparse.Namespace) -> ReembedResult:
-    embedder = embedder_from_args(args)
-    assert embedder is not None  # --embedder has a default here
-    engine = create_engine(args.url)
-    try:
-        # Without this, a database with no schema fails inside reembed's first
-        # statement ("no such table") instead of naming the fix.
-        await check_schema(engine)
-        return await reembed(engine, embedder, all_rows=args.all, passages=args.passages)
-    finally:
-        await engine.dispose()
 
 
 def run(args: argparse.Namespace) -> int:
-    require_existing_database(args.url)  # never create one behind a mistyped path
-    result = asyncio.run(_run(args))
+    embedder = embedder_from_args(args)
+    assert embedder is not None  # --embedder has a default here
+    result = asyncio.run(
+        reembed_database(args.url, embedder, all_rows=args.all, passages=args.passages)
+    )
     change = (
         f"dimension {result.previous_dimension} -> {result.dimension}"
         if result.previous_dimension != result.dimension

@@ -1,29 +1,31 @@
+"""PostgreSQL row-level security on every tenant table (opt-in)
+
+Create (enable), drop (disable) or report (status) the row-level security policies that
+restrict every tenant table to the memstore.user_id setting; stores must then be opened
+with rls=True. PostgreSQL only. status exits 2 when some tenant table is unprotected.
+"""
+
 from __future__ import annotations
 
 import argparse
 import asyncio
 from typing import Any
 
+from memstore.cli.command import add_command
+
 
 def register(subparsers: Any) -> None:
-    rls = subparsers.add_parser(
-        "rls",
-        help="PostgreSQL row-level security on every tenant table (opt-in)",
-        description="Create (enable), drop (disable) or report (status) the row-level "
-        "security policies that restrict every tenant table to the memstore.user_id "
-        "setting; stores must then be opened with rls=True. PostgreSQL only. status "
-        "exits 2 when some tenant table is unprotected.",
+    rls = add_command(
+        subparsers, "rls", run, __doc__, url_help="database URL (default: $MEMSTORE_URL)"
     )
     rls.add_argument(
         "action",
         choices=["enable", "disable", "status"],
         help="enable: create the policies; disable: drop them; status: list each table's state",
     )
-    rls.add_argument("--url", help="database URL (default: $MEMSTORE_URL)")
     rls.add_argument(
         "--force", action="store_true", help="with enable: apply the policy to the table owner too"
     )
-    rls.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -8,10 +8,10 @@ import socket
 from typing import Any
 
 from memstore.core.validation import check_limit
-from memstore.db.engine import require_existing_database, resolve_url
 from memstore.embeddings.base import Embedder
 from memstore.errors import InvalidInput
 from memstore.inspect.auth import is_loopback
+from memstore.schema.database import require_existing_database, resolve_url
 
 __all__ = ["TOKEN_PATTERN", "Inspector", "check_bind"]
 

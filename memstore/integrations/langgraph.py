@@ -18,12 +18,10 @@ post-filter can starve it.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
-from datetime import datetime, timedelta
 from typing import Any
 
-import numpy as np
 from langgraph.store.base import (
     BaseStore,
     GetOp,
@@ -46,15 +44,12 @@ from memstore.core.langgraph_input import (
     check_labels,
     check_namespace_length,
     check_ttl,
-    indexed_texts,
 )
 from memstore.core.tenancy import storage_user_id
 from memstore.core.validation import check_json, check_text
-from memstore.embeddings.base import embed_checked
 from memstore.errors import DimensionMismatch, InvalidInput, WrongThread
 from memstore.integrations.langgraph_filters import check_filter, matches_filter, matches_path
-from memstore.models import LangGraphItemRow
-from memstore.repositories.langgraph import LangGraphRepository
+from memstore.services.langgraph import LangGraphItems
 from memstore.store import MemoryStore
 
 __all__ = ["MAX_KEY_BYTES", "MemstoreStore", "WrongThread"]
@@ -87,6 +82,7 @@ class MemstoreStore(BaseStore):
     ) -> None:
         """``user_id`` pins every namespace to that tenant; else the first label is it."""
         self._store = store
+        self._items = LangGraphItems(store.db, store.embedder, store.embedder_guard)
         self._pinned = None if user_id is None else storage_user_id(user_id)
         self.index_config = self._check_index(index)
         self.ttl_config = self._check_ttl_config(ttl)
@@ -278,30 +274,13 @@ class MemstoreStore(BaseStore):
 
     # ---- operations ----------------------------------------------------------------
 
-    def _expiry(self, ttl_minutes: float | None, now: datetime) -> datetime | None:
-        return None if ttl_minutes is None else now + timedelta(minutes=ttl_minutes)
-
-    async def _refresh(self, user: str, rows: Sequence[LangGraphItemRow], now: datetime) -> None:
-        stale = [
-            (r.namespace, r.key, now + timedelta(minutes=r.ttl_minutes))
-            for r in rows
-            if r.ttl_minutes is not None
-        ]
-        if stale:
-            async with self._store.db.write(user) as session:
-                await LangGraphRepository(session=session).refresh(user, stale, now)
-
     async def _get(self, op: GetOp) -> Item | None:
         user, rest = self._split(op.namespace)
-        now = self._store.now()
-        async with self._store.db.read(user) as session:
-            row = await LangGraphRepository(session=session).get(
-                user, SEPARATOR.join(rest), op.key, now
-            )
+        row = await self._items.get(
+            user, SEPARATOR.join(rest), op.key, refresh_ttl=bool(op.refresh_ttl)
+        )
         if row is None:
             return None
-        if op.refresh_ttl:
-            await self._refresh(user, [row], now)
         return Item(
             value=row.value,
             key=row.key,
@@ -314,84 +293,35 @@ class MemstoreStore(BaseStore):
         user, rest = self._split(op.namespace)
         namespace = SEPARATOR.join(rest)
         if op.value is None:
-            async with self._store.db.write(user) as session:
-                await LangGraphRepository(session=session).delete(user, namespace, op.key)
+            await self._items.delete(user, namespace, op.key)
             return
-        value = dict(op.value)
-        fields, vectors = await self._vectors(value, op.index)
-        now = self._store.now()
-        ttl = check_ttl(op.ttl)
-        async with self._store.db.write(user) as session:
-            if vectors is not None:
-                # The first vector written by any path records the embedder;
-                # another embedder's store refuses, as for episodes.
-                await self._store.embedder_guard.claim(session)
-            repo = LangGraphRepository(session=session)
-            await repo.put(
-                user,
-                namespace,
-                op.key,
-                value,
-                vectors=vectors,
-                index_fields=fields,
-                now=now,
-                ttl_minutes=ttl,
-                expires_at=self._expiry(ttl, now),
-            )
-
-    async def _vectors(
-        self, value: dict[str, Any], index: Any
-    ) -> tuple[list[str] | None, bytes | None]:
-        """(indexed fields, their vectors), or (None, None) when nothing is indexed."""
-        if self.index_config is None or index is False:
-            return None, None
-        paths = index if isinstance(index, list) else self.index_config.get("fields") or ["$"]
-        texts = indexed_texts(value, paths)
-        if not texts:
-            return None, None
-        matrix = await embed_checked(self._store.embedder, texts)
-        return list(paths), matrix.astype("<f4").tobytes()
+        fields: list[str] | None = None
+        if self.index_config is not None and op.index is not False:
+            default = self.index_config.get("fields") or ["$"]
+            fields = op.index if isinstance(op.index, list) else default
+        await self._items.put(
+            user,
+            namespace,
+            op.key,
+            dict(op.value),
+            index_fields=fields,
+            ttl_minutes=check_ttl(op.ttl),
+        )
 
     async def _search(self, op: SearchOp) -> list[SearchItem]:
         user, rest = self._split(op.namespace_prefix)
         filter_ = check_filter(op.filter)
-        now = self._store.now()
         # An empty query ranks nothing (score None), as in LangGraph's own stores.
         ranked = bool(op.query) and self.index_config is not None
-        # Only ranking or filtering needs every item; otherwise SQL pages.
-        paged = not ranked and not filter_
-        async with self._store.db.read(user) as session:
-            rows = await LangGraphRepository(session=session).under(
-                user,
-                SEPARATOR.join(rest),
-                now,
-                offset=op.offset if paged else 0,
-                limit=op.limit if paged else None,
-            )
-        rows = [r for r in rows if matches_filter(r.value, filter_)]
-        scores: list[float | None] = [None] * len(rows)
-        if ranked:
-            assert op.query is not None
-            query = (await embed_checked(self._store.embedder, [op.query]))[0]
-            dim = query.shape[0]
-            for i, row in enumerate(rows):
-                # Vectors of another width (re-embedded by a memstore whose reembed
-                # skipped these items) leave the item unscored, not the search failed.
-                if row.vectors and len(row.vectors) % (4 * dim) == 0:
-                    matrix = np.frombuffer(row.vectors, dtype="<f4").reshape(-1, dim)
-                    scores[i] = float((matrix @ query).max())
-            # Scored items first (best first), then unindexed ones in recency order.
-            order = sorted(
-                range(len(rows)),
-                key=lambda i: (scores[i] is None, -(scores[i] or 0.0), i),
-            )
-            rows = [rows[i] for i in order]
-            scores = [scores[i] for i in order]
-        if not paged:
-            window = slice(op.offset, op.offset + op.limit)
-            rows, scores = rows[window], scores[window]
-        if op.refresh_ttl:
-            await self._refresh(user, rows, now)
+        found = await self._items.search(
+            user,
+            SEPARATOR.join(rest),
+            query=op.query if ranked else None,
+            keep=(lambda value: matches_filter(value, filter_)) if filter_ else None,
+            offset=op.offset,
+            limit=op.limit,
+            refresh_ttl=bool(op.refresh_ttl),
+        )
         return [
             SearchItem(
                 namespace=self._full(user, r.namespace),
@@ -399,9 +329,9 @@ class MemstoreStore(BaseStore):
                 value=r.value,
                 created_at=r.created_at,
                 updated_at=r.updated_at,
-                score=s,
+                score=score,
             )
-            for r, s in zip(rows, scores, strict=True)
+            for r, score in found
         ]
 
     def _listing_tenant(self, op: ListNamespacesOp) -> str:
@@ -418,8 +348,7 @@ class MemstoreStore(BaseStore):
 
     async def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         user = self._listing_tenant(op)
-        async with self._store.db.read(user) as session:
-            stored = await LangGraphRepository(session=session).namespaces(user, self._store.now())
+        stored = await self._items.namespaces(user)
         found: set[tuple[str, ...]] = set()
         for rest in stored:
             namespace = self._full(user, rest)
@@ -445,5 +374,4 @@ class MemstoreStore(BaseStore):
             raise InvalidInput("sweep_ttl(user_id=...) must name the tenant to sweep")
         else:
             user = storage_user_id(user_id)
-        async with self._store.db.write(user) as session:
-            return await LangGraphRepository(session=session).sweep(user, self._store.now())
+        return await self._items.sweep(user)

@@ -22,11 +22,10 @@ import asyncio
 from collections.abc import Coroutine, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from memstore.core.slots import Slot, SlotMetadata
+from memstore.core.slots import Slot
 from memstore.core.tenancy import public_user_id, storage_user_id
 from memstore.core.validation import check_identifier, check_json
 from memstore.errors import InvalidInput, LimitExceeded, WrongThread
-from memstore.repositories.threads import ThreadRepository
 
 if TYPE_CHECKING:
     from agents.items import TResponseInputItem
@@ -46,10 +45,6 @@ class InvalidSessionInput(InvalidInput, TypeError):
     Also a ``TypeError``, which the SDK's own sessions raise for the same input
     (unknown settings, an item that is not JSON).
     """
-
-
-class _NothingToPop(Exception):
-    """Rolls back the claimed tombstone index of a pop on an empty session."""
 
 
 def _replay(slots: list[Slot]) -> list[Any]:
@@ -167,38 +162,31 @@ class MemstoreSession:
         return await self._on_store_loop(self._pop_item())
 
     async def _pop_item(self) -> TResponseInputItem | None:
+        popped: list[TResponseInputItem] = []
+
+        def tombstone(log: list[Slot]) -> dict[str, int] | None:
+            # The log before the tombstone, exactly: no append lands in between.
+            items = _replay(log)
+            if not items:
+                return None
+            popped.append(items[-1])
+            return {"pop": 1}
+
         threads = self._store.threads
-        now = self._store.now()
         try:
-            async with self._store.db.write(self._user) as session:
-                repo = ThreadRepository(session=session)
-                # Claim first: from here on no one else can append to this thread
-                # until we commit, so the replay below is exactly the log before us.
-                index = await repo.claim_index(
-                    self._user, self._thread, now=now, max_slots=threads.max_slots_per_thread
-                )
-                if index is None:
-                    raise LimitExceeded(
-                        f"session {self.session_id!r} holds {threads.max_slots_per_thread} "
-                        "log entries (max_slots_per_thread); clear_session() or raise the limit"
-                    )
-                items = _replay(await repo.slots(self._user, self._thread, stop=index))
-                if not items:
-                    raise _NothingToPop
-                metadata = SlotMetadata(
-                    thread_id=self._thread,
-                    from_id=_WRITER,
-                    to_id=self.session_id,
-                    slot_index=index,
-                    timestamp=now,
-                    payload_type="dict",
-                    user_id=self.user_id,
-                )
-                await repo.add_slot(self._user, metadata, {"pop": 1})
-        except _NothingToPop:
-            return None
-        popped: TResponseInputItem = items[-1]
-        return popped
+            await threads.append_from_log(
+                self._thread,
+                tombstone,
+                from_id=_WRITER,
+                to_id=self.session_id,
+                user_id=self.user_id,
+            )
+        except LimitExceeded as exc:
+            raise LimitExceeded(
+                f"session {self.session_id!r} holds {threads.max_slots_per_thread} "
+                "log entries (max_slots_per_thread); clear_session() or raise the limit"
+            ) from exc
+        return popped[-1] if popped else None
 
     async def clear_session(self) -> None:
         """Delete every item of this session (the thread and its slots)."""

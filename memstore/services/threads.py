@@ -24,7 +24,7 @@ backstop: a duplicate index could not be committed even if the above failed.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -61,6 +61,10 @@ def check_positive_seconds(field: str, value: object) -> float:
             f"{field} must be a positive number of seconds, at most {MAX_DURATION_SECONDS}"
         )
     return float(value)
+
+
+class _NothingToAppend(Exception):
+    """Rolls back the index claimed by an append_from_log that writes nothing."""
 
 
 def _encode_payload(payload: Any) -> tuple[str, Any]:
@@ -120,45 +124,89 @@ class ThreadBuffer:
         Raises :class:`LimitExceeded` (nothing written) when the thread already
         holds ``max_slots_per_thread`` slots.
         """
-        user = storage_user_id(user_id)
-        check_identifier("thread_id", thread_id)
-        check_identifier("from_id", from_id)
-        check_identifier("to_id", to_id)
         if own_name is not None:
             check_identifier("own_name", own_name)
         if not isinstance(is_self_call, bool):
             raise InvalidInput("is_self_call must be a bool")
         check_text("usage_instructions", usage_instructions, allow_empty=True)
         check_text("todo_nudge", todo_nudge, allow_empty=True)
-        payload_type, value = _encode_payload(payload)
-        check_identifier("payload type name", payload_type)
+        encoded = _encode_payload(payload)
+        slot = await self._append(
+            user_id,
+            thread_id,
+            lambda _log: encoded,
+            read_log=False,
+            from_id=from_id,
+            to_id=to_id,
+            own_name=own_name,
+            is_self_call=is_self_call,
+            usage_instructions=usage_instructions,
+            todo_nudge=todo_nudge,
+        )
+        assert slot is not None  # the payload is never None
+        return slot
 
+    async def append_from_log(
+        self,
+        thread_id: str,
+        decide: Callable[[list[Slot]], Any],
+        *,
+        from_id: str,
+        to_id: str,
+        user_id: str | None = None,
+    ) -> Slot | None:
+        """Append what ``decide`` makes of the thread's slots (None: nothing), atomically:
+        the index is claimed first, so ``decide`` sees exactly the log before the slot."""
+
+        def encoded(log: list[Slot]) -> tuple[str, Any] | None:
+            payload = decide(log)
+            return None if payload is None else _encode_payload(payload)
+
+        return await self._append(
+            user_id, thread_id, encoded, read_log=True, from_id=from_id, to_id=to_id
+        )
+
+    async def _append(
+        self,
+        user_id: str | None,
+        thread_id: str,
+        encoded: Callable[[list[Slot]], tuple[str, Any] | None],
+        *,
+        read_log: bool,
+        **metadata: Any,
+    ) -> Slot | None:
+        user = storage_user_id(user_id)
+        check_identifier("thread_id", thread_id)
+        check_identifier("from_id", metadata["from_id"])
+        check_identifier("to_id", metadata["to_id"])
         now = self._db.now()
-        async with self._db.write(user) as session:
-            repo = ThreadRepository(session=session)
-            index = await repo.claim_index(
-                user, thread_id, now=now, max_slots=self.max_slots_per_thread
-            )
-            if index is None:
-                raise LimitExceeded(
-                    f"thread {thread_id!r} already holds {self.max_slots_per_thread} slots "
-                    "(max_slots_per_thread)"
+        try:
+            async with self._db.write(user) as session:
+                repo = ThreadRepository(session=session)
+                limit = self.max_slots_per_thread
+                index = await repo.claim_index(user, thread_id, now=now, max_slots=limit)
+                if index is None:
+                    raise LimitExceeded(
+                        f"thread {thread_id!r} already holds {limit} slots (max_slots_per_thread)"
+                    )
+                log = await repo.slots(user, thread_id, stop=index) if read_log else []
+                payload = encoded(log)
+                if payload is None:
+                    raise _NothingToAppend  # rolls back the claimed index
+                payload_type, value = payload
+                check_identifier("payload type name", payload_type)
+                meta = SlotMetadata(
+                    thread_id=thread_id,
+                    slot_index=index,
+                    timestamp=now,
+                    payload_type=payload_type,
+                    user_id=public_user_id(user),
+                    **metadata,
                 )
-            metadata = SlotMetadata(
-                thread_id=thread_id,
-                from_id=from_id,
-                to_id=to_id,
-                slot_index=index,
-                timestamp=now,
-                payload_type=payload_type,
-                own_name=own_name,
-                is_self_call=is_self_call,
-                usage_instructions=usage_instructions,
-                todo_nudge=todo_nudge,
-                user_id=public_user_id(user),
-            )
-            await repo.add_slot(user, metadata, value)
-        return Slot(payload=value, metadata=metadata)
+                await repo.add_slot(user, meta, value)
+        except _NothingToAppend:
+            return None
+        return Slot(payload=value, metadata=meta)
 
     async def delete_thread(self, thread_id: str, *, user_id: str | None = None) -> bool:
         """Delete a thread and all its slots; False if it did not exist."""
@@ -339,21 +387,12 @@ class ThreadBuffer:
         return keep, ttl
 
     async def _collect(self, user: str, keep: int, cutoff: datetime | None) -> list[RemovedThread]:
-        public = public_user_id(user)
-        removed: list[RemovedThread] = []
         async with self._db.write(user) as session:
             repo = ThreadRepository(session=session)
-            if cutoff is not None:
-                for thread_id, count in sorted((await repo.delete_idle(user, cutoff)).items()):
-                    removed.append(
-                        RemovedThread(
-                            thread_id=thread_id, slot_count=count, reason="idle", user_id=public
-                        )
-                    )
-            for thread_id, count in sorted((await repo.delete_beyond(user, keep)).items()):
-                removed.append(
-                    RemovedThread(
-                        thread_id=thread_id, slot_count=count, reason="max_threads", user_id=public
-                    )
-                )
-        return removed
+            idle = await repo.delete_idle(user, cutoff) if cutoff is not None else {}
+            surplus = await repo.delete_beyond(user, keep)
+        return [
+            RemovedThread(thread_id=t, slot_count=n, reason=why, user_id=public_user_id(user))
+            for why, removed in (("idle", idle), ("max_threads", surplus))
+            for t, n in sorted(removed.items())
+        ]

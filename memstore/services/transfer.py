@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Mapping
 from typing import Any
 
-from sqlalchemy import Table
-
 from memstore.core.tenancy import public_user_id, storage_user_id
 from memstore.db.unit import Database
 from memstore.embeddings.base import Embedder
@@ -160,27 +158,27 @@ class TransferService:
                     f"tenant {public_user_id(user)!r} already has data; import needs an empty "
                     "tenant (forget it first, or import under another user_id)"
                 )
-            current: Table | None = None
+            current: str | None = None  # the batch's table, checked by tenant_table
             batch: list[Mapping[str, Any]] = []
 
             async def flush() -> None:
                 if current is None or not batch:
                     return
-                done = counts.get(current.name, 0)
+                done = counts.get(current, 0)
                 rows_in = await fill_embeddings(
-                    self.embedder, current.name, batch, recompute=recompute, start=done
+                    self.embedder, current, batch, recompute=recompute, start=done
                 )
-                inserting[:] = [f"{current.name} rows {done}..{done + len(batch) - 1}"]
-                counts[current.name] = done + await repo.insert_rows(
-                    user, current, rows_in, start=done, dim=dim
+                inserting[:] = [f"{current} rows {done}..{done + len(batch) - 1}"]
+                counts[current] = done + await repo.insert_rows(
+                    user, tenant_table(current), rows_in, start=done, dim=dim
                 )
                 inserting.clear()
 
             slots = _SlotCounters()
             async for name, row in _aiter(rows):
-                if current is None or name != current.name or len(batch) >= IMPORT_BATCH:
+                if current is None or name != current or len(batch) >= IMPORT_BATCH:
                     await flush()
-                    current, batch = tenant_table(name), []
+                    current, batch = tenant_table(name).name, []
                 slots.see(name, counts.get(name, 0) + len(batch), row)
                 batch.append(row)
             await flush()

@@ -205,6 +205,9 @@ class SyncThreadBuffer(SyncProxy[ThreadBuffer]):
     def append(self, thread_id: str, payload: Any, *, from_id: str, to_id: str, user_id: str | None = None, own_name: str | None = None, is_self_call: bool = False, usage_instructions: str = '', todo_nudge: str = '') -> Slot:
         return self._runner.run(self._target.append(thread_id, payload, from_id=from_id, to_id=to_id, user_id=user_id, own_name=own_name, is_self_call=is_self_call, usage_instructions=usage_instructions, todo_nudge=todo_nudge))
 
+    def append_from_log(self, thread_id: str, decide: Callable[[list[Slot]], Any], *, from_id: str, to_id: str, user_id: str | None = None) -> Slot | None:
+        return self._runner.run(self._target.append_from_log(thread_id, decide, from_id=from_id, to_id=to_id, user_id=user_id))
+
     def delete_thread(self, thread_id: str, *, user_id: str | None = None) -> bool:
         return self._runner.run(self._target.delete_thread(thread_id, user_id=user_id))
 

@@ -32,11 +32,10 @@ import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import numpy.typing as npt
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from memstore.core.documents import fact_text
 from memstore.core.fact_input import valid_fact
@@ -56,6 +55,9 @@ from memstore.services.consolidation.types import (
     Extractor,
 )
 from memstore.types import Episode, Fact
+
+if TYPE_CHECKING:  # the unit of work's session, handed on to the repositories
+    from sqlalchemy.ext.asyncio import AsyncSession
 
 __all__ = ["DEFAULT_BATCH_SIZE", "DEFAULT_LEASE_SECONDS", "Consolidator", "default_worker_id"]
 

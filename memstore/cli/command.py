@@ -1,0 +1,48 @@
+"""What every sub-command module shares: its parser with ``--url``, and ``-`` for stdio."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import IO, Any
+
+__all__ = ["URL_HELP", "add_command", "text_file"]
+
+URL_HELP = "database URL (default: $MEMSTORE_URL or ./memstore.db)"
+
+
+def add_command(
+    subparsers: Any,
+    name: str,
+    run: Callable[[argparse.Namespace], int],
+    doc: str | None,
+    *,
+    url_help: str | None = URL_HELP,
+    extras: Sequence[str] = (),
+) -> argparse.ArgumentParser:
+    """The sub-command's parser, running ``run``; with ``--url`` unless ``url_help`` is None.
+
+    ``doc`` is the command module's docstring: its first paragraph is the short
+    help, the paragraphs after it the description. ``extras`` names the optional extras
+    the command needs (see :mod:`memstore.cli`).
+    """
+    help, _, description = (doc or "").strip().partition("\n\n")
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        name, help=" ".join(help.split()), description=" ".join(description.split())
+    )
+    if url_help is not None:
+        parser.add_argument("--url", help=url_help)
+    parser.set_defaults(handler=run, extras=tuple(extras))
+    return parser
+
+
+@contextmanager
+def text_file(path: str, mode: str, *, encoding: str) -> Iterator[IO[str]]:
+    """``path`` opened as text with ``\\n`` lines, or stdin/stdout for ``-`` (left open)."""
+    if path == "-":
+        yield sys.stdin if mode == "r" else sys.stdout
+        return
+    with open(path, mode, encoding=encoding, newline="\n") as file:
+        yield file
