@@ -18,8 +18,10 @@ def version_from_pyproject(pyproject: Path = _PYPROJECT) -> str | None:
     # pyproject.toml still says which version it is. Parsed as TOML (any quoting,
     # any table order) and only believed when it is memstore's own [project].
     try:
-        project = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("project", {})
+        project = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("project")
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None
+    if not isinstance(project, dict):
         return None
     found = project.get("version") if project.get("name") == "memstore" else None
     return found if isinstance(found, str) and found else None
