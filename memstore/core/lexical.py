@@ -8,12 +8,11 @@ text, so SQLite and Postgres rank identically whatever their own rankers do.
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
-from memstore.core.text import STOPWORDS, keyword_tokens
+from memstore.core.text import content_words, is_content_word, keyword_tokens, words
 
 __all__ = [
     "BM25_B",
@@ -27,7 +26,6 @@ __all__ = [
     "tsquery",
 ]
 
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _SUFFIXES = ("ing", "ed", "es", "s", "ly")
 # Below this length a stem is matched exactly, not as a prefix ("go*" would match everything).
 _MIN_PREFIX = 3
@@ -52,7 +50,7 @@ def query_terms(query: str) -> list[str]:
 
 
 def doc_terms(text: str) -> list[str]:
-    return [stem(w) for w in _WORD.findall(text.lower()) if len(w) > 1 and w not in STOPWORDS]
+    return [stem(w) for w in content_words(text)]
 
 
 # Tokenising candidates dominates keyword scoring and the same rows come back
@@ -61,8 +59,8 @@ def doc_terms(text: str) -> list[str]:
 def _term_counts(text: str) -> Counter[str]:
     """``Counter(doc_terms(text))``, stemming each distinct word once; callers must not mutate."""
     counts: Counter[str] = Counter()
-    for word, n in Counter(_WORD.findall(text.lower())).items():
-        if len(word) > 1 and word not in STOPWORDS:
+    for word, n in Counter(words(text)).items():
+        if is_content_word(word):
             counts[stem(word)] += n
     return counts
 
@@ -73,7 +71,7 @@ def is_prefix(term: str) -> bool:
 
 
 def fts5_query(terms: Sequence[str]) -> str:
-    # Terms are [^\W_]+ words, so quoting cannot be broken out of.
+    # Terms are core.text words (letters and digits), so quoting cannot be broken out of.
     return " OR ".join(f'"{t}"*' if is_prefix(t) else f'"{t}"' for t in terms)
 
 
