@@ -13,7 +13,7 @@ from typing import Any
 
 from memstore.cli.user_args import add_user_argument
 from memstore.db.engine import require_existing_database
-from memstore.mcp.gate import is_loopback
+from memstore.web.asgi import is_loopback
 
 __all__ = ["register"]
 
