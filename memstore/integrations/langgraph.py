@@ -48,7 +48,7 @@ from memstore.core.langgraph_input import (
     check_ttl,
     indexed_texts,
 )
-from memstore.core.tenancy import storage_user_id
+from memstore.core.tenancy import TenantId, storage_user_id
 from memstore.core.validation import check_json, check_text
 from memstore.embeddings.base import embed_checked
 from memstore.errors import DimensionMismatch, InvalidInput, WrongThread
@@ -171,7 +171,7 @@ class MemstoreStore(BaseStore):
 
     # ---- tenancy -----------------------------------------------------------------
 
-    def _split(self, namespace: tuple[str, ...]) -> tuple[str, tuple[str, ...]]:
+    def _split(self, namespace: tuple[str, ...]) -> tuple[TenantId, tuple[str, ...]]:
         """(stored user_id, namespace inside the tenant)."""
         if self._pinned is not None:
             return self._pinned, check_namespace_length(namespace)
@@ -281,7 +281,9 @@ class MemstoreStore(BaseStore):
     def _expiry(self, ttl_minutes: float | None, now: datetime) -> datetime | None:
         return None if ttl_minutes is None else now + timedelta(minutes=ttl_minutes)
 
-    async def _refresh(self, user: str, rows: Sequence[LangGraphItemRow], now: datetime) -> None:
+    async def _refresh(
+        self, user: TenantId, rows: Sequence[LangGraphItemRow], now: datetime
+    ) -> None:
         stale = [
             (r.namespace, r.key, now + timedelta(minutes=r.ttl_minutes))
             for r in rows
@@ -404,7 +406,7 @@ class MemstoreStore(BaseStore):
             for r, s in zip(rows, scores, strict=True)
         ]
 
-    def _listing_tenant(self, op: ListNamespacesOp) -> str:
+    def _listing_tenant(self, op: ListNamespacesOp) -> TenantId:
         if self._pinned is not None:
             return self._pinned
         for condition in op.match_conditions or ():

@@ -13,7 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.elements import BindParameter, ColumnElement
 
 from memstore.core.documents import fact_text
-from memstore.core.tenancy import public_user_id
+from memstore.core.tenancy import TenantId, public_user_id
 from memstore.db.unit import Reader
 from memstore.embeddings.base import Embedder, embed_checked
 from memstore.models import FactRow
@@ -168,7 +168,7 @@ class FactReads:
 
     async def history(
         self,
-        user_id: str,
+        user_id: TenantId,
         *,
         subject: str | None = None,
         predicate: str | None = None,
@@ -182,7 +182,7 @@ class FactReads:
 
     async def believed(
         self,
-        user_id: str,
+        user_id: TenantId,
         *,
         subject: str | None,
         predicate: str | None,
@@ -238,7 +238,7 @@ class FactRepository:
         self._session = session
         self._embedder = embedder
 
-    async def _lock_key(self, user_id: str, subject: str, predicate: str) -> None:
+    async def _lock_key(self, user_id: TenantId, subject: str, predicate: str) -> None:
         # Serialise writers of one (tenant, subject, predicate) on Postgres; an
         # empty FOR UPDATE would lock nothing when the first value is written.
         # SQLite write transactions are already serial (BEGIN IMMEDIATE).
@@ -250,7 +250,7 @@ class FactRepository:
         key = int.from_bytes(digest, "big", signed=True)
         await self._session.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": key})
 
-    async def _current(self, user_id: str, subject: str, predicate: str) -> list[FactRow]:
+    async def _current(self, user_id: TenantId, subject: str, predicate: str) -> list[FactRow]:
         stmt = select(FactRow).where(
             FactRow.user_id == user_id,
             FactRow.subject_key == subject_key(subject),
@@ -267,7 +267,7 @@ class FactRepository:
             .values(superseded_at=now)
         )
 
-    async def _insert(self, user_id: str, **values: object) -> str:
+    async def _insert(self, user_id: TenantId, **values: object) -> str:
         if values.get("embedding") is None and self._embedder is not None:
             text_ = fact_text(
                 Fact(
@@ -284,7 +284,7 @@ class FactRepository:
 
     async def assert_fact(
         self,
-        user_id: str,
+        user_id: TenantId,
         fact: Fact,
         *,
         single_valued: bool,
@@ -355,7 +355,7 @@ class FactRepository:
 
     async def _make_room(
         self,
-        user_id: str,
+        user_id: TenantId,
         statement: dict[str, object],
         current: list[FactRow],
         start: datetime,
@@ -396,7 +396,7 @@ class FactRepository:
                 await self._insert(user_id, **kept, valid_from=end, valid_to=row.valid_to)
         return change, end
 
-    async def retract(self, user_id: str, fact_id: str, now: datetime) -> int:
+    async def retract(self, user_id: TenantId, fact_id: str, now: datetime) -> int:
         stmt = (
             update(FactRow)
             .where(
@@ -413,7 +413,7 @@ class FactRepository:
         """Conditions selecting the versions true at ``valid_at`` as believed at ``known_at``."""
         return self._as_of(valid_at, known_at)
 
-    async def rows_by_id(self, user_id: str, ids: Sequence[str]) -> list[FactRow]:
+    async def rows_by_id(self, user_id: TenantId, ids: Sequence[str]) -> list[FactRow]:
         if not ids:
             return []
         stmt = select(FactRow).where(FactRow.user_id == user_id, FactRow.id.in_(list(ids)))
@@ -429,7 +429,7 @@ class FactRepository:
 
     async def text_candidates(
         self,
-        user_id: str,
+        user_id: TenantId,
         tokens: Sequence[str],
         *,
         valid_at: datetime,
@@ -444,11 +444,11 @@ class FactRepository:
         rows = (await self._session.scalars(stmt)).all()
         return [fact_from_row(r) for r in rows]
 
-    async def get_version(self, user_id: str, version_id: str) -> Fact | None:
+    async def get_version(self, user_id: TenantId, version_id: str) -> Fact | None:
         row = await self._session.get(FactRow, (user_id, version_id))
         return fact_from_row(row) if row is not None else None
 
-    async def count_current(self, user_id: str) -> int:
+    async def count_current(self, user_id: TenantId) -> int:
         stmt = (
             select(func.count())
             .select_from(FactRow)
@@ -456,7 +456,7 @@ class FactRepository:
         )
         return int((await self._session.scalar(stmt)) or 0)
 
-    async def latest_current(self, user_id: str, limit: int) -> list[Fact]:
+    async def latest_current(self, user_id: TenantId, limit: int) -> list[Fact]:
         stmt = (
             select(FactRow)
             .where(
@@ -469,7 +469,7 @@ class FactRepository:
         )
         return [fact_from_row(r) for r in (await self._session.scalars(stmt)).all()]
 
-    async def stream(self, user_id: str) -> AsyncIterator[Fact]:
+    async def stream(self, user_id: TenantId) -> AsyncIterator[Fact]:
         stmt = (
             select(FactRow)
             .where(FactRow.user_id == user_id)

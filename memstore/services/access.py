@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import datetime
 
+from memstore.core.tenancy import TenantId
 from memstore.db.unit import Database
 from memstore.repositories.access import AccessDelta, AccessRepository
 from memstore.repositories.erasure import guard_against_erasure
@@ -120,7 +121,8 @@ class AccessTracker:
             if not taken:
                 return
             deltas = [
-                AccessDelta(user_id=u, kind=k, item_id=i, count=c, last_accessed_at=at)
+                # Recorded by the services with ids they validated (storage_user_id).
+                AccessDelta(user_id=TenantId(u), kind=k, item_id=i, count=c, last_accessed_at=at)
                 for (u, k, i), (c, at) in taken.items()
             ]
             try:

@@ -7,7 +7,7 @@ from typing import Any
 
 from sqlalchemy import Table
 
-from memstore.core.tenancy import public_user_id, storage_user_id
+from memstore.core.tenancy import TenantId, public_user_id, storage_user_id
 from memstore.db.unit import Database
 from memstore.embeddings.base import Embedder
 from memstore.embeddings.identity import embedder_identity
@@ -142,7 +142,7 @@ class TransferService:
 
     async def _import_in_one_transaction(
         self,
-        user: str,
+        user: TenantId,
         rows: Iterable[tuple[str, Mapping[str, Any]]]
         | AsyncIterable[tuple[str, Mapping[str, Any]]],
         counts: dict[str, int],
