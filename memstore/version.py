@@ -2,25 +2,29 @@
 
 from __future__ import annotations
 
-import re
+import tomllib
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-__all__ = ["UNKNOWN_VERSION", "__version__", "read_version"]
+__all__ = ["UNKNOWN_VERSION", "__version__", "read_version", "version_from_pyproject"]
 
 UNKNOWN_VERSION = "0+unknown"
+_PYPROJECT = Path(__file__).resolve().parent.parent / "pyproject.toml"
 
 
-def _from_pyproject() -> str | None:
+def version_from_pyproject(pyproject: Path = _PYPROJECT) -> str | None:
+    """The version in a memstore pyproject.toml, or None (unreadable, not memstore's, none)."""
     # A source checkout that was never installed has no package metadata; its
-    # pyproject.toml still says which version it is.
-    pyproject = Path(__file__).resolve().parent.parent / "pyproject.toml"
+    # pyproject.toml still says which version it is. Parsed as TOML (any quoting,
+    # any table order) and only believed when it is memstore's own [project].
     try:
-        text = pyproject.read_text(encoding="utf-8")
-    except OSError:
+        project = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("project")
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
         return None
-    match = re.search(r'(?m)^version\s*=\s*"([^"]+)"', text)
-    return match.group(1) if match else None
+    if not isinstance(project, dict):
+        return None
+    found = project.get("version") if project.get("name") == "memstore" else None
+    return found if isinstance(found, str) and found else None
 
 
 def read_version() -> str:
@@ -28,7 +32,7 @@ def read_version() -> str:
     try:
         return version("memstore")
     except PackageNotFoundError:
-        return _from_pyproject() or UNKNOWN_VERSION
+        return version_from_pyproject() or UNKNOWN_VERSION
 
 
 __version__ = read_version()

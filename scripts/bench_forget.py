@@ -27,6 +27,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from memstore import Episode, Fact, MemoryStore
+from memstore.core.tenancy import storage_user_id
 from memstore.db.scrub import purge_full_text
 from memstore.repositories.tenants import TenantRepository
 
@@ -82,7 +83,7 @@ async def _delete(store: MemoryStore, user: str, *, optimize: bool) -> float:
         # secure_delete is per connection: off for this one transaction only.
         await conn.exec_driver_sql("PRAGMA secure_delete = OFF")
         session = AsyncSession(bind=conn)
-        await TenantRepository(session=session).erase(user)
+        await TenantRepository(session=session).erase(storage_user_id(user))
         if optimize:
             await purge_full_text(session, ["episodes", "facts"])
         await conn.exec_driver_sql("PRAGMA secure_delete = ON")

@@ -158,6 +158,11 @@ HIDE = "import sys; sys.modules[{!r}] = None"
             "embeddings",
         ),
         (
+            ["consolidate", "--extractor", "llm", "--llm-url", "http://x/v1", "--llm-model", "m"],
+            "openai",
+            "llm",
+        ),
+        (
             ["import", "-i", "-", "--embedder", "sentence-transformers"],
             "sentence_transformers",
             "embeddings",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 from collections.abc import Iterator
@@ -34,11 +35,16 @@ class ChatServer:
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 server.requests.append(body)
-                server.headers.append(dict(self.headers))
+                server.headers.append({k.lower(): v for k, v in self.headers.items()})
                 if self.path != "/v1/chat/completions":
                     self._send(404, {"error": "no such path"})
                     return
                 mode = server.mode
+                if mode == "no-schema":  # an older server: json_object only
+                    if body.get("response_format", {}).get("type") != "json_object":
+                        self._send(400, {"error": {"message": "unknown response_format"}})
+                        return
+                    mode = "good"
                 if mode == "flaky":  # one failure, then fine
                     mode = "5xx" if len(server.requests) == 1 else "good"
                 if mode == "slow":
@@ -49,6 +55,9 @@ class ChatServer:
                     return
                 if mode == "401":
                     self._send(401, {"error": "bad key"})
+                    return
+                if mode == "not-completion":
+                    self._send(200, {"result": "ok"})
                     return
                 turns = json.loads(body["messages"][-1]["content"])["turns"]
                 content = server.answer(mode, turns)
@@ -176,14 +185,49 @@ async def test_good_json_becomes_facts(store: MemoryStore, chat: ChatServer) -> 
     assert len(chat.requests) == 1
     request = chat.requests[0]
     assert request["model"] == "test-model"
-    assert request["response_format"] == {"type": "json_object"}
-    assert chat.headers[0]["Authorization"] == "Bearer sk-test"
+    # JSON-schema structured output, the batch's episode ids as the only allowed ones.
+    response_format = request["response_format"]
+    assert response_format["type"] == "json_schema"
+    schema = response_format["json_schema"]["schema"]
+    item = schema["properties"]["facts"]["items"]
+    assert item["properties"]["episode_id"]["enum"] == [paris, london]
+    assert set(item["required"]) == {"episode_id", "subject", "predicate", "object", "confidence"}
+    assert chat.headers[0]["authorization"] == "Bearer sk-test"
     history = await store.fact_history(user_id="alice", subject="alice", predicate="lives_in")
     assert [
         (f.object, f.valid_from, f.valid_to, f.sources) for f in history if f.superseded_at is None
     ] == [("Paris", MARCH, JUNE, (paris,)), ("London", JUNE, None, (london,))]
     (emma,) = await store.fact_history(user_id="alice", subject="Emma")
     assert (emma.predicate, emma.object, emma.confidence) == ("sister_of", "user", 0.7)
+
+
+async def test_an_endpoint_without_json_schema_gets_json_object(
+    store: MemoryStore, chat: ChatServer
+) -> None:
+    chat.mode = "no-schema"
+    await remember_two(store)
+    llm = extractor(chat, max_retries=0)
+    result = await store.consolidate(extractor=llm)
+    assert (result.processed, result.added) == (2, 2)
+    assert [r["response_format"]["type"] for r in chat.requests] == ["json_schema", "json_object"]
+    # Remembered: the next batch asks for a JSON object at once.
+    await store.remember(
+        Episode(user_id="alice", session_id="s", occurred_at=JUNE, input="Still in London.")
+    )
+    await store.consolidate(extractor=llm)
+    assert chat.requests[-1]["response_format"] == {"type": "json_object"}
+    assert len(chat.requests) == 3
+
+
+async def test_no_api_key_sends_no_authorization(
+    store: MemoryStore, chat: ChatServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A keyless local endpoint: no bearer header, and none taken from the environment.
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-from-env")
+    await remember_two(store)
+    result = await store.consolidate(extractor=extractor(chat, api_key=None))
+    assert result.processed == 2
+    assert "authorization" not in chat.headers[0]
 
 
 async def test_a_retry_recovers_from_one_5xx(store: MemoryStore, chat: ChatServer) -> None:
@@ -198,6 +242,7 @@ async def test_a_retry_recovers_from_one_5xx(store: MemoryStore, chat: ChatServe
     ("mode", "error", "message"),
     [
         ("malformed", LLMResponseError, "not valid JSON"),
+        ("not-completion", LLMResponseError, "chat-completions format"),
         ("bad-item", LLMResponseError, "confidence outside 0..1"),
         ("5xx", LLMEndpointError, "HTTP 503"),
         ("slow", LLMEndpointError, "timed out"),
@@ -218,6 +263,18 @@ async def test_misbehaving_endpoint_writes_nothing(
     assert await consolidation_marks(store) == {}
     chat.mode = "good"
     assert (await store.consolidate(extractor=extractor(chat))).processed == 2
+
+
+async def test_the_api_key_is_never_logged(
+    store: MemoryStore, chat: ChatServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    chat.mode = "401"
+    await remember_two(store)
+    with caplog.at_level(logging.DEBUG), pytest.raises(LLMEndpointError) as failure:
+        await store.consolidate(extractor=extractor(chat, api_key="sk-secret-4711"))
+    assert chat.headers[0]["authorization"] == "Bearer sk-secret-4711"
+    assert "sk-secret-4711" not in caplog.text
+    assert "sk-secret-4711" not in str(failure.value)
 
 
 async def test_unreachable_endpoint(store: MemoryStore) -> None:

@@ -74,12 +74,14 @@ def test_every_request_needs_the_token(db_url: str) -> None:
             assert fetch(base + path, bearer("wrong-token-0123456789"))[0] == 401
         status, _, body = fetch(base + "/", bearer())
         assert status == 200 and "alice" in body
+        # The auth scheme is case-insensitive (RFC 9110), as at the MCP door.
+        assert fetch(base + "/", {"Authorization": f"bearer {TOKEN}"})[0] == 200
         # ?token= once: a redirect that drops it from the URL and sets an HttpOnly cookie.
         status, headers, _ = fetch(base + "/t/alice?token=" + TOKEN + "&q=x", follow=False)
         assert status == 303
         assert headers["location"] == "/t/alice?q=x"
         cookie = headers["set-cookie"]
-        assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
+        assert "HttpOnly" in cookie and "samesite=strict" in cookie.lower()
         status, _, body = fetch(base + "/t/alice", {"Cookie": cookie.split(";")[0]})
         assert status == 200 and "Paris" in body
         assert fetch(base + "/t/alice", {"Cookie": "memstore_inspect=nope"})[0] == 401

@@ -56,3 +56,22 @@ def test_changelog_has_unreleased_and_this_version() -> None:
     text = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
     assert "## [Unreleased]" in text
     assert f"## [{PROJECT['version']}] - " in text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # Another table's version line first, and TOML's single-quoted string.
+        ('[tool.x]\nversion = "9.9"\n[project]\nname = "memstore"\nversion = \'1.2.3\'\n', "1.2.3"),
+        # A pyproject that is not memstore's (memstore vendored into another tree).
+        ('[project]\nname = "other"\nversion = "4.5.6"\n', None),
+        # Broken TOML, or no version at all.
+        ('[project\nversion = "1"\n', None),
+        ('[project]\nname = "memstore"\ndynamic = ["version"]\n', None),
+    ],
+    ids=["other-table-first", "not-memstore", "broken-toml", "no-version"],
+)
+def test_pyproject_fallback_reads_toml(tmp_path: Path, text: str, expected: str | None) -> None:
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text(text, encoding="utf-8")
+    assert version_module.version_from_pyproject(pyproject) == expected

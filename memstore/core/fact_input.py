@@ -6,7 +6,7 @@ from dataclasses import replace
 from datetime import datetime
 
 from memstore.core.predicates import is_single_valued, normalize_predicate
-from memstore.core.tenancy import storage_user_id
+from memstore.core.tenancy import TenantId, storage_user_id
 from memstore.core.validation import (
     MAX_IDENTIFIER_CHARS,
     check_aware,
@@ -21,7 +21,7 @@ __all__ = ["MAX_FACT_FIELD_CHARS", "valid_fact"]
 MAX_FACT_FIELD_CHARS = 2_000
 
 
-def valid_fact(fact: Fact, *, now: datetime) -> tuple[str, Fact, bool, datetime]:
+def valid_fact(fact: Fact, *, now: datetime) -> tuple[TenantId, Fact, bool, datetime]:
     """Check a fact; returns (stored user id, cleaned fact, single-valued, valid_from).
 
     ``valid_from`` defaults to ``now``.

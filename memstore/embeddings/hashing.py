@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Sequence
 from itertools import pairwise
 
 import numpy as np
 
+from memstore.core.text import words as split_words
 from memstore.embeddings.base import DEFAULT_DIM, normalized
 
 __all__ = ["HashingEmbedder"]
-
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
 
 def _bucket(feature: str, dim: int) -> tuple[int, float]:
@@ -48,7 +46,7 @@ class HashingEmbedder:
         return f"memstore-hashing-v1/{self._dim}"
 
     def _features(self, text: str) -> list[tuple[str, float]]:
-        words = _WORD.findall(text.lower())
+        words = split_words(text)
         features = [(f"w:{w}", 1.0) for w in words]
         features += [(f"b:{a} {b}", 0.7) for a, b in pairwise(words)]
         for word in words:

@@ -16,7 +16,7 @@ from starlette.staticfiles import StaticFiles
 
 from memstore.core.tenancy import ANONYMOUS, public_user_id, storage_user_id
 from memstore.errors import InvalidInput, MemstoreError, Unavailable
-from memstore.inspect.auth import TokenGate
+from memstore.inspect.auth import inspector_gate
 from memstore.inspect.views import AXIS_WIDTH, build_tenant_view
 from memstore.store import MemoryStore
 
@@ -131,4 +131,4 @@ def create_app(
             Mount("/static", StaticFiles(directory=_HERE / "static"), name="static"),
         ],
     )
-    return TokenGate(app, token=token)
+    return inspector_gate(app, token=token)

@@ -1,102 +1,95 @@
-"""Who may read the inspector: a bearer token, and loopback-only without one."""
+"""Who may read the inspector: a bearer token, and loopback-only without one.
+
+With a token, Starlette's ``AuthenticationMiddleware`` asks :class:`TokenBackend`
+for it, as ``Authorization: Bearer <token>`` or as the cookie set after a
+``?token=<token>`` visit; :class:`TokenLink` turns that visit into a redirect to
+the same URL without the token (so it does not linger in history or logs).
+Without a token (loopback only) a request must name a loopback host, so a web
+page on another origin cannot reach the inspector by DNS rebinding
+(:class:`memstore.web.gate.LoopbackOnly`).
+"""
 
 from __future__ import annotations
 
-import hmac
-from http.cookies import SimpleCookie
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import urlencode
 
-from memstore.web.asgi import ASGIApp, Receive, Scope, Send, host_name, is_loopback
+from starlette.authentication import AuthCredentials, AuthenticationBackend, SimpleUser
+from starlette.middleware.authentication import AuthenticationMiddleware
+from starlette.requests import HTTPConnection
+from starlette.responses import PlainTextResponse, Response
 
-__all__ = ["COOKIE", "TokenGate", "is_loopback"]
+from memstore.web.asgi import ASGIApp, Receive, Scope, Send, is_loopback
+from memstore.web.gate import LoopbackOnly, Refusal, bearer_token, token_matches
+
+__all__ = ["COOKIE", "TokenBackend", "TokenLink", "inspector_gate", "is_loopback"]
 
 COOKIE = "memstore_inspect"
 
 
-class TokenGate:
-    """ASGI middleware: with a token, every request must carry it, else 401.
+def _plain(status: int, text: str, headers: dict[str, str] | None = None) -> Response:
+    return PlainTextResponse(f"memstore inspect: {text}", status_code=status, headers=headers)
 
-    Accepted as ``Authorization: Bearer <token>``, as the cookie set after a
-    ``?token=<token>`` visit (which redirects to the same URL without the token,
-    so it does not linger in history or logs), or that query parameter itself.
-    Without a token (loopback only) a request must name a loopback host, so a
-    web page on another origin cannot reach the inspector by DNS rebinding.
-    """
 
-    def __init__(self, app: ASGIApp, *, token: str | None) -> None:
-        self.app = app
+class TokenBackend(AuthenticationBackend):
+    """The token as ``Authorization: Bearer`` or as the inspector's cookie, else 401."""
+
+    def __init__(self, token: str) -> None:
         self.token = token
 
-    def _matches(self, candidate: str | None) -> bool:
-        if self.token is None or candidate is None:
-            return False
-        return hmac.compare_digest(candidate.encode(), self.token.encode())
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        headers = {
-            k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])
-        }
-        if self.token is None:
-            if is_loopback(host_name(headers.get("host", ""))):
-                await self.app(scope, receive, send)
-            else:
-                await _plain(send, 403, "memstore inspect: loopback host names only")
-            return
-        auth = headers.get("authorization", "")
-        if auth.startswith("Bearer ") and self._matches(auth[len("Bearer ") :]):
-            await self.app(scope, receive, send)
-            return
-        cookie: SimpleCookie = SimpleCookie()
-        try:
-            cookie.load(headers.get("cookie", ""))
-        except Exception:  # a malformed cookie header is just no cookie
-            cookie = SimpleCookie()
-        morsel = cookie.get(COOKIE)
-        query = parse_qsl(scope.get("query_string", b"").decode("latin-1"))
-        given = [v for k, v in query if k == "token"]
-        if given and self._matches(given[-1]):
-            rest = urlencode([(k, v) for k, v in query if k != "token"])
-            location = scope.get("root_path", "") + scope["path"] + (f"?{rest}" if rest else "")
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": 303,
-                    "headers": [
-                        (b"location", location.encode("utf-8")),
-                        (
-                            b"set-cookie",
-                            f"{COOKIE}={self.token}; HttpOnly; SameSite=Strict; Path=/".encode(),
-                        ),
-                        (b"cache-control", b"no-store"),
-                        (b"referrer-policy", b"no-referrer"),
-                    ],
-                }
-            )
-            await send({"type": "http.response.body", "body": b""})
-            return
-        if morsel is not None and self._matches(morsel.value):
-            await self.app(scope, receive, send)
-            return
-        await _plain(
-            send,
+    async def authenticate(self, conn: HTTPConnection) -> tuple[AuthCredentials, SimpleUser]:
+        if token_matches(bearer_token(conn), self.token) or token_matches(
+            conn.cookies.get(COOKIE), self.token
+        ):
+            return AuthCredentials(["inspect"]), SimpleUser("inspector")
+        raise Refusal(
             401,
-            "memstore inspect: a token is required "
-            "(Authorization: Bearer <token>, or ?token=<token> once)",
-            extra=[(b"www-authenticate", b"Bearer")],
+            "a token is required (Authorization: Bearer <token>, or ?token=<token> once)",
+            {"www-authenticate": "Bearer"},
         )
 
 
-async def _plain(
-    send: Send, status: int, text: str, extra: list[tuple[bytes, bytes]] | None = None
-) -> None:
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [(b"content-type", b"text/plain; charset=utf-8"), *(extra or [])],
-        }
-    )
-    await send({"type": "http.response.body", "body": text.encode()})
+def _on_error(conn: HTTPConnection, error: Exception) -> Response:
+    if isinstance(error, Refusal):
+        return _plain(error.status, error.message, error.headers)
+    return _plain(401, str(error))  # pragma: no cover - the backend raises Refusal only
+
+
+class TokenLink:
+    """A ``?token=<token>`` visit: 303 to the same URL without it, setting the cookie.
+
+    A wrong token in the query is left alone, so the backend refuses the request.
+    """
+
+    def __init__(self, app: ASGIApp, *, token: str) -> None:
+        self.app = app
+        self.token = token
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            conn = HTTPConnection(scope)
+            query = conn.query_params.multi_items()
+            given = [v for k, v in query if k == "token"]
+            if given and token_matches(given[-1], self.token):
+                rest = urlencode([(k, v) for k, v in query if k != "token"])
+                location = scope.get("root_path", "") + scope["path"] + (f"?{rest}" if rest else "")
+                response = Response(
+                    status_code=303,
+                    headers={
+                        "location": location,
+                        "cache-control": "no-store",
+                        "referrer-policy": "no-referrer",
+                    },
+                )
+                response.set_cookie(COOKIE, self.token, httponly=True, samesite="strict", path="/")
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+def inspector_gate(app: ASGIApp, *, token: str | None) -> ASGIApp:
+    """The inspector's gate: with a token, every request carries it, else 401; without
+    one, loopback ``Host`` names only (403)."""
+    if token is None:
+        return LoopbackOnly(app, refuse=_plain, host_status=403, check_origin=False)
+    gated = AuthenticationMiddleware(app, backend=TokenBackend(token), on_error=_on_error)
+    return TokenLink(gated, token=token)

@@ -45,7 +45,7 @@ from memstore.core.langgraph_input import (
     check_namespace_length,
     check_ttl,
 )
-from memstore.core.tenancy import storage_user_id
+from memstore.core.tenancy import TenantId, storage_user_id
 from memstore.core.validation import check_json, check_text
 from memstore.errors import DimensionMismatch, InvalidInput, WrongThread
 from memstore.integrations.langgraph_filters import check_filter, matches_filter, matches_path
@@ -167,7 +167,7 @@ class MemstoreStore(BaseStore):
 
     # ---- tenancy -----------------------------------------------------------------
 
-    def _split(self, namespace: tuple[str, ...]) -> tuple[str, tuple[str, ...]]:
+    def _split(self, namespace: tuple[str, ...]) -> tuple[TenantId, tuple[str, ...]]:
         """(stored user_id, namespace inside the tenant)."""
         if self._pinned is not None:
             return self._pinned, check_namespace_length(namespace)
@@ -334,7 +334,7 @@ class MemstoreStore(BaseStore):
             for r, score in found
         ]
 
-    def _listing_tenant(self, op: ListNamespacesOp) -> str:
+    def _listing_tenant(self, op: ListNamespacesOp) -> TenantId:
         if self._pinned is not None:
             return self._pinned
         for condition in op.match_conditions or ():

@@ -2,36 +2,42 @@
 
 On a loopback bind address every request must name a loopback host (``Host``)
 and, if it carries an ``Origin``, a loopback origin: a web page whose domain
-re-resolves to this machine (DNS rebinding) is refused before anything else.
-A non-loopback bind needs a bearer token, which such a page cannot know. Every
-request must name its tenant in ``X-Memstore-User`` (UTF-8) and that name must
-be on the allow-list given at start-up; with a token configured it must also
-carry ``Authorization: Bearer <token>``. Refused requests never reach the MCP
-app, so a tool call can only ever run as an allow-listed tenant. The gate
-decodes the tenant once and hands it to the handlers in the ASGI scope
-(:func:`tenant_from_scope`), so both always agree on who is calling.
+re-resolves to this machine (DNS rebinding) is refused before anything else
+(:class:`memstore.web.gate.LoopbackOnly`). A non-loopback bind needs a bearer
+token, which such a page cannot know. Every request must name its tenant in
+``X-Memstore-User`` (UTF-8) and that name must be on the allow-list given at
+start-up; with a token configured it must also carry ``Authorization: Bearer
+<token>``. Both are checked by Starlette's ``AuthenticationMiddleware`` with
+:class:`TenantBackend`. Refused requests never reach the MCP app, so a tool
+call can only ever run as an allow-listed tenant. The gate decodes the tenant
+once and hands it to the handlers in the ASGI scope (:func:`tenant_from_scope`),
+so both always agree on who is calling.
 
 :class:`PostOnly` answers what the streamable-HTTP transport says a server
 without a server-to-client stream answers: ``405 Method Not Allowed`` to
-anything but ``POST``. Plain ASGI: no dependency beyond the standard library.
+anything but ``POST``.
 """
 
 from __future__ import annotations
 
-import hmac
-import json
 from collections.abc import Iterable, Mapping
 from typing import Any
-from urllib.parse import urlsplit
+
+from starlette.authentication import AuthCredentials, AuthenticationBackend, SimpleUser
+from starlette.middleware.authentication import AuthenticationMiddleware
+from starlette.requests import HTTPConnection
+from starlette.responses import JSONResponse, Response
 
 from memstore.core.tenancy import storage_user_id
 from memstore.errors import InvalidInput
-from memstore.web.asgi import ASGIApp, Receive, Scope, Send, host_name, is_loopback
+from memstore.web.asgi import ASGIApp, Receive, Scope, Send, is_loopback
+from memstore.web.gate import LoopbackOnly, Refusal, bearer_token, token_matches
 
 __all__ = [
     "TENANT_SCOPE_KEY",
     "USER_HEADER",
     "PostOnly",
+    "TenantBackend",
     "TenantGate",
     "is_loopback",
     "tenant_from_scope",
@@ -40,6 +46,7 @@ __all__ = [
 USER_HEADER = "x-memstore-user"
 # Where the gate leaves the tenant it decoded and checked, for the handlers.
 TENANT_SCOPE_KEY = "memstore.tenant"
+_USER_KEY = USER_HEADER.encode()
 
 
 def tenant_from_scope(scope: Mapping[str, Any] | None, allowed: frozenset[str]) -> str:
@@ -54,13 +61,45 @@ def tenant_from_scope(scope: Mapping[str, Any] | None, allowed: frozenset[str]) 
     return user
 
 
-def _loopback_origin(origin: str) -> bool:
-    try:
-        parts = urlsplit(origin)
-        parts.port  # noqa: B018 - raises ValueError on a malformed port
-    except ValueError:
-        return False
-    return parts.scheme in ("http", "https") and is_loopback(parts.hostname or "")
+def _refuse(status: int, message: str, headers: Mapping[str, str] | None = None) -> Response:
+    return JSONResponse({"error": message}, status_code=status, headers=headers)
+
+
+class TenantBackend(AuthenticationBackend):
+    """The bearer token (when one is configured), then the allow-listed tenant header."""
+
+    def __init__(self, *, allowed: frozenset[str], token: str | None) -> None:
+        self.allowed = allowed
+        self.token = token
+
+    async def authenticate(self, conn: HTTPConnection) -> tuple[AuthCredentials, SimpleUser]:
+        if self.token is not None and not token_matches(bearer_token(conn), self.token):
+            raise Refusal(
+                401,
+                "missing or wrong bearer token",
+                {"www-authenticate": 'Bearer realm="memstore"'},
+            )
+        # Raw bytes: Starlette decodes headers as latin-1, the tenant is UTF-8.
+        raw = next((v for k, v in conn.scope.get("headers", []) if k.lower() == _USER_KEY), None)
+        if raw is None:
+            raise Refusal(401, "missing X-Memstore-User header (the tenant to act as)")
+        try:
+            user: str | None = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            user = None
+        if user is None or user not in self.allowed:
+            raise Refusal(
+                403,
+                "X-Memstore-User names a tenant not on this server's allow-list (--allow-user)",
+            )
+        conn.scope[TENANT_SCOPE_KEY] = user
+        return AuthCredentials(["tenant"]), SimpleUser(user)
+
+
+def _on_error(conn: HTTPConnection, error: Exception) -> Response:
+    if isinstance(error, Refusal):
+        return _refuse(error.status, error.message, error.headers)
+    return _refuse(401, str(error))  # pragma: no cover - the backend raises Refusal only
 
 
 class TenantGate:
@@ -89,53 +128,16 @@ class TenantGate:
             )
         self.app = app
         self.allowed = allowed
-        self._token = token.encode() if token is not None else None
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)  # lifespan
-            return
-        headers: dict[str, bytes] = {}
-        for key, value in scope.get("headers", []):
-            headers.setdefault(key.decode("latin-1").lower(), value)
+        gated: ASGIApp = AuthenticationMiddleware(
+            app, backend=TenantBackend(allowed=allowed, token=token), on_error=_on_error
+        )
         if self.loopback:
             # Checked on every loopback address, not only the ones the SDK knows.
-            host = headers.get("host", b"").decode("latin-1")
-            if not is_loopback(host_name(host)):
-                await _refuse(send, 421, "this server answers loopback Host names only")
-                return
-            origin = headers.get("origin")
-            if origin is not None and not _loopback_origin(origin.decode("latin-1")):
-                await _refuse(send, 403, "requests from a non-loopback Origin are refused")
-                return
-        if self._token is not None:
-            auth = headers.get("authorization", b"")
-            scheme, _, presented = auth.partition(b" ")
-            if scheme.lower() != b"bearer" or not hmac.compare_digest(presented, self._token):
-                await _refuse(
-                    send,
-                    401,
-                    "missing or wrong bearer token",
-                    [(b"www-authenticate", b'Bearer realm="memstore"')],
-                )
-                return
-        raw_user = headers.get(USER_HEADER)
-        if raw_user is None:
-            await _refuse(send, 401, "missing X-Memstore-User header (the tenant to act as)")
-            return
-        try:
-            user = raw_user.decode("utf-8")
-        except UnicodeDecodeError:
-            user = None
-        if user not in self.allowed:
-            await _refuse(
-                send,
-                403,
-                "X-Memstore-User names a tenant not on this server's allow-list (--allow-user)",
-            )
-            return
-        scope[TENANT_SCOPE_KEY] = user
-        await self.app(scope, receive, send)
+            gated = LoopbackOnly(gated, refuse=_refuse, host_status=421)
+        self._gated = gated
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self._gated(scope, receive, send)
 
 
 class PostOnly:
@@ -151,29 +153,11 @@ class PostOnly:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["path"] == self.path and scope["method"] != "POST":
-            await _refuse(
-                send,
+            refusal = _refuse(
                 405,
                 "this stateless MCP server takes POST only (no server-to-client stream)",
-                [(b"allow", b"POST")],
+                {"allow": "POST"},
             )
+            await refusal(scope, receive, send)
             return
         await self.app(scope, receive, send)
-
-
-async def _refuse(
-    send: Send, status: int, message: str, extra: list[tuple[bytes, bytes]] | None = None
-) -> None:
-    body = json.dumps({"error": message}).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-                *(extra or []),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})

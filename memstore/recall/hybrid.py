@@ -18,6 +18,7 @@ import numpy as np
 
 from memstore.core.documents import episode_search_text, fact_text
 from memstore.core.lexical import query_terms
+from memstore.core.tenancy import TenantId
 from memstore.db.unit import Database
 from memstore.embeddings.base import Embedder, embed_checked
 from memstore.recall.relevance import relevance
@@ -84,7 +85,7 @@ class HybridRecall:
 
     async def episodes(
         self,
-        user_id: str,
+        user_id: TenantId,
         query: str,
         *,
         time_range: tuple[datetime, datetime] | None,
@@ -134,7 +135,7 @@ class HybridRecall:
 
     async def facts(
         self,
-        user_id: str,
+        user_id: TenantId,
         query: str,
         *,
         valid_at: datetime,

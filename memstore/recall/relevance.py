@@ -21,15 +21,13 @@ See docs/RECALL.md, "Scores and the relevance floor".
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 
 from memstore.core.lexical import is_prefix
+from memstore.core.text import words as text_words
 from memstore.errors import InvalidInput
 
 __all__ = ["check_min_score", "coverage", "relevance"]
-
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
 
 def check_min_score(min_score: object) -> float | None:
@@ -59,7 +57,7 @@ def coverage(terms: Sequence[str], text: str) -> float:
     """
     if not terms:
         return 0.0
-    words = f" {' '.join(_WORD.findall(text.lower()))} "
+    words = f" {' '.join(text_words(text))} "
     found = sum((f" {t}" if is_prefix(t) else f" {t} ") in words for t in terms)
     return found / len(terms)
 

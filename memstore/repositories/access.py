@@ -8,6 +8,7 @@ from typing import Any
 from sqlalchemy import String, and_, case, column, delete, exists, or_, select, values
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from memstore.core.tenancy import TenantId
 from memstore.db.upsert import insert_for
 from memstore.models import AccessStatRow, BlockRow, EpisodeRow, FactRow
 
@@ -21,7 +22,7 @@ _ROWS_PER_STATEMENT = 500
 class AccessDelta:
     """Accesses of one item buffered since the last flush."""
 
-    user_id: str
+    user_id: TenantId
     kind: str
     item_id: str
     count: int
@@ -36,7 +37,7 @@ class AccessStat:
     last_accessed_at: datetime
 
 
-def _item_exists(user_id: str, item: Any) -> Any:
+def _item_exists(user_id: TenantId, item: Any) -> Any:
     """The counted item (episode id, logical fact id or block name) of ``user_id`` still exists."""
     # Kinds are checked by record_access; anything else is never written.
     return or_(
@@ -75,7 +76,7 @@ class AccessRepository:
             for start in range(0, len(own), _ROWS_PER_STATEMENT):
                 await self._upsert(user_id, own[start : start + _ROWS_PER_STATEMENT])
 
-    async def _upsert(self, user_id: str, deltas: Sequence[AccessDelta]) -> None:
+    async def _upsert(self, user_id: TenantId, deltas: Sequence[AccessDelta]) -> None:
         # Only items that still exist: counts buffered before a forget must not
         # re-create the rows of an erased item or tenant (the caller holds the tenant's
         # erasure guard, so a forget cannot commit between this read and the write).
@@ -121,7 +122,7 @@ class AccessRepository:
         # items take row locks in the same order and cannot deadlock.
         await self._session.execute(stmt, rows)
 
-    async def counts(self, user_id: str, kind: str, item_ids: Sequence[str]) -> dict[str, int]:
+    async def counts(self, user_id: TenantId, kind: str, item_ids: Sequence[str]) -> dict[str, int]:
         if not item_ids:
             return {}
         stmt = select(AccessStatRow.item_id, AccessStatRow.access_count).where(
@@ -132,7 +133,7 @@ class AccessRepository:
         rows = (await self._session.execute(stmt)).all()
         return {r.item_id: int(r.access_count) for r in rows}
 
-    async def hottest(self, user_id: str, kind: str | None, limit: int) -> list[AccessStat]:
+    async def hottest(self, user_id: TenantId, kind: str | None, limit: int) -> list[AccessStat]:
         """Most-accessed items first; the most recently accessed wins a tie."""
         stmt = select(AccessStatRow).where(AccessStatRow.user_id == user_id)
         if kind is not None:
@@ -154,7 +155,7 @@ class AccessRepository:
             for r in rows
         ]
 
-    async def prune_episodes(self, user_id: str) -> int:
+    async def prune_episodes(self, user_id: TenantId) -> int:
         """Drop counters of the tenant's episodes that no longer exist (after a forget)."""
         gone = ~exists().where(
             EpisodeRow.user_id == user_id, EpisodeRow.id == AccessStatRow.item_id

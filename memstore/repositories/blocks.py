@@ -7,7 +7,7 @@ from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from memstore.core.tenancy import public_user_id
+from memstore.core.tenancy import TenantId, public_user_id
 from memstore.errors import Conflict, LimitExceeded
 from memstore.models import BlockRow, BlockVersionRow
 from memstore.types import BlockVersion, MemoryBlock
@@ -36,7 +36,7 @@ class BlockRepository:
     def __init__(self, *, session: AsyncSession) -> None:
         self._session = session
 
-    async def in_order(self, user_id: str) -> list[MemoryBlock]:
+    async def in_order(self, user_id: TenantId) -> list[MemoryBlock]:
         stmt = (
             select(BlockRow)
             .where(BlockRow.user_id == user_id)
@@ -44,13 +44,13 @@ class BlockRepository:
         )
         return [_block(r) for r in (await self._session.scalars(stmt)).all()]
 
-    async def get(self, user_id: str, name: str) -> MemoryBlock | None:
+    async def get(self, user_id: TenantId, name: str) -> MemoryBlock | None:
         row = await self._session.get(BlockRow, (user_id, name), populate_existing=True)
         return _block(row) if row is not None else None
 
     async def write(
         self,
-        user_id: str,
+        user_id: TenantId,
         name: str,
         edit: Callable[[str], str],
         *,
@@ -89,7 +89,7 @@ class BlockRepository:
         raise Conflict(f"block {name!r} kept changing under us; try again")
 
     async def _try_create(
-        self, user_id: str, name: str, content: str, now: datetime
+        self, user_id: TenantId, name: str, content: str, now: datetime
     ) -> MemoryBlock | None:
         # Read first, then insert the value: Citus cannot route an INSERT whose VALUES
         # hold a subquery ("subqueries are not supported within INSERT queries"). Two
@@ -117,7 +117,7 @@ class BlockRepository:
         return await self.get(user_id, name)
 
     async def _try_update(
-        self, user_id: str, current: MemoryBlock, content: str, now: datetime
+        self, user_id: TenantId, current: MemoryBlock, content: str, now: datetime
     ) -> MemoryBlock | None:
         result = await self._session.execute(
             update(BlockRow)
@@ -132,7 +132,7 @@ class BlockRepository:
             return None
         return await self.get(user_id, current.name)
 
-    async def history(self, user_id: str, name: str) -> list[BlockVersion]:
+    async def history(self, user_id: TenantId, name: str) -> list[BlockVersion]:
         stmt = (
             select(BlockVersionRow)
             .where(BlockVersionRow.user_id == user_id, BlockVersionRow.name == name)
@@ -143,7 +143,7 @@ class BlockRepository:
             for r in (await self._session.scalars(stmt)).all()
         ]
 
-    async def delete(self, user_id: str, name: str) -> int:
+    async def delete(self, user_id: TenantId, name: str) -> int:
         await self._session.execute(
             delete(BlockVersionRow).where(
                 BlockVersionRow.user_id == user_id, BlockVersionRow.name == name
@@ -154,6 +154,6 @@ class BlockRepository:
         )
         return int(result.rowcount or 0)  # type: ignore[attr-defined]
 
-    async def count(self, user_id: str) -> int:
+    async def count(self, user_id: TenantId) -> int:
         stmt = select(func.count()).select_from(BlockRow).where(BlockRow.user_id == user_id)
         return int((await self._session.scalar(stmt)) or 0)

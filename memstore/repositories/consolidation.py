@@ -18,6 +18,7 @@ from typing import Any
 from sqlalchemy import and_, exists, func, or_, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from memstore.core.tenancy import TenantId
 from memstore.db.crosstenant import cross_tenant
 from memstore.db.upsert import insert_for
 from memstore.models import EpisodeConsolidationRow as State
@@ -32,7 +33,7 @@ __all__ = ["ConsolidationRepository"]
 _ADVISORY_CLASS = 0x6D656D  # "mem"
 
 
-def _tenant_lock_key(user_id: str) -> int:
+def _tenant_lock_key(user_id: TenantId) -> int:
     digest = hashlib.blake2b(user_id.encode(), digest_size=4).digest()
     return int.from_bytes(digest, "big", signed=True)
 
@@ -49,7 +50,7 @@ class ConsolidationRepository:
     def __init__(self, *, session: AsyncSession) -> None:
         self._session = session
 
-    async def pending_users(self, user_id: str | None = None) -> list[str]:
+    async def pending_users(self, user_id: TenantId | None = None) -> list[TenantId]:
         """Tenants with unconsolidated episodes, longest-waiting first."""
         oldest = func.min(EpisodeRow.occurred_at)
         stmt = select(EpisodeRow.user_id).where(~_consolidated())
@@ -58,9 +59,9 @@ class ConsolidationRepository:
         else:
             stmt = cross_tenant(stmt, "consolidation-scheduling")
         stmt = stmt.group_by(EpisodeRow.user_id).order_by(oldest, EpisodeRow.user_id)
-        return list((await self._session.scalars(stmt)).all())
+        return [TenantId(u) for u in (await self._session.scalars(stmt)).all()]
 
-    async def count_pending(self, user_id: str | None = None) -> int:
+    async def count_pending(self, user_id: TenantId | None = None) -> int:
         stmt = select(func.count()).select_from(EpisodeRow).where(~_consolidated())
         if user_id is not None:
             stmt = stmt.where(EpisodeRow.user_id == user_id)
@@ -68,7 +69,7 @@ class ConsolidationRepository:
             stmt = cross_tenant(stmt, "consolidation-scheduling")
         return int((await self._session.scalar(stmt)) or 0)
 
-    def _oldest_pending(self, user_id: str, limit: int) -> Any:
+    def _oldest_pending(self, user_id: TenantId, limit: int) -> Any:
         return (
             select(EpisodeRow)
             .where(EpisodeRow.user_id == user_id, ~_consolidated())
@@ -78,7 +79,7 @@ class ConsolidationRepository:
 
     # ---- Postgres: one claim or write transaction per tenant at a time ----------
 
-    async def try_lock_tenant(self, user_id: str) -> bool:
+    async def try_lock_tenant(self, user_id: TenantId) -> bool:
         """Take the tenant's consolidation lock until this transaction ends, or say it is taken.
 
         Only ever held by a short claim or write transaction, never across an
@@ -91,7 +92,7 @@ class ConsolidationRepository:
         )
         return bool(got)
 
-    async def lock_tenant(self, user_id: str) -> None:
+    async def lock_tenant(self, user_id: TenantId) -> None:
         """Wait for the tenant's consolidation lock (held until this transaction ends)."""
         await self._session.execute(
             text("SELECT pg_advisory_xact_lock(:c, :k)"),
@@ -100,7 +101,7 @@ class ConsolidationRepository:
 
     # ---- leases -------------------------------------------------------------------
 
-    async def has_live_foreign_lease(self, user_id: str, worker: str, now: datetime) -> bool:
+    async def has_live_foreign_lease(self, user_id: TenantId, worker: str, now: datetime) -> bool:
         stmt = select(
             exists().where(
                 State.user_id == user_id,
@@ -113,7 +114,7 @@ class ConsolidationRepository:
         return bool(await self._session.scalar(stmt))
 
     async def lease_pending(
-        self, user_id: str, limit: int, worker: str, now: datetime, expires_at: datetime
+        self, user_id: TenantId, limit: int, worker: str, now: datetime, expires_at: datetime
     ) -> list[Episode]:
         """Lease the tenant's oldest unconsolidated episodes to ``worker`` (expired leases too).
 
@@ -152,7 +153,9 @@ class ConsolidationRepository:
         leased = set((await self._session.scalars(stmt)).all())
         return [episode_from_row(r) for r in rows if r.id in leased]
 
-    async def still_leased(self, user_id: str, episode_ids: Sequence[str], worker: str) -> set[str]:
+    async def still_leased(
+        self, user_id: TenantId, episode_ids: Sequence[str], worker: str
+    ) -> set[str]:
         """Which of ``episode_ids`` still exist, are leased to ``worker`` and unconsolidated.
 
         An expired lease that nobody took over still counts: the work is done and
@@ -169,7 +172,7 @@ class ConsolidationRepository:
         return set((await self._session.scalars(stmt)).all())
 
     async def complete_leases(
-        self, user_id: str, episode_ids: Sequence[str], worker: str, now: datetime
+        self, user_id: TenantId, episode_ids: Sequence[str], worker: str, now: datetime
     ) -> int:
         stmt = (
             update(State)
@@ -184,7 +187,9 @@ class ConsolidationRepository:
         result = await self._session.execute(stmt)
         return int(result.rowcount or 0)  # type: ignore[attr-defined]
 
-    async def release_leases(self, user_id: str, episode_ids: Sequence[str], worker: str) -> None:
+    async def release_leases(
+        self, user_id: TenantId, episode_ids: Sequence[str], worker: str
+    ) -> None:
         stmt = (
             update(State)
             .where(
@@ -197,7 +202,7 @@ class ConsolidationRepository:
         )
         await self._session.execute(stmt)
 
-    async def consolidated_ids(self, user_id: str) -> set[str]:
+    async def consolidated_ids(self, user_id: TenantId) -> set[str]:
         stmt = select(State.episode_id).where(
             and_(State.user_id == user_id, State.consolidated_at.is_not(None))
         )

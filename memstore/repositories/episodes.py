@@ -22,7 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql import Executable
 from sqlalchemy.sql.elements import TextClause
 
-from memstore.core.tenancy import public_user_id
+from memstore.core.tenancy import TenantId, public_user_id
 from memstore.db.copy import copy_rows
 from memstore.db.crosstenant import cross_tenant
 from memstore.db.upsert import insert_for
@@ -182,7 +182,7 @@ class EpisodeRepository:
 
         return take
 
-    async def resync_turn_counters(self, user_id: str) -> None:
+    async def resync_turn_counters(self, user_id: TenantId) -> None:
         """Move the tenant's counters past every stored turn (after an import whose dump
         has no or stale counters), never backwards."""
         dialect = self._session.get_bind().dialect.name
@@ -200,11 +200,11 @@ class EpisodeRepository:
         )
         await self._session.execute(stmt)
 
-    async def get(self, user_id: str, episode_id: str) -> Episode | None:
+    async def get(self, user_id: TenantId, episode_id: str) -> Episode | None:
         row = await self._session.get(EpisodeRow, (user_id, episode_id))
         return episode_from_row(row) if row is not None else None
 
-    async def by_ids(self, user_id: str, episode_ids: Sequence[str]) -> dict[str, Episode]:
+    async def by_ids(self, user_id: TenantId, episode_ids: Sequence[str]) -> dict[str, Episode]:
         """The tenant's episodes among ``episode_ids``, by id (missing ones left out)."""
         if not episode_ids:
             return {}
@@ -215,7 +215,7 @@ class EpisodeRepository:
 
     async def keyword_candidates(
         self,
-        user_id: str,
+        user_id: TenantId,
         tokens: Sequence[str],
         *,
         time_range: tuple[datetime, datetime] | None,
@@ -232,7 +232,9 @@ class EpisodeRepository:
         rows = (await self._session.scalars(stmt)).all()
         return [episode_from_row(r) for r in rows]
 
-    async def latest_in_session(self, user_id: str, session_id: str, limit: int) -> list[Episode]:
+    async def latest_in_session(
+        self, user_id: TenantId, session_id: str, limit: int
+    ) -> list[Episode]:
         stmt = (
             select(EpisodeRow)
             .where(EpisodeRow.user_id == user_id, EpisodeRow.session_id == session_id)
@@ -242,11 +244,11 @@ class EpisodeRepository:
         rows = (await self._session.scalars(stmt)).all()
         return [episode_from_row(r) for r in reversed(rows)]
 
-    async def count(self, user_id: str) -> int:
+    async def count(self, user_id: TenantId) -> int:
         stmt = select(func.count()).select_from(EpisodeRow).where(EpisodeRow.user_id == user_id)
         return int((await self._session.scalar(stmt)) or 0)
 
-    async def last_seen(self, user_id: str) -> datetime | None:
+    async def last_seen(self, user_id: TenantId) -> datetime | None:
         # ORDER BY ... LIMIT 1 rather than max(): keeps the column's UTC type on SQLite.
         stmt = (
             select(EpisodeRow.occurred_at)
@@ -256,7 +258,7 @@ class EpisodeRepository:
         )
         return await self._session.scalar(stmt)
 
-    async def recent_sessions(self, user_id: str, limit: int) -> list[str]:
+    async def recent_sessions(self, user_id: TenantId, limit: int) -> list[str]:
         last = func.max(EpisodeRow.occurred_at).label("last")
         stmt = (
             select(EpisodeRow.session_id, last)
@@ -268,7 +270,7 @@ class EpisodeRepository:
         return [r.session_id for r in (await self._session.execute(stmt)).all()]
 
     async def delete(
-        self, user_id: str, *, session_id: str | None = None, before: datetime | None = None
+        self, user_id: TenantId, *, session_id: str | None = None, before: datetime | None = None
     ) -> int:
         stmt = delete(EpisodeRow).where(EpisodeRow.user_id == user_id)
         if session_id is not None:
@@ -278,7 +280,7 @@ class EpisodeRepository:
         result = await self._session.execute(stmt)
         return int(result.rowcount or 0)  # type: ignore[attr-defined]
 
-    async def stream(self, user_id: str) -> AsyncIterator[Episode]:
+    async def stream(self, user_id: TenantId) -> AsyncIterator[Episode]:
         stmt = (
             select(EpisodeRow)
             .where(EpisodeRow.user_id == user_id)

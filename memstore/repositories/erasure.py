@@ -32,6 +32,8 @@ from collections.abc import Iterable
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from memstore.core.tenancy import TenantId
+
 __all__ = ["guard_against_erasure", "lock_for_erasure"]
 
 # First key of the two-int advisory lock space ("era"): distinct from the
@@ -39,7 +41,7 @@ __all__ = ["guard_against_erasure", "lock_for_erasure"]
 _ERASURE_CLASS = 0x657261
 
 
-def _key(user_id: str) -> int:
+def _key(user_id: TenantId) -> int:
     digest = hashlib.blake2b(user_id.encode(), digest_size=4, person=b"erasure").digest()
     return int.from_bytes(digest, "big", signed=True)
 
@@ -48,7 +50,7 @@ def _postgres(session: AsyncSession) -> bool:
     return session.get_bind().dialect.name == "postgresql"
 
 
-async def lock_for_erasure(session: AsyncSession, user_id: str) -> None:
+async def lock_for_erasure(session: AsyncSession, user_id: TenantId) -> None:
     """Wait until no derived writer of ``user_id`` is in flight; block new ones until commit."""
     if not _postgres(session):
         return
@@ -58,7 +60,7 @@ async def lock_for_erasure(session: AsyncSession, user_id: str) -> None:
     )
 
 
-async def guard_against_erasure(session: AsyncSession, user_ids: Iterable[str]) -> None:
+async def guard_against_erasure(session: AsyncSession, user_ids: Iterable[TenantId]) -> None:
     """Keep ``user_ids`` from being erased until this transaction ends (waits for one running).
 
     Call it before reading the sources of a derived write, in the transaction

@@ -11,7 +11,7 @@ from sqlalchemy import func, insert, or_, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from memstore.core.documents import fact_text
-from memstore.core.tenancy import public_user_id
+from memstore.core.tenancy import TenantId, public_user_id
 from memstore.embeddings.base import Embedder, embed_checked
 from memstore.models import FactRow
 from memstore.models.facts import subject_key
@@ -80,7 +80,7 @@ class FactRepository:
         self._session = session
         self._embedder = embedder
 
-    async def _lock_key(self, user_id: str, subject: str, predicate: str) -> None:
+    async def _lock_key(self, user_id: TenantId, subject: str, predicate: str) -> None:
         # Serialise writers of one (tenant, subject, predicate) on Postgres; an
         # empty FOR UPDATE would lock nothing when the first value is written.
         # SQLite write transactions are already serial (BEGIN IMMEDIATE).
@@ -92,7 +92,7 @@ class FactRepository:
         key = int.from_bytes(digest, "big", signed=True)
         await self._session.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": key})
 
-    async def _current(self, user_id: str, subject: str, predicate: str) -> list[FactRow]:
+    async def _current(self, user_id: TenantId, subject: str, predicate: str) -> list[FactRow]:
         stmt = select(FactRow).where(
             FactRow.user_id == user_id,
             FactRow.subject_key == subject_key(subject),
@@ -109,7 +109,7 @@ class FactRepository:
             .values(superseded_at=now)
         )
 
-    async def _insert(self, user_id: str, **values: object) -> str:
+    async def _insert(self, user_id: TenantId, **values: object) -> str:
         if values.get("embedding") is None and self._embedder is not None:
             text_ = fact_text(
                 Fact(
@@ -126,7 +126,7 @@ class FactRepository:
 
     async def assert_fact(
         self,
-        user_id: str,
+        user_id: TenantId,
         fact: Fact,
         *,
         single_valued: bool,
@@ -197,7 +197,7 @@ class FactRepository:
 
     async def _make_room(
         self,
-        user_id: str,
+        user_id: TenantId,
         statement: dict[str, object],
         current: list[FactRow],
         start: datetime,
@@ -238,7 +238,7 @@ class FactRepository:
                 await self._insert(user_id, **kept, valid_from=end, valid_to=row.valid_to)
         return change, end
 
-    async def retract(self, user_id: str, fact_id: str, now: datetime) -> int:
+    async def retract(self, user_id: TenantId, fact_id: str, now: datetime) -> int:
         stmt = (
             update(FactRow)
             .where(
@@ -255,7 +255,7 @@ class FactRepository:
         row = await self._session.get(FactRow, (user_id, version_id))
         return fact_from_row(row) if row is not None else None
 
-    async def count_current(self, user_id: str) -> int:
+    async def count_current(self, user_id: TenantId) -> int:
         stmt = (
             select(func.count())
             .select_from(FactRow)
@@ -263,7 +263,7 @@ class FactRepository:
         )
         return int((await self._session.scalar(stmt)) or 0)
 
-    async def latest_current(self, user_id: str, limit: int) -> list[Fact]:
+    async def latest_current(self, user_id: TenantId, limit: int) -> list[Fact]:
         stmt = (
             select(FactRow)
             .where(
@@ -276,7 +276,7 @@ class FactRepository:
         )
         return [fact_from_row(r) for r in (await self._session.scalars(stmt)).all()]
 
-    async def stream(self, user_id: str) -> AsyncIterator[Fact]:
+    async def stream(self, user_id: TenantId) -> AsyncIterator[Fact]:
         stmt = (
             select(FactRow)
             .where(FactRow.user_id == user_id)

@@ -38,6 +38,7 @@ from memstore.core.langgraph_input import (
     check_ttl,
     check_vectors,
 )
+from memstore.core.tenancy import TenantId
 from memstore.core.validation import (
     check_aware,
     check_identifier,
@@ -377,7 +378,7 @@ def _check_internal_key(key: str, value: Any) -> tuple[str, str] | None:
 
 
 def import_record(
-    table: Table, index: int, row: Any, *, user_id: str, dim: int | None
+    table: Table, index: int, row: Any, *, user_id: TenantId, dim: int | None
 ) -> dict[str, Any]:
     """One exported row of ``table`` (number ``index``, from 0) as insert values.
 

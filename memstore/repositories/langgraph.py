@@ -9,6 +9,7 @@ from sqlalchemy import case, delete, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from memstore.core.langgraph_input import SEPARATOR
+from memstore.core.tenancy import TenantId
 from memstore.db.upsert import insert_for
 from memstore.models import LangGraphItemRow
 
@@ -32,7 +33,7 @@ class LangGraphRepository:
     def __init__(self, *, session: AsyncSession) -> None:
         self._session = session
 
-    async def get(self, user_id: str, namespace: str, key: str, now: datetime) -> Row | None:
+    async def get(self, user_id: TenantId, namespace: str, key: str, now: datetime) -> Row | None:
         stmt = select(Row).where(
             Row.user_id == user_id, Row.namespace == namespace, Row.key == key, _alive(now)
         )
@@ -40,7 +41,7 @@ class LangGraphRepository:
 
     async def put(
         self,
-        user_id: str,
+        user_id: TenantId,
         namespace: str,
         key: str,
         value: Any,
@@ -80,13 +81,13 @@ class LangGraphRepository:
         )
         await self._session.execute(stmt)
 
-    async def delete(self, user_id: str, namespace: str, key: str) -> None:
+    async def delete(self, user_id: TenantId, namespace: str, key: str) -> None:
         stmt = delete(Row).where(Row.user_id == user_id, Row.namespace == namespace, Row.key == key)
         await self._session.execute(stmt)
 
     async def under(
         self,
-        user_id: str,
+        user_id: TenantId,
         prefix: str,
         now: datetime,
         *,
@@ -104,7 +105,7 @@ class LangGraphRepository:
             stmt = stmt.limit(limit)
         return list((await self._session.scalars(stmt)).all())
 
-    async def namespaces(self, user_id: str, now: datetime) -> list[str]:
+    async def namespaces(self, user_id: TenantId, now: datetime) -> list[str]:
         stmt = (
             select(Row.namespace)
             .where(Row.user_id == user_id, _alive(now))
@@ -114,7 +115,7 @@ class LangGraphRepository:
         return list((await self._session.scalars(stmt)).all())
 
     async def refresh(
-        self, user_id: str, items: list[tuple[str, str, datetime]], now: datetime
+        self, user_id: TenantId, items: list[tuple[str, str, datetime]], now: datetime
     ) -> None:
         """Set new expiries (namespace, key, expires_at) of items that are still live."""
         for namespace, key, expires_at in items:
@@ -131,7 +132,7 @@ class LangGraphRepository:
             )
             await self._session.execute(stmt)
 
-    async def sweep(self, user_id: str, now: datetime) -> int:
+    async def sweep(self, user_id: TenantId, now: datetime) -> int:
         """Delete the tenant's expired items; returns how many."""
         stmt = delete(Row).where(
             Row.user_id == user_id, Row.expires_at.is_not(None), Row.expires_at <= now

@@ -7,6 +7,7 @@ from typing import Any
 from sqlalchemy import Table, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from memstore.core.tenancy import TenantId
 from memstore.repositories.tenants import jsonable
 
 __all__ = ["SKIPPED_COLUMNS", "SnapshotRepository"]
@@ -32,7 +33,7 @@ class SnapshotRepository:
     def __init__(self, *, session: AsyncSession) -> None:
         self._session = session
 
-    async def rows(self, user_id: str, table: Table, limit: int) -> list[dict[str, Any]]:
+    async def rows(self, user_id: TenantId, table: Table, limit: int) -> list[dict[str, Any]]:
         columns = [c for c in table.columns if c.name not in SKIPPED_COLUMNS]
         order = table.c.get(_NEWEST_FIRST.get(table.name, ""))
         stmt = select(*columns).where(table.c.user_id == user_id)
@@ -41,6 +42,6 @@ class SnapshotRepository:
         result = await self._session.execute(stmt)
         return [{k: jsonable(v) for k, v in row.items()} for row in result.mappings()]
 
-    async def count(self, user_id: str, table: Table) -> int:
+    async def count(self, user_id: TenantId, table: Table) -> int:
         stmt = select(func.count()).select_from(table).where(table.c.user_id == user_id)
         return int(await self._session.scalar(stmt) or 0)

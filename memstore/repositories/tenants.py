@@ -11,6 +11,7 @@ from sqlalchemy import Column, Integer, String, Table, delete, func, insert, sel
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.types import TypeDecorator
 
+from memstore.core.tenancy import TenantId
 from memstore.core.validation import check_storable
 from memstore.db.base import Base
 from memstore.db.crosstenant import cross_tenant
@@ -113,14 +114,14 @@ class TenantRepository:
     def __init__(self, *, session: AsyncSession) -> None:
         self._session = session
 
-    async def erase(self, user_id: str) -> dict[str, int]:
+    async def erase(self, user_id: TenantId) -> dict[str, int]:
         removed: dict[str, int] = {}
         for table in tenant_tables():
             result = await self._session.execute(delete(table).where(table.c.user_id == user_id))
             removed[table.name] = int(result.rowcount or 0)  # type: ignore[attr-defined]
         return removed
 
-    async def rows(self, user_id: str, table: Table) -> AsyncIterator[dict[str, Any]]:
+    async def rows(self, user_id: TenantId, table: Table) -> AsyncIterator[dict[str, Any]]:
         """The tenant's rows of ``table`` in primary-key order, JSON-ready, streamed."""
         stmt = select(table).where(table.c.user_id == user_id).order_by(*table.primary_key.columns)
         result = await self._session.stream(stmt)
@@ -143,7 +144,7 @@ class TenantRepository:
             ids.update(str(u) for u in (await self._session.scalars(stmt)).all())
         return sorted(ids)[:limit]
 
-    async def has_rows(self, user_id: str) -> bool:
+    async def has_rows(self, user_id: TenantId) -> bool:
         for table in tenant_tables():
             stmt = select(table.c.user_id).where(table.c.user_id == user_id).limit(1)
             if (await self._session.execute(stmt)).first() is not None:
@@ -152,7 +153,7 @@ class TenantRepository:
 
     async def insert_rows(
         self,
-        user_id: str,
+        user_id: TenantId,
         table: Table,
         rows: Sequence[Any],
         *,
@@ -174,7 +175,7 @@ class TenantRepository:
         await self._session.execute(insert(table), values)
         return len(values)
 
-    async def lock_for_import(self, user_id: str) -> None:
+    async def lock_for_import(self, user_id: TenantId) -> None:
         """Serialise imports into one tenant (Postgres; SQLite writers are serial).
 
         Held until commit, so a second import waits, then finds the first one's

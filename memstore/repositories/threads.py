@@ -8,7 +8,7 @@ from sqlalchemy import delete, func, insert, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from memstore.core.slots import Slot, SlotMetadata, ThreadInfo
-from memstore.core.tenancy import public_user_id
+from memstore.core.tenancy import TenantId, public_user_id
 from memstore.db.crosstenant import cross_tenant
 from memstore.db.upsert import insert_for
 from memstore.models import SlotRow, ThreadRow
@@ -59,7 +59,7 @@ class ThreadRepository:
         return insert_for(self._session)(ThreadRow)
 
     async def claim_index(
-        self, user_id: str, thread_id: str, *, now: datetime, max_slots: int
+        self, user_id: TenantId, thread_id: str, *, now: datetime, max_slots: int
     ) -> int | None:
         """Reserve the thread's next slot index, creating the thread if new.
 
@@ -85,7 +85,7 @@ class ThreadRepository:
         claimed = (await self._session.execute(stmt)).scalar_one_or_none()
         return None if claimed is None else int(claimed) - 1
 
-    async def add_slot(self, user_id: str, metadata: SlotMetadata, payload: Any) -> None:
+    async def add_slot(self, user_id: TenantId, metadata: SlotMetadata, payload: Any) -> None:
         stmt = insert(SlotRow).values(
             user_id=user_id,
             thread_id=metadata.thread_id,
@@ -102,13 +102,13 @@ class ThreadRepository:
         )
         await self._session.execute(stmt)
 
-    async def info(self, user_id: str, thread_id: str) -> ThreadInfo | None:
+    async def info(self, user_id: TenantId, thread_id: str) -> ThreadInfo | None:
         row = await self._session.get(ThreadRow, (user_id, thread_id), populate_existing=True)
         return _info(row) if row is not None else None
 
     async def slots(
         self,
-        user_id: str,
+        user_id: TenantId,
         thread_id: str,
         *,
         start: int = 0,
@@ -134,7 +134,7 @@ class ThreadRepository:
         rows = (await self._session.scalars(stmt)).all()
         return [slot_from_row(r) for r in rows]
 
-    async def delete(self, user_id: str, thread_ids: Sequence[str]) -> dict[str, int]:
+    async def delete(self, user_id: TenantId, thread_ids: Sequence[str]) -> dict[str, int]:
         """Delete threads (their slots go by ON DELETE CASCADE); returns id -> slot count."""
         if not thread_ids:
             return {}
@@ -151,7 +151,7 @@ class ThreadRepository:
         }
         return removed
 
-    async def delete_idle(self, user_id: str, cutoff: datetime) -> dict[str, int]:
+    async def delete_idle(self, user_id: TenantId, cutoff: datetime) -> dict[str, int]:
         # The condition sits in the DELETE itself, so on Postgres a thread that an
         # appender touched while we waited for its row lock is re-checked and kept.
         stmt = (
@@ -163,7 +163,7 @@ class ThreadRepository:
             r.thread_id: int(r.next_slot_index) for r in (await self._session.execute(stmt)).all()
         }
 
-    async def delete_beyond(self, user_id: str, keep: int) -> dict[str, int]:
+    async def delete_beyond(self, user_id: TenantId, keep: int) -> dict[str, int]:
         """Delete all but the ``keep`` newest threads (by creation, then id)."""
         oldest = (
             select(ThreadRow.thread_id)
@@ -174,13 +174,13 @@ class ThreadRepository:
         victims = list((await self._session.scalars(oldest)).all())
         return await self.delete(user_id, victims)
 
-    async def exists(self, user_id: str, thread_id: str) -> bool:
+    async def exists(self, user_id: TenantId, thread_id: str) -> bool:
         stmt = select(ThreadRow.thread_id).where(
             ThreadRow.user_id == user_id, ThreadRow.thread_id == thread_id
         )
         return (await self._session.scalar(stmt)) is not None
 
-    async def list_threads(self, user_id: str) -> list[ThreadInfo]:
+    async def list_threads(self, user_id: TenantId) -> list[ThreadInfo]:
         stmt = (
             select(ThreadRow)
             .where(ThreadRow.user_id == user_id)
@@ -188,7 +188,7 @@ class ThreadRepository:
         )
         return [_info(r) for r in (await self._session.scalars(stmt)).all()]
 
-    async def totals(self, user_id: str) -> tuple[int, int]:
+    async def totals(self, user_id: TenantId) -> tuple[int, int]:
         """(thread count, slot count) of the tenant."""
         stmt = select(func.count(), func.coalesce(func.sum(ThreadRow.next_slot_index), 0)).where(
             ThreadRow.user_id == user_id
@@ -196,7 +196,9 @@ class ThreadRepository:
         threads, slots = (await self._session.execute(stmt)).one()
         return int(threads), int(slots)
 
-    async def tenants_to_collect(self, *, max_threads: int, cutoff: datetime | None) -> list[str]:
+    async def tenants_to_collect(
+        self, *, max_threads: int, cutoff: datetime | None
+    ) -> list[TenantId]:
         """Stored tenant ids that have more than ``max_threads`` threads or an idle one.
 
         The one statement of this repository that spans tenants: an operator's
@@ -214,4 +216,4 @@ class ThreadRepository:
             .order_by(ThreadRow.user_id)
         )
         stmt = cross_tenant(stmt, "gc-all-tenants")
-        return list((await self._session.scalars(stmt)).all())
+        return [TenantId(u) for u in (await self._session.scalars(stmt)).all()]

@@ -6,6 +6,7 @@ from typing import Any, NamedTuple
 from sqlalchemy import and_, delete, func, insert, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from memstore.core.tenancy import TenantId
 from memstore.db.crosstenant import cross_tenant
 from memstore.db.upsert import insert_for
 from memstore.models import WorkingMemoryCheckpointRow, WorkingMemoryRow
@@ -38,7 +39,7 @@ _KEY_COLUMNS = [
 ]
 
 
-def _in_scope(model: Any, user_id: str, scope: ScopeKey) -> list[Any]:
+def _in_scope(model: Any, user_id: TenantId, scope: ScopeKey) -> list[Any]:
     return [
         model.user_id == user_id,
         model.project_id == scope.project_id,
@@ -78,13 +79,13 @@ class WorkingMemoryRepository:
             },
         )
 
-    def _where(self, user_id: str, scope: ScopeKey) -> list[Any]:
+    def _where(self, user_id: TenantId, scope: ScopeKey) -> list[Any]:
         return _in_scope(WorkingMemoryRow, user_id, scope)
 
     # ---- keys ---------------------------------------------------------------
 
     async def get(
-        self, user_id: str, scope: ScopeKey, key: str, now: datetime, *, lock: bool = False
+        self, user_id: TenantId, scope: ScopeKey, key: str, now: datetime, *, lock: bool = False
     ) -> tuple[bool, Any]:
         """(found, value) of a live key; ``lock`` holds its row until commit (Postgres)."""
         stmt = select(WorkingMemoryRow.value).where(
@@ -96,7 +97,7 @@ class WorkingMemoryRepository:
         return (True, rows[0].value) if rows else (False, None)
 
     async def live(
-        self, user_id: str, scope: ScopeKey, now: datetime, *, internal: bool | None = None
+        self, user_id: TenantId, scope: ScopeKey, now: datetime, *, internal: bool | None = None
     ) -> list[StoredKey]:
         """Live keys ordered by name; ``internal`` True/False selects only those kinds."""
         stmt = select(
@@ -112,7 +113,7 @@ class WorkingMemoryRepository:
 
     async def put(
         self,
-        user_id: str,
+        user_id: TenantId,
         scope: ScopeKey,
         key: str,
         value: Any,
@@ -134,7 +135,7 @@ class WorkingMemoryRepository:
         await self._session.execute(stmt)
 
     async def put_if_absent(
-        self, user_id: str, scope: ScopeKey, key: str, value: Any, *, now: datetime
+        self, user_id: TenantId, scope: ScopeKey, key: str, value: Any, *, now: datetime
     ) -> None:
         """Create a never-expiring key unless it exists (used for internal state rows)."""
         stmt = (
@@ -153,7 +154,7 @@ class WorkingMemoryRepository:
         )
         await self._session.execute(stmt)
 
-    async def delete(self, user_id: str, scope: ScopeKey, key: str, now: datetime) -> bool:
+    async def delete(self, user_id: TenantId, scope: ScopeKey, key: str, now: datetime) -> bool:
         """Delete a key; True if it was live (an expired row goes too, but silently)."""
         stmt = (
             delete(WorkingMemoryRow)
@@ -164,7 +165,7 @@ class WorkingMemoryRepository:
         return any(r.expires_at is None or r.expires_at > now for r in rows)
 
     async def delete_all(
-        self, user_id: str, scope: ScopeKey, now: datetime, *, internal: bool | None = None
+        self, user_id: TenantId, scope: ScopeKey, now: datetime, *, internal: bool | None = None
     ) -> int:
         """Delete keys of the scope (``internal`` as in :meth:`live`); returns the live count."""
         conditions = self._where(user_id, scope)
@@ -177,7 +178,7 @@ class WorkingMemoryRepository:
         return sum(r.expires_at is None or r.expires_at > now for r in rows)
 
     async def insert_many(
-        self, user_id: str, scope: ScopeKey, keys: list[StoredKey], now: datetime
+        self, user_id: TenantId, scope: ScopeKey, keys: list[StoredKey], now: datetime
     ) -> None:
         if not keys:
             return
@@ -200,7 +201,7 @@ class WorkingMemoryRepository:
         stmt = self._overwrite_on_conflict(stmt)
         await self._session.execute(stmt, rows)
 
-    async def sweep(self, user_id: str, now: datetime) -> int:
+    async def sweep(self, user_id: TenantId, now: datetime) -> int:
         """Delete the tenant's expired keys; returns how many."""
         stmt = delete(WorkingMemoryRow).where(
             WorkingMemoryRow.user_id == user_id,
@@ -210,7 +211,7 @@ class WorkingMemoryRepository:
         result = await self._session.execute(stmt)
         return int(result.rowcount or 0)  # type: ignore[attr-defined]
 
-    async def tenants_with_expired(self, now: datetime) -> list[str]:
+    async def tenants_with_expired(self, now: datetime) -> list[TenantId]:
         """Stored tenant ids holding an expired key: whom an operator's sweep must visit."""
         stmt = (
             select(WorkingMemoryRow.user_id)
@@ -219,16 +220,16 @@ class WorkingMemoryRepository:
             .order_by(WorkingMemoryRow.user_id)
         )
         stmt = cross_tenant(stmt, "gc-all-tenants")
-        return list((await self._session.scalars(stmt)).all())
+        return [TenantId(u) for u in (await self._session.scalars(stmt)).all()]
 
     # ---- checkpoints -----------------------------------------------------------
 
-    def _checkpoint_where(self, user_id: str, scope: ScopeKey) -> list[Any]:
+    def _checkpoint_where(self, user_id: TenantId, scope: ScopeKey) -> list[Any]:
         return _in_scope(WorkingMemoryCheckpointRow, user_id, scope)
 
     async def add_checkpoint(
         self,
-        user_id: str,
+        user_id: TenantId,
         scope: ScopeKey,
         checkpoint_id: str,
         description: str,
@@ -249,7 +250,7 @@ class WorkingMemoryRepository:
         )
 
     async def checkpoint_data(
-        self, user_id: str, scope: ScopeKey, checkpoint_id: str
+        self, user_id: TenantId, scope: ScopeKey, checkpoint_id: str
     ) -> dict[str, Any] | None:
         stmt = select(WorkingMemoryCheckpointRow.data).where(
             *self._checkpoint_where(user_id, scope),
@@ -258,7 +259,7 @@ class WorkingMemoryRepository:
         rows = (await self._session.execute(stmt)).all()
         return dict(rows[0].data) if rows else None
 
-    async def checkpoints(self, user_id: str, scope: ScopeKey) -> list[dict[str, Any]]:
+    async def checkpoints(self, user_id: TenantId, scope: ScopeKey) -> list[dict[str, Any]]:
         stmt = (
             select(
                 WorkingMemoryCheckpointRow.id,
@@ -273,7 +274,9 @@ class WorkingMemoryRepository:
             {"id": r.id, "description": r.description, "created_at": r.created_at} for r in rows
         ]
 
-    async def delete_checkpoint(self, user_id: str, scope: ScopeKey, checkpoint_id: str) -> bool:
+    async def delete_checkpoint(
+        self, user_id: TenantId, scope: ScopeKey, checkpoint_id: str
+    ) -> bool:
         stmt = delete(WorkingMemoryCheckpointRow).where(
             *self._checkpoint_where(user_id, scope),
             WorkingMemoryCheckpointRow.id == checkpoint_id,
@@ -281,7 +284,7 @@ class WorkingMemoryRepository:
         result = await self._session.execute(stmt)
         return bool(result.rowcount)  # type: ignore[attr-defined]
 
-    async def count_checkpoints(self, user_id: str, scope: ScopeKey) -> int:
+    async def count_checkpoints(self, user_id: TenantId, scope: ScopeKey) -> int:
         stmt = (
             select(func.count())
             .select_from(WorkingMemoryCheckpointRow)

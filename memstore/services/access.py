@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import datetime
 
-from memstore.core.tenancy import storage_user_id
+from memstore.core.tenancy import TenantId, storage_user_id
 from memstore.core.validation import check_limit
 from memstore.db.unit import Database
 from memstore.errors import InvalidInput
@@ -124,7 +124,8 @@ class AccessTracker:
             if not taken:
                 return
             deltas = [
-                AccessDelta(user_id=u, kind=k, item_id=i, count=c, last_accessed_at=at)
+                # Recorded by the services with ids they validated (storage_user_id).
+                AccessDelta(user_id=TenantId(u), kind=k, item_id=i, count=c, last_accessed_at=at)
                 for (u, k, i), (c, at) in taken.items()
             ]
             try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from memstore.core.slots import RemovedThread
-from memstore.core.tenancy import public_user_id
+from memstore.core.tenancy import TenantId, public_user_id
 from memstore.db.unit import Database
 from memstore.repositories.working_memory import WorkingMemoryRepository
 from memstore.services.threads import ThreadBuffer
@@ -25,7 +25,7 @@ class GcReport:
         return sum(t.slot_count for t in self.threads)
 
 
-async def sweep_working_memory(db: Database, users: list[str] | None) -> int:
+async def sweep_working_memory(db: Database, users: list[TenantId] | None) -> int:
     """Delete expired working-memory keys of ``users`` (stored ids; None = every tenant)."""
     now = db.now()
     if users is None:
@@ -43,7 +43,7 @@ async def collect(
     db: Database,
     threads_buffer: ThreadBuffer,
     *,
-    user: str | None,
+    user: TenantId | None,
     max_threads: int | None = None,
     idle_ttl_seconds: float | None = None,
 ) -> GcReport:

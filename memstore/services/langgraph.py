@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from memstore.core.langgraph_input import indexed_texts
+from memstore.core.tenancy import TenantId
 from memstore.db.unit import Database
 from memstore.embeddings.base import Embedder, embed_checked
 from memstore.repositories.langgraph import LangGraphRepository
@@ -34,7 +35,7 @@ class LangGraphItems:
         self._guard = embedder_guard
 
     async def get(
-        self, user: str, namespace: str, key: str, *, refresh_ttl: bool
+        self, user: TenantId, namespace: str, key: str, *, refresh_ttl: bool
     ) -> LangGraphItemRow | None:
         now = self._db.now()
         async with self._db.read(user) as session:
@@ -43,13 +44,13 @@ class LangGraphItems:
             await self._refresh(user, [row], now)
         return row
 
-    async def delete(self, user: str, namespace: str, key: str) -> None:
+    async def delete(self, user: TenantId, namespace: str, key: str) -> None:
         async with self._db.write(user) as session:
             await LangGraphRepository(session=session).delete(user, namespace, key)
 
     async def put(
         self,
-        user: str,
+        user: TenantId,
         namespace: str,
         key: str,
         value: dict[str, Any],
@@ -86,7 +87,7 @@ class LangGraphItems:
 
     async def search(
         self,
-        user: str,
+        user: TenantId,
         prefix: str,
         *,
         query: str | None,
@@ -134,17 +135,19 @@ class LangGraphItems:
             await self._refresh(user, rows, now)
         return list(zip(rows, scores, strict=True))
 
-    async def namespaces(self, user: str) -> list[str]:
+    async def namespaces(self, user: TenantId) -> list[str]:
         """The tenant's namespaces that hold a live item."""
         async with self._db.read(user) as session:
             return await LangGraphRepository(session=session).namespaces(user, self._db.now())
 
-    async def sweep(self, user: str) -> int:
+    async def sweep(self, user: TenantId) -> int:
         """Delete the tenant's expired items; returns how many."""
         async with self._db.write(user) as session:
             return await LangGraphRepository(session=session).sweep(user, self._db.now())
 
-    async def _refresh(self, user: str, rows: Sequence[LangGraphItemRow], now: datetime) -> None:
+    async def _refresh(
+        self, user: TenantId, rows: Sequence[LangGraphItemRow], now: datetime
+    ) -> None:
         stale = [
             (r.namespace, r.key, now + timedelta(minutes=r.ttl_minutes))
             for r in rows

@@ -29,7 +29,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from memstore.core.slots import RemovedThread, Slot, SlotMetadata, ThreadInfo
-from memstore.core.tenancy import public_user_id, storage_user_id
+from memstore.core.tenancy import TenantId, public_user_id, storage_user_id
 from memstore.core.validation import check_identifier, check_json, check_limit, check_text
 from memstore.db.unit import Database
 from memstore.errors import InvalidInput, LimitExceeded, NotFound
@@ -386,7 +386,9 @@ class ThreadBuffer:
         )
         return keep, ttl
 
-    async def _collect(self, user: str, keep: int, cutoff: datetime | None) -> list[RemovedThread]:
+    async def _collect(
+        self, user: TenantId, keep: int, cutoff: datetime | None
+    ) -> list[RemovedThread]:
         async with self._db.write(user) as session:
             repo = ThreadRepository(session=session)
             idle = await repo.delete_idle(user, cutoff) if cutoff is not None else {}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Mapping
 from typing import Any
 
-from memstore.core.tenancy import public_user_id, storage_user_id
+from memstore.core.tenancy import TenantId, public_user_id, storage_user_id
 from memstore.db.unit import Database
 from memstore.embeddings.base import Embedder
 from memstore.embeddings.identity import embedder_identity
@@ -140,7 +140,7 @@ class TransferService:
 
     async def _import_in_one_transaction(
         self,
-        user: str,
+        user: TenantId,
         rows: Iterable[tuple[str, Mapping[str, Any]]]
         | AsyncIterable[tuple[str, Mapping[str, Any]]],
         counts: dict[str, int],

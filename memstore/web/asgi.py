@@ -1,6 +1,9 @@
-"""Plain-ASGI pieces shared by the HTTP front doors (``memstore inspect``, ``memstore mcp``).
+"""ASGI types and loopback names shared by the HTTP front doors (``memstore inspect``, ``mcp``).
 
-Standard library only, so neither gate needs a web framework to decide who may call.
+Standard library only, so ``memstore mcp`` can check its bind address before the
+extra's stack is imported. Hand-written because Starlette has no loopback rule:
+``ipaddress`` decides it for all of 127.0.0.0/8 and ::1. The gates themselves are
+in :mod:`memstore.web.gate`.
 """
 
 from __future__ import annotations

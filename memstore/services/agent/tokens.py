@@ -16,7 +16,8 @@ class TokenCounter(Protocol):
     def count(self, text: str) -> int: ...
 
 
-# Latin letter runs, digit runs, or any other single non-space character.
+# Latin letter runs, digit runs, or any other single non-space character. Not
+# core.text.words: a token estimate must count punctuation, CJK and emoji, which words drop.
 _PIECE = re.compile(r"[A-Za-z]+|[0-9]+|[^\sA-Za-z0-9]")
 
 

@@ -39,7 +39,7 @@ import numpy.typing as npt
 
 from memstore.core.documents import fact_text
 from memstore.core.fact_input import valid_fact
-from memstore.core.tenancy import public_user_id, storage_user_id
+from memstore.core.tenancy import TenantId, public_user_id, storage_user_id
 from memstore.db.unit import Database
 from memstore.embeddings.base import Embedder, embed_checked
 from memstore.errors import InvalidInput
@@ -179,7 +179,7 @@ class Consolidator:
         logger.info("consolidation run done (worker %s): %s", self.worker_id, result.summary())
         return result
 
-    async def run_batch(self, size: int, user: str | None = None) -> BatchResult | None:
+    async def run_batch(self, size: int, user: TenantId | None = None) -> BatchResult | None:
         """One batch of one tenant (stored id ``user`` if given); None when nothing is free."""
         started = time.monotonic()
         try:
@@ -211,7 +211,7 @@ class Consolidator:
             )
         return batch
 
-    async def _batch(self, size: int, only: str | None) -> BatchResult | None:
+    async def _batch(self, size: int, only: TenantId | None) -> BatchResult | None:
         claimed = await self.claim(size, only)
         if claimed is None:
             return None
@@ -243,7 +243,9 @@ class Consolidator:
             raise
         return result
 
-    async def claim(self, size: int, only: str | None) -> tuple[str, list[Episode]] | None:
+    async def claim(
+        self, size: int, only: TenantId | None
+    ) -> tuple[TenantId, list[Episode]] | None:
         """Lease the next batch: (stored tenant id, up to ``size`` episodes), or None."""
         async with self.store.db.write() as session:
             repo = ConsolidationRepository(session=session)
@@ -270,7 +272,9 @@ class Consolidator:
                 )
         return candidates
 
-    async def _prepare(self, user: str, candidates: Sequence[CandidateFact]) -> list[_Prepared]:
+    async def _prepare(
+        self, user: TenantId, candidates: Sequence[CandidateFact]
+    ) -> list[_Prepared]:
         """Validate the candidates as facts of ``user`` and embed them, in one embed batch."""
         checked = []
         for c in candidates:
@@ -300,7 +304,7 @@ class Consolidator:
     async def _write(
         self,
         session: AsyncSession,
-        user: str,
+        user: TenantId,
         episodes: Sequence[Episode],
         prepared: Sequence[_Prepared],
     ) -> BatchResult:

@@ -1,13 +1,17 @@
-"""LLM extractor for any OpenAI-compatible chat-completions endpoint (standard library only).
+"""LLM extractor for any OpenAI-compatible chat-completions endpoint (``memstore[llm]``).
 
-The model is asked for strict JSON, ``{"facts": [{"episode_id", "subject",
-"predicate", "object", "confidence"}]}``. Every item is validated; one bad item
-rejects the whole answer. Timeouts, connection errors, HTTP 429/5xx and
-unparseable answers are retried ``max_retries`` times with exponential
-backoff; then :class:`LLMEndpointError` (transport/HTTP) or
+The official ``openai`` SDK does the HTTP: connection pooling, timeouts, auth,
+the wire format and its error classes. The model is asked for
+``{"facts": [{"episode_id", "subject", "predicate", "object", "confidence"}]}``
+as JSON-schema structured output; an endpoint that rejects ``json_schema``
+(HTTP 400/422) is asked for a plain JSON object from then on. Either way every
+item is validated here, since an endpoint may accept a schema and not obey it;
+one bad item rejects the whole answer. Timeouts, connection errors, HTTP
+429/5xx and unparseable answers are retried ``max_retries`` times with
+exponential backoff; then :class:`LLMEndpointError` (transport/HTTP) or
 :class:`LLMResponseError` (content) is raised and the batch stays
 unconsolidated — nothing of it is written. Other 4xx answers (bad key, unknown
-model) fail at once.
+model) fail at once. The API key is only ever sent as the bearer token, never logged.
 """
 
 from __future__ import annotations
@@ -17,13 +21,9 @@ import json
 import logging
 import math
 import os
-import socket
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memstore.core.predicates import normalize_predicate
 from memstore.errors import InvalidInput
@@ -31,6 +31,11 @@ from memstore.services.consolidation.errors import LLMEndpointError, LLMResponse
 from memstore.services.consolidation.rules import ANONYMOUS_SUBJECT
 from memstore.services.consolidation.types import CandidateFact
 from memstore.types import Episode
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI
+    from openai.types.chat import ChatCompletionMessageParam
+    from openai.types.shared_params import ResponseFormatJSONObject, ResponseFormatJSONSchema
 
 __all__ = ["SYSTEM_PROMPT", "LLMConfig", "LLMExtractor"]
 
@@ -108,6 +113,39 @@ class _Retryable(Exception):
         self.error = error
 
 
+def _facts_schema(episode_ids: Sequence[str]) -> ResponseFormatJSONSchema:
+    # Strict mode wants every property required and no others; the episode ids are
+    # an enum, so a model that honours the schema cannot name a turn not in the batch.
+    fact = {
+        "type": "object",
+        "properties": {
+            "episode_id": {"type": "string", "enum": list(episode_ids)},
+            "subject": {"type": "string"},
+            "predicate": {"type": "string"},
+            "object": {"type": "string"},
+            "confidence": {"type": "number"},
+        },
+        "required": ["episode_id", "subject", "predicate", "object", "confidence"],
+        "additionalProperties": False,
+    }
+    return {
+        "type": "json_schema",
+        "json_schema": {
+            "name": "memstore_facts",
+            "strict": True,
+            "schema": {
+                "type": "object",
+                "properties": {"facts": {"type": "array", "items": fact}},
+                "required": ["facts"],
+                "additionalProperties": False,
+            },
+        },
+    }
+
+
+_JSON_OBJECT: ResponseFormatJSONObject = {"type": "json_object"}
+
+
 class LLMExtractor:
     """Asks a chat-completions model for facts; see the module docstring for failures."""
 
@@ -116,12 +154,35 @@ class LLMExtractor:
     def __init__(
         self, config: LLMConfig | None = None, *, anonymous_subject: str = ANONYMOUS_SUBJECT
     ) -> None:
+        try:
+            import openai  # noqa: F401 - the optional extra, checked before any batch is claimed
+        except ImportError as error:
+            raise ImportError(
+                "LLMExtractor needs the optional extra: pip install 'memstore[llm]'",
+                name="openai",
+            ) from error
         self.config = config or LLMConfig.from_env()
         self.anonymous_subject = anonymous_subject
+        # None until an endpoint has answered a json_schema request (True) or refused it.
+        self.structured_output: bool | None = None
 
     # ---- HTTP ----------------------------------------------------------------------
 
-    def _request(self, episodes: Sequence[Episode]) -> urllib.request.Request:
+    def _client(self) -> AsyncOpenAI:
+        from openai import AsyncOpenAI
+
+        # Retries stay in _call, not in the SDK (max_retries=0): an unparseable answer
+        # must share one budget, backoff and log line with a 503, and the SDK sees only HTTP.
+        return AsyncOpenAI(
+            base_url=self.config.base_url,
+            # Never None: the SDK would fall back to $OPENAI_API_KEY; without a key the
+            # request omits Authorization (_call_once), so the placeholder is never sent.
+            api_key=self.config.api_key or "unused",
+            timeout=self.config.timeout,
+            max_retries=0,
+        )
+
+    def _messages(self, episodes: Sequence[Episode]) -> list[ChatCompletionMessageParam]:
         turns = [
             {
                 "episode_id": e.id,
@@ -131,81 +192,88 @@ class LLMExtractor:
             }
             for e in episodes
         ]
-        body = {
-            "model": self.config.model,
-            "temperature": 0,
-            "response_format": {"type": "json_object"},
-            "messages": [
-                {"role": "system", "content": SYSTEM_PROMPT},
-                {"role": "user", "content": json.dumps({"turns": turns}, ensure_ascii=False)},
-            ],
-        }
-        headers = {"Content-Type": "application/json", "Accept": "application/json"}
-        if self.config.api_key:
-            headers["Authorization"] = f"Bearer {self.config.api_key}"
-        url = self.config.base_url.rstrip("/") + "/chat/completions"
-        return urllib.request.Request(
-            url, data=json.dumps(body).encode(), headers=headers, method="POST"
-        )
+        return [
+            {"role": "system", "content": SYSTEM_PROMPT},
+            {"role": "user", "content": json.dumps({"turns": turns}, ensure_ascii=False)},
+        ]
 
-    def _call_once(self, request: urllib.request.Request) -> str:
+    async def _call_once(self, client: AsyncOpenAI, episodes: Sequence[Episode]) -> str:
+        import openai
+
+        # A keyless local endpoint gets no bearer header at all.
+        no_auth = {} if self.config.api_key else {"Authorization": openai.Omit()}
+        structured = self.structured_output is not False
+        response_format: ResponseFormatJSONSchema | ResponseFormatJSONObject
+        response_format = _facts_schema([e.id for e in episodes]) if structured else _JSON_OBJECT
         try:
-            with urllib.request.urlopen(request, timeout=self.config.timeout) as response:
-                raw = response.read()
-        except urllib.error.HTTPError as error:
-            detail = error.read(300).decode(errors="replace")
-            failure = LLMEndpointError(f"LLM endpoint answered HTTP {error.code}: {detail}")
-            if error.code == 429 or error.code >= 500:
+            completion = await client.chat.completions.create(
+                model=self.config.model,
+                temperature=0,
+                messages=self._messages(episodes),
+                response_format=response_format,
+                extra_headers=no_auth,
+            )
+        except openai.APIStatusError as error:
+            if structured and error.status_code in (400, 422):
+                # This endpoint does not take json_schema: plain JSON mode from now on.
+                logger.info("LLM endpoint refused json_schema output; using json_object")
+                self.structured_output = False
+                return await self._call_once(client, episodes)
+            detail = error.response.text[:300]
+            failure = LLMEndpointError(f"LLM endpoint answered HTTP {error.status_code}: {detail}")
+            if error.status_code == 429 or error.status_code >= 500:
                 raise _Retryable(failure) from error
             raise failure from error
-        except TimeoutError as error:
+        except openai.APITimeoutError as error:
             raise _Retryable(
                 LLMEndpointError(f"LLM endpoint timed out after {self.config.timeout}s")
             ) from error
-        except (urllib.error.URLError, ConnectionError, OSError) as error:
-            reason = getattr(error, "reason", error)
-            if isinstance(reason, TimeoutError | socket.timeout):
-                raise _Retryable(
-                    LLMEndpointError(f"LLM endpoint timed out after {self.config.timeout}s")
-                ) from error
+        except openai.APIConnectionError as error:
+            reason = error.__cause__ or error
             raise _Retryable(LLMEndpointError(f"LLM endpoint unreachable: {reason}")) from error
-        try:
-            content = json.loads(raw)["choices"][0]["message"]["content"]
-        except (ValueError, KeyError, IndexError, TypeError) as error:
+        except openai.OpenAIError as error:  # e.g. a 200 whose body is not a completion
             raise _Retryable(
                 LLMResponseError("LLM endpoint did not answer in the chat-completions format")
             ) from error
+        if structured:
+            self.structured_output = True
+        choices = getattr(completion, "choices", None)
+        message = getattr(choices[0], "message", None) if choices else None
+        content = getattr(message, "content", None)
+        if not isinstance(choices, list) or message is None:
+            raise _Retryable(
+                LLMResponseError("LLM endpoint did not answer in the chat-completions format")
+            )
         if not isinstance(content, str):
             raise _Retryable(LLMResponseError("LLM answer has no text content"))
         return content
 
-    def _call(self, episodes: Sequence[Episode]) -> list[CandidateFact]:
-        request = self._request(episodes)
+    async def _call(self, episodes: Sequence[Episode]) -> list[CandidateFact]:
         attempts = self.config.max_retries + 1
-        for attempt in range(attempts):
-            try:
-                return self._parse(self._call_once(request), episodes)
-            except _Retryable as retry:
-                if attempt + 1 >= attempts:
-                    error = retry.error
-                    raise type(error)(f"{error} (after {attempts} attempts)") from retry
-                delay = self.config.backoff * 2**attempt
-                logger.warning(
-                    "LLM extractor attempt %d of %d failed (%s: %s); retrying in %.2f s",
-                    attempt + 1,
-                    attempts,
-                    type(retry.error).__name__,
-                    retry.error,
-                    delay,
-                )
-                time.sleep(delay)
+        async with self._client() as client:
+            for attempt in range(attempts):
+                try:
+                    return self._parse(await self._call_once(client, episodes), episodes)
+                except _Retryable as retry:
+                    if attempt + 1 >= attempts:
+                        error = retry.error
+                        raise type(error)(f"{error} (after {attempts} attempts)") from retry
+                    delay = self.config.backoff * 2**attempt
+                    logger.warning(
+                        "LLM extractor attempt %d of %d failed (%s: %s); retrying in %.2f s",
+                        attempt + 1,
+                        attempts,
+                        type(retry.error).__name__,
+                        retry.error,
+                        delay,
+                    )
+                    await asyncio.sleep(delay)
         raise AssertionError("unreachable")
 
     async def extract(self, episodes: Sequence[Episode]) -> list[CandidateFact]:
         if not episodes:
             return []
-        # urllib blocks; a worker thread keeps the event loop (and DB I/O) alive.
-        return await asyncio.to_thread(self._call, list(episodes))
+        return await self._call(list(episodes))
 
     # ---- validation ----------------------------------------------------------------
 

@@ -86,6 +86,8 @@ _RELATIONS = {
     "dog": "pet",
 }
 _REL = "|".join(sorted((re.escape(r) for r in _RELATIONS), key=len, reverse=True))
+# The word lists below are grammar of the extraction patterns, not keyword stop words
+# (core.text.STOPWORDS drops words from search; these decide what a sentence states).
 # Things one "has" that are not possessions.
 _NOT_OWNED = frozenset(
     "meeting question problem idea appointment call feeling lot bit headache cold fever doubt "
