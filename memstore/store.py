@@ -28,8 +28,6 @@ from memstore.recall.fusion import RecallTuning
 from memstore.recall.hybrid import HybridRecall
 from memstore.recall.search import EpisodeSearchBackend
 from memstore.recall.settings import EmbedderGuard, check_embedder, recorded_settings
-from memstore.repositories.access import AccessStat
-from memstore.repositories.facts import AssertOutcome
 from memstore.schema.migrate import check_schema, needs_upgrade, upgrade
 from memstore.services import (
     AgentService,
@@ -43,8 +41,7 @@ from memstore.services import (
 from memstore.services.access import AccessTracker
 from memstore.services.agent.context import Context, ContextItem
 from memstore.services.agent.tokens import TokenCounter
-from memstore.services.consolidation.types import ConsolidationResult, Extractor
-from memstore.services.gc import GcReport
+from memstore.services.consolidation.types import Extractor
 from memstore.services.limits import DEFAULT_BLOCK_CHAR_LIMIT, EXPORT_FORMAT, FROM_DUMP, FromDump
 from memstore.services.threads import (
     DEFAULT_MAX_SLOTS_PER_THREAD,
@@ -53,11 +50,15 @@ from memstore.services.threads import (
 )
 from memstore.services.working_memory import DEFAULT_SCRATCHPAD_LIMIT, WorkingMemory
 from memstore.types import (
+    AccessStat,
+    AssertOutcome,
     BlockVersion,
+    ConsolidationResult,
     Episode,
     EpisodeMatch,
     Fact,
     FactMatch,
+    GcReport,
     MemoryBlock,
     Message,
     Profile,

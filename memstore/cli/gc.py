@@ -7,7 +7,7 @@ from typing import Any
 
 from memstore.cli.user_args import add_user_argument
 from memstore.db.engine import require_existing_database
-from memstore.services.gc import GcReport
+from memstore.types import GcReport
 
 
 def register(subparsers: Any) -> None:

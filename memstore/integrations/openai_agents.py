@@ -22,11 +22,11 @@ import asyncio
 from collections.abc import Coroutine, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from memstore.core.slots import Slot, SlotMetadata
 from memstore.core.tenancy import public_user_id, storage_user_id
 from memstore.core.validation import check_identifier, check_json
 from memstore.errors import InvalidInput, LimitExceeded, WrongThread
 from memstore.repositories.threads import ThreadRepository
+from memstore.types import Slot, SlotMetadata
 
 if TYPE_CHECKING:
     from agents.items import TResponseInputItem

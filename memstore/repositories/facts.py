@@ -2,9 +2,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
 from datetime import datetime
-from enum import StrEnum
 from functools import cache
 from typing import Any
 
@@ -18,11 +16,9 @@ from memstore.db.unit import Reader
 from memstore.embeddings.base import Embedder, embed_checked
 from memstore.models import FactRow
 from memstore.models.facts import subject_key
-from memstore.types import Fact, new_id
+from memstore.types import AssertOutcome, Fact, FactChange, new_id
 
 __all__ = [
-    "AssertOutcome",
-    "FactChange",
     "FactReads",
     "FactRepository",
     "fact_from_row",
@@ -209,19 +205,6 @@ def same_object(a: str, b: str) -> bool:
 def reinforce(old: float, new: float) -> float:
     """Independent confirmations raise confidence (noisy-OR), never above 1."""
     return min(1.0, 1.0 - (1.0 - old) * (1.0 - new))
-
-
-class FactChange(StrEnum):
-    ADDED = "added"
-    REINFORCED = "reinforced"
-    SUPERSEDED = "superseded"
-    UNCHANGED = "unchanged"
-
-
-@dataclass(frozen=True)
-class AssertOutcome:
-    change: FactChange
-    fact_id: str
 
 
 class FactRepository:

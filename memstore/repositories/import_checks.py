@@ -345,7 +345,7 @@ def _check_row(table: str, record: dict[str, Any]) -> tuple[str, str] | None:
 
 
 def _check_internal_key(key: str, value: Any) -> tuple[str, str] | None:
-    from memstore.core.scopes import TaskState, check_task_state
+    from memstore.core.scopes import check_task_state, task_state_from_json
 
     if not key.startswith("_"):
         return None
@@ -354,7 +354,7 @@ def _check_internal_key(key: str, value: Any) -> tuple[str, str] | None:
             if not isinstance(value, dict):
                 raise InvalidInput("a task state must be an object")
             try:
-                state = TaskState.from_json(value)
+                state = task_state_from_json(value)
             except (KeyError, TypeError, ValueError) as exc:
                 raise InvalidInput(f"not a task state: {exc!r}") from exc
             check_task_state(state)

@@ -7,11 +7,11 @@ from typing import Any
 from sqlalchemy import delete, func, insert, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from memstore.core.slots import Slot, SlotMetadata, ThreadInfo
 from memstore.core.tenancy import public_user_id
 from memstore.db.crosstenant import cross_tenant
 from memstore.db.upsert import insert_for
 from memstore.models import SlotRow, ThreadRow
+from memstore.types import Slot, SlotMetadata, ThreadInfo
 
 __all__ = ["ThreadRepository", "slot_from_row"]
 

@@ -22,13 +22,12 @@ from memstore.recall.hybrid import HybridRecall
 from memstore.recall.relevance import check_min_score, relevance
 from memstore.recall.settings import EmbedderGuard
 from memstore.repositories.facts import (
-    AssertOutcome,
     FactReads,
     FactRepository,
     fact_from_row,
 )
 from memstore.services.access import AccessTracker
-from memstore.types import Fact, FactMatch
+from memstore.types import AssertOutcome, Fact, FactMatch
 
 __all__ = ["MAX_FACTS_LISTED", "FactService"]
 

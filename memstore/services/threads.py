@@ -28,12 +28,12 @@ from collections.abc import AsyncIterator
 from datetime import datetime, timedelta
 from typing import Any
 
-from memstore.core.slots import RemovedThread, Slot, SlotMetadata, ThreadInfo
 from memstore.core.tenancy import public_user_id, storage_user_id
 from memstore.core.validation import check_identifier, check_json, check_limit, check_text
 from memstore.db.unit import Database
 from memstore.errors import InvalidInput, LimitExceeded, NotFound
 from memstore.repositories.threads import ThreadRepository
+from memstore.types import RemovedThread, Slot, SlotMetadata, ThreadInfo
 
 __all__ = [
     "DEFAULT_MAX_SLOTS_PER_THREAD",

@@ -4,18 +4,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from memstore.core.scopes import ScopeContext
 from memstore.core.tenancy import storage_user_id
 from memstore.core.validation import check_identifier
 from memstore.db.unit import Database
 from memstore.errors import InvalidInput
 from memstore.services.consolidation.consolidator import ConsolidationHost
-from memstore.services.gc import GcReport, collect
+from memstore.services.gc import collect
 from memstore.services.threads import ThreadBuffer
 from memstore.services.working_memory import WorkingMemory
+from memstore.types import GcReport, ScopeContext
 
 if TYPE_CHECKING:
-    from memstore.services.consolidation.types import ConsolidationResult, Extractor
+    from memstore.services.consolidation.types import Extractor
+    from memstore.types import ConsolidationResult
 
 
 __all__ = ["WorkingService"]

@@ -15,7 +15,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from memstore.core.scopes import ScopeContext, ScopeLevel, TaskState, check_task_state
+from memstore.core.scopes import check_task_state, task_state_from_json, task_state_to_json
 from memstore.core.tenancy import public_user_id, storage_user_id
 from memstore.core.validation import (
     check_identifier,
@@ -32,6 +32,7 @@ from memstore.repositories.working_memory import (
     WorkingMemoryRepository,
 )
 from memstore.services.threads import check_positive_seconds
+from memstore.types import ScopeContext, ScopeLevel, TaskState
 
 __all__ = ["DEFAULT_SCRATCHPAD_LIMIT", "WorkingMemory"]
 
@@ -212,7 +213,12 @@ class WorkingMemory:
             repo = WorkingMemoryRepository(session=session)
             await self._ensure_metadata(repo, now)
             await repo.put(
-                self._user, self._key, TASK_STATE_KEY, stored.to_json(), expires_at=None, now=now
+                self._user,
+                self._key,
+                TASK_STATE_KEY,
+                task_state_to_json(stored),
+                expires_at=None,
+                now=now,
             )
         return stored
 
@@ -221,7 +227,7 @@ class WorkingMemory:
             found, data = await WorkingMemoryRepository(session=session).get(
                 self._user, self._key, TASK_STATE_KEY, self._db.now()
             )
-        return TaskState.from_json(data) if found else None
+        return task_state_from_json(data) if found else None
 
     async def update_task_progress(
         self,
@@ -249,7 +255,7 @@ class WorkingMemory:
             found, data = await repo.get(self._user, self._key, TASK_STATE_KEY, now, lock=True)
             if not found:
                 return None
-            state = TaskState.from_json(data)
+            state = task_state_from_json(data)
             changes: dict[str, Any] = {"updated_at": now}
             if current_step is not None:
                 changes["current_step"] = current_step
@@ -259,7 +265,12 @@ class WorkingMemory:
                 changes["status"] = status
             state = replace(state, **changes)
             await repo.put(
-                self._user, self._key, TASK_STATE_KEY, state.to_json(), expires_at=None, now=now
+                self._user,
+                self._key,
+                TASK_STATE_KEY,
+                task_state_to_json(state),
+                expires_at=None,
+                now=now,
             )
         return state
 

@@ -12,9 +12,9 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Protocol
 
-from memstore.repositories.access import AccessStat
-from memstore.repositories.facts import AssertOutcome
 from memstore.types import (
+    AccessStat,
+    AssertOutcome,
     Episode,
     EpisodeMatch,
     Fact,

@@ -9,12 +9,13 @@ from memstore.core.tenancy import storage_user_id
 from memstore.core.validation import check_limit
 from memstore.db.unit import Database
 from memstore.errors import InvalidInput
-from memstore.repositories.access import AccessRepository, AccessStat
+from memstore.repositories.access import AccessRepository
 from memstore.services.access import AccessTracker
 from memstore.services.agent.context import Context, ContextItem
 from memstore.services.agent.memory import AgentMemory
 from memstore.services.agent.tokens import TokenCounter
 from memstore.services.limits import ACCESS_KINDS
+from memstore.types import AccessStat
 
 __all__ = ["AgentService"]
 

@@ -47,15 +47,13 @@ from memstore.errors import InvalidInput
 from memstore.recall.settings import EmbedderGuard
 from memstore.repositories.consolidation import ConsolidationRepository
 from memstore.repositories.erasure import guard_against_erasure
-from memstore.repositories.facts import FactChange, FactRepository
+from memstore.repositories.facts import FactRepository
 from memstore.services.consolidation.errors import ExtractionError
 from memstore.services.consolidation.types import (
-    BatchResult,
     CandidateFact,
-    ConsolidationResult,
     Extractor,
 )
-from memstore.types import Episode, Fact
+from memstore.types import BatchResult, ConsolidationResult, Episode, Fact, FactChange
 
 __all__ = ["DEFAULT_BATCH_SIZE", "DEFAULT_LEASE_SECONDS", "Consolidator", "default_worker_id"]
 
