@@ -26,14 +26,14 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker
 
 from memstore.core.validation import check_aware
-from memstore.db.engine import (
+from memstore.db.connections import (
     ONE_STATEMENT,
     OWN_CONNECTION,
     READ_ONLY,
     TENANT_SETTING,
-    pool_capacity,
     register_vector_codec,
 )
+from memstore.db.engine import pool_capacity
 from memstore.db.errors import translated
 from memstore.errors import InvalidInput
 from memstore.types import utcnow

@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from memstore.db.connections import TENANT_SETTING
 from memstore.db.crosstenant import cross_tenant_connection
-from memstore.db.engine import TENANT_SETTING, create_engine
+from memstore.db.engine import create_engine
 from memstore.db.errors import translated
 from memstore.errors import InvalidInput
 from memstore.repositories.tenants import tenant_tables

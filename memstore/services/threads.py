@@ -14,7 +14,7 @@ inserts the slot in the same transaction.
   incremented value; if the first rolls back, the counter reverts with the
   lock and the second gets the same index the first gave up: no gap.
 - SQLite: every write transaction starts with BEGIN IMMEDIATE (see
-  memstore.db.engine), so only one appender in any process is between claim
+  memstore.db.connections), so only one appender in any process is between claim
   and commit; the others wait (busy_timeout) and then read the committed value.
 
 In both, the primary key (user_id, thread_id, slot_index) of ``slots`` is the
