@@ -1,4 +1,4 @@
-"""Task state of working memory: the checks of a caller's value and its stored JSON form."""
+"""Working memory's task state: the checks of a caller's values and the stored JSON forms."""
 
 from __future__ import annotations
 
@@ -9,7 +9,16 @@ from memstore.core.validation import check_aware, check_identifier, check_json, 
 from memstore.errors import InvalidInput
 from memstore.types import TaskState
 
-__all__ = ["check_task_state", "task_state_from_json", "task_state_to_json"]
+__all__ = [
+    "CHECKPOINT_FORMAT",
+    "check_task_state",
+    "progress_changes",
+    "task_state_from_json",
+    "task_state_to_json",
+]
+
+# The version tag of a working-memory checkpoint's stored document.
+CHECKPOINT_FORMAT = "memstore-wm-checkpoint/1"
 
 
 def task_state_to_json(state: TaskState) -> dict[str, Any]:
@@ -67,3 +76,25 @@ def check_task_state(state: object) -> TaskState:
     check_aware("started_at", state.started_at)
     check_aware("updated_at", state.updated_at)
     return state
+
+
+def progress_changes(
+    current_step: object, progress_percent: object, status: object
+) -> dict[str, Any]:
+    """The checked fields of ``update_task_progress`` that are not None (progress clamped)."""
+    changes: dict[str, Any] = {}
+    if current_step is not None:
+        if isinstance(current_step, bool) or not isinstance(current_step, int) or current_step < 0:
+            raise InvalidInput("current_step must be a non-negative integer")
+        changes["current_step"] = current_step
+    if progress_percent is not None:
+        if isinstance(progress_percent, bool) or not isinstance(progress_percent, int | float):
+            raise InvalidInput("progress_percent must be a number")
+        if progress_percent != progress_percent:  # NaN cannot be clamped meaningfully
+            raise InvalidInput("progress_percent must not be NaN")
+        # Clamp before float(): an int beyond float range must not raise OverflowError.
+        changes["progress_percent"] = float(min(100.0, max(0.0, progress_percent)))
+    if status is not None:
+        check_text("status", status, allow_empty=True, max_chars=255)
+        changes["status"] = status
+    return changes

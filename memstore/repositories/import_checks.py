@@ -23,6 +23,7 @@ from memstore.core.langgraph_input import (
     check_ttl,
     check_vectors,
 )
+from memstore.core.scopes import CHECKPOINT_FORMAT
 from memstore.core.validation import (
     check_identifier,
     check_index_key_bytes,
@@ -38,7 +39,6 @@ __all__ = ["import_record"]
 _EPISODE_ID_CHARS = 36
 _FACT_FIELD_CHARS = 2_000
 _ACCESS_KINDS = frozenset({"episode", "fact", "block"})
-_CHECKPOINT_FORMAT = "memstore-wm-checkpoint/1"
 
 Rule = Callable[[Any], None]
 
@@ -111,8 +111,8 @@ def _one_of(allowed: frozenset[str]) -> Rule:
 
 
 def _checkpoint_data(value: Any) -> None:
-    if not isinstance(value, dict) or value.get("format") != _CHECKPOINT_FORMAT:
-        raise InvalidInput(f"must be a checkpoint object with format {_CHECKPOINT_FORMAT!r}")
+    if not isinstance(value, dict) or value.get("format") != CHECKPOINT_FORMAT:
+        raise InvalidInput(f"must be a checkpoint object with format {CHECKPOINT_FORMAT!r}")
     keys = value.get("keys")
     if not isinstance(keys, list):
         raise InvalidInput("must hold a 'keys' list")
