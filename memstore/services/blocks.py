@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from memstore.core.tenancy import storage_user_id
 from memstore.core.validation import MAX_TEXT_CHARS, check_identifier, check_text
@@ -14,17 +15,12 @@ from memstore.types import BlockVersion, MemoryBlock
 __all__ = ["BlockService"]
 
 
+@dataclass(frozen=True, kw_only=True, eq=False)
 class BlockService:
     """Pinned working blocks with version history and optimistic concurrency."""
 
-    def __init__(
-        self,
-        *,
-        db: Database,
-        block_char_limit: int,
-    ) -> None:
-        self.db = db
-        self.block_char_limit = block_char_limit
+    db: Database
+    block_char_limit: int
 
     @property
     def _content_cap(self) -> int:

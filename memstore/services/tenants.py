@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -24,19 +25,13 @@ from memstore.types import Profile
 __all__ = ["TenantService"]
 
 
+@dataclass(frozen=True, kw_only=True, eq=False)
 class TenantService:
     """Tenant-wide reads and GDPR erasure."""
 
-    def __init__(
-        self,
-        *,
-        db: Database,
-        access_tracker: AccessTracker,
-        episode_search: EpisodeSearchBackend,
-    ) -> None:
-        self.db = db
-        self.access_tracker = access_tracker
-        self.episode_search = episode_search
+    db: Database
+    access_tracker: AccessTracker
+    episode_search: EpisodeSearchBackend
 
     async def profile(self, *, user_id: str | None = None) -> Profile:
         user = storage_user_id(user_id)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Table
@@ -22,19 +23,13 @@ from memstore.services.limits import EXPORT_FORMAT, FROM_DUMP, IMPORT_BATCH, Fro
 __all__ = ["TransferService"]
 
 
+@dataclass(frozen=True, kw_only=True, eq=False)
 class TransferService:
     """Lossless export and import of one tenant."""
 
-    def __init__(
-        self,
-        *,
-        db: Database,
-        embedder: Embedder,
-        embedder_guard: EmbedderGuard,
-    ) -> None:
-        self.db = db
-        self.embedder = embedder
-        self.embedder_guard = embedder_guard
+    db: Database
+    embedder: Embedder
+    embedder_guard: EmbedderGuard
 
     async def export_header(self, *, user_id: str | None = None) -> dict[str, Any]:
         """What describes a dump of one tenant (the first line of a JSON Lines export)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from memstore.core.tenancy import storage_user_id
@@ -22,21 +23,14 @@ if TYPE_CHECKING:
 __all__ = ["WorkingService"]
 
 
+@dataclass(frozen=True, kw_only=True, eq=False)
 class WorkingService:
     """Working memory, garbage collection and the consolidation entry point."""
 
-    def __init__(
-        self,
-        *,
-        db: Database,
-        threads: ThreadBuffer,
-        scratchpad_limit: int,
-        host: ConsolidationHost,
-    ) -> None:
-        self.db = db
-        self.threads = threads
-        self.scratchpad_limit = scratchpad_limit
-        self._host = host
+    db: Database
+    threads: ThreadBuffer
+    scratchpad_limit: int
+    host: ConsolidationHost
 
     def working_memory(
         self,
@@ -113,5 +107,5 @@ class WorkingService:
         from memstore.services.consolidation.consolidator import DEFAULT_BATCH_SIZE, Consolidator
 
         size = DEFAULT_BATCH_SIZE if batch_size is None else batch_size
-        consolidator = Consolidator(self._host, extractor=extractor, batch_size=size)
+        consolidator = Consolidator(self.host, extractor=extractor, batch_size=size)
         return await consolidator.run(limit=limit, user_id=user_id, max_seconds=max_seconds)

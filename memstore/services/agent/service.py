@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from memstore.core.tenancy import storage_user_id
@@ -20,19 +21,13 @@ from memstore.types import AccessStat
 __all__ = ["AgentService"]
 
 
+@dataclass(frozen=True, kw_only=True, eq=False)
 class AgentService:
     """Agent-facing layer: per-turn context, memory tools, access tracking."""
 
-    def __init__(
-        self,
-        *,
-        db: Database,
-        access_tracker: AccessTracker,
-        memory: AgentMemory,
-    ) -> None:
-        self.db = db
-        self.access_tracker = access_tracker
-        self._memory = memory
+    db: Database
+    access_tracker: AccessTracker
+    memory: AgentMemory
 
     async def context(
         self,
@@ -62,7 +57,7 @@ class AgentService:
         from memstore.services.agent.builder import build_context
 
         return await build_context(
-            self._memory,
+            self.memory,
             user_id=user_id,
             session_id=session_id,
             query=query,
@@ -88,7 +83,7 @@ class AgentService:
         from memstore.services.agent.tools import call_tool
 
         storage_user_id(user_id)  # a bad tenant id fails before anything else
-        return await call_tool(self._memory, name, arguments, user_id=user_id)
+        return await call_tool(self.memory, name, arguments, user_id=user_id)
 
     async def prefetch(
         self, *, user_id: str | None = None, session_id: str | None = None, limit: int = 5
@@ -97,7 +92,7 @@ class AgentService:
         from memstore.services.agent.prefetch import prefetch_items
 
         return await prefetch_items(
-            self._memory, user_id=user_id, session_id=session_id, limit=limit
+            self.memory, user_id=user_id, session_id=session_id, limit=limit
         )
 
     def record_access(
