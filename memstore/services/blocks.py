@@ -3,23 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from memstore.core.tenancy import storage_user_id
 from memstore.core.validation import MAX_TEXT_CHARS, check_identifier, check_text
-from memstore.db.unit import Database
 from memstore.errors import InvalidInput, NotFound
 from memstore.repositories.blocks import BlockRepository
+from memstore.services.base import Service
 from memstore.types import BlockVersion, MemoryBlock
 
 __all__ = ["BlockService"]
 
 
-@dataclass(frozen=True, kw_only=True, eq=False)
-class BlockService:
+class BlockService(Service):
     """Pinned working blocks with version history and optimistic concurrency."""
 
-    db: Database
     block_char_limit: int
 
     @property

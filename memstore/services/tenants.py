@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from memstore.core.tenancy import public_user_id, storage_user_id
 from memstore.core.validation import check_aware, check_identifier, check_limit
 from memstore.db.scrub import purge_full_text, truncate_wal
-from memstore.db.unit import Database
 from memstore.recall.search import EpisodeSearchBackend
 from memstore.recall.vector_cache import forget_search_version
 from memstore.repositories.access import AccessRepository
@@ -20,16 +18,15 @@ from memstore.repositories.facts import FactRepository
 from memstore.repositories.snapshot import SnapshotRepository
 from memstore.repositories.tenants import TenantRepository, tenant_tables
 from memstore.services.access import AccessTracker
+from memstore.services.base import Service
 from memstore.types import Profile
 
 __all__ = ["TenantService"]
 
 
-@dataclass(frozen=True, kw_only=True, eq=False)
-class TenantService:
+class TenantService(Service):
     """Tenant-wide reads and GDPR erasure."""
 
-    db: Database
     access_tracker: AccessTracker
     episode_search: EpisodeSearchBackend
 

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Table
 
 from memstore.core.tenancy import public_user_id, storage_user_id
-from memstore.db.unit import Database
 from memstore.embeddings.base import Embedder
 from memstore.embeddings.identity import embedder_identity
 from memstore.errors import Conflict, InvalidImportRow, InvalidInput
@@ -18,16 +16,15 @@ from memstore.recall.settings import EmbedderGuard, recorded_embedder
 from memstore.repositories.episodes import EpisodeRepository
 from memstore.repositories.tenants import TenantRepository, tenant_table, tenant_tables
 from memstore.schema.migrate import current_revision
+from memstore.services.base import Service
 from memstore.services.limits import EXPORT_FORMAT, FROM_DUMP, IMPORT_BATCH, FromDump
 
 __all__ = ["TransferService"]
 
 
-@dataclass(frozen=True, kw_only=True, eq=False)
-class TransferService:
+class TransferService(Service):
     """Lossless export and import of one tenant."""
 
-    db: Database
     embedder: Embedder
     embedder_guard: EmbedderGuard
 

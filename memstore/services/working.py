@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from memstore.core.tenancy import storage_user_id
 from memstore.core.validation import check_identifier
-from memstore.db.unit import Database
 from memstore.errors import InvalidInput
+from memstore.services.base import Service
 from memstore.services.consolidation.consolidator import ConsolidationHost
 from memstore.services.gc import collect
 from memstore.services.threads import ThreadBuffer
@@ -23,11 +22,9 @@ if TYPE_CHECKING:
 __all__ = ["WorkingService"]
 
 
-@dataclass(frozen=True, kw_only=True, eq=False)
-class WorkingService:
+class WorkingService(Service):
     """Working memory, garbage collection and the consolidation entry point."""
 
-    db: Database
     threads: ThreadBuffer
     scratchpad_limit: int
     host: ConsolidationHost

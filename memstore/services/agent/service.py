@@ -3,29 +3,26 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from memstore.core.tenancy import storage_user_id
 from memstore.core.validation import check_limit
-from memstore.db.unit import Database
 from memstore.errors import InvalidInput
 from memstore.repositories.access import AccessRepository
 from memstore.services.access import AccessTracker
 from memstore.services.agent.context import Context, ContextItem
 from memstore.services.agent.memory import AgentMemory
 from memstore.services.agent.tokens import TokenCounter
+from memstore.services.base import Service
 from memstore.services.limits import ACCESS_KINDS
 from memstore.types import AccessStat
 
 __all__ = ["AgentService"]
 
 
-@dataclass(frozen=True, kw_only=True, eq=False)
-class AgentService:
+class AgentService(Service):
     """Agent-facing layer: per-turn context, memory tools, access tracking."""
 
-    db: Database
     access_tracker: AccessTracker
     memory: AgentMemory
 
