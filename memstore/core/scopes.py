@@ -5,7 +5,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from memstore.core.validation import check_aware, check_identifier, check_json, check_text
+from memstore.core.validation import (
+    check_aware,
+    check_identifier,
+    check_json,
+    check_number_between,
+    check_text,
+)
 from memstore.errors import InvalidInput
 from memstore.types import TaskState
 
@@ -63,13 +69,7 @@ def check_task_state(state: object) -> TaskState:
         value = getattr(state, name)
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise InvalidInput(f"{name} must be a non-negative integer")
-    progress = state.progress_percent
-    if (
-        isinstance(progress, bool)
-        or not isinstance(progress, int | float)
-        or not (0.0 <= progress <= 100.0)
-    ):
-        raise InvalidInput("progress_percent must be a number between 0 and 100")
+    check_number_between("progress_percent", state.progress_percent, 0, 100)
     if not isinstance(state.context, dict):
         raise InvalidInput("task context must be a dict")
     check_json("task context", state.context)
