@@ -123,7 +123,6 @@ class _Float32Type(TypeDecorator[np.ndarray]):
     """float32 arrays: a pgvector type (``postgres_type``) on Postgres, bytes elsewhere."""
 
     impl = LargeBinary
-    cache_ok = True
     postgres_type: type[UserDefinedType[Any]]
 
     @property
@@ -140,6 +139,7 @@ class Vector(_Float32Type):
     """A float32 embedding: pgvector ``vector`` on Postgres, raw float32 bytes elsewhere."""
 
     postgres_type = PgVector
+    cache_ok = True  # read from each class itself, not inherited
 
     def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
         if value is None:
@@ -175,6 +175,7 @@ class VectorList(_Float32Type):
     """
 
     postgres_type = PgVectorArray
+    cache_ok = True
 
     def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
         if value is None:
