@@ -2,8 +2,6 @@
 
 import logging
 
-from memstore.core.scopes import ScopeContext, ScopeLevel, TaskState
-from memstore.core.slots import RemovedThread, Slot, SlotMetadata, ThreadInfo
 from memstore.errors import (
     ConfigurationError,
     Conflict,
@@ -19,9 +17,7 @@ from memstore.errors import (
     Unavailable,
     WrongThread,
 )
-from memstore.repositories.facts import AssertOutcome, FactChange
 from memstore.services.agent import (
-    AccessStat,
     ApproxTokenCounter,
     Context,
     ContextItem,
@@ -32,22 +28,32 @@ from memstore.services.consolidation.errors import (
     LLMEndpointError,
     LLMResponseError,
 )
-from memstore.services.consolidation.types import ConsolidationResult
-from memstore.services.gc import GcReport
 from memstore.services.threads import ThreadBuffer
 from memstore.services.working_memory import WorkingMemory
 from memstore.store import FROM_DUMP, MemoryStore
 from memstore.sync import SyncMemoryStore
 from memstore.types import (
+    AccessStat,
+    AssertOutcome,
     BlockVersion,
+    ConsolidationResult,
     Episode,
     EpisodeMatch,
     Fact,
+    FactChange,
     FactMatch,
+    GcReport,
     MemoryBlock,
     Message,
     Profile,
+    RemovedThread,
     Role,
+    ScopeContext,
+    ScopeLevel,
+    Slot,
+    SlotMetadata,
+    TaskState,
+    ThreadInfo,
 )
 from memstore.version import __version__
 

@@ -29,12 +29,8 @@ class MemstoreError(Exception):
     """Base class of every error memstore raises on purpose."""
 
 
-class InvalidInput(MemstoreError, ValueError):
-    """The caller passed something memstore refuses to store; nothing was written.
-
-    When the database itself refused the value (a CHECK or NOT NULL constraint),
-    ``constraint`` and ``table`` name the rule; otherwise they are None.
-    """
+class _RuleError(MemstoreError):
+    """An error that may name the database rule behind it (``constraint`` on ``table``)."""
 
     def __init__(
         self, *args: object, constraint: str | None = None, table: str | None = None
@@ -42,6 +38,14 @@ class InvalidInput(MemstoreError, ValueError):
         super().__init__(*args)
         self.constraint = constraint
         self.table = table
+
+
+class InvalidInput(_RuleError, ValueError):
+    """The caller passed something memstore refuses to store; nothing was written.
+
+    When the database itself refused the value (a CHECK or NOT NULL constraint),
+    ``constraint`` and ``table`` name the rule; otherwise they are None.
+    """
 
 
 class InvalidImportRow(InvalidInput):
@@ -64,20 +68,13 @@ class NotFound(MemstoreError, LookupError):
     """The addressed row does not exist for this tenant."""
 
 
-class Conflict(MemstoreError):
+class Conflict(_RuleError):
     """A concurrent writer changed the row first, or a uniqueness rule was violated.
 
     For a violated constraint, ``constraint`` and ``table`` name it (e.g.
     ``uq_episodes_session_turn`` on ``episodes``); for a serialisation failure or
     a deadlock they are None.
     """
-
-    def __init__(
-        self, *args: object, constraint: str | None = None, table: str | None = None
-    ) -> None:
-        super().__init__(*args)
-        self.constraint = constraint
-        self.table = table
 
 
 class LimitExceeded(InvalidInput):

@@ -122,7 +122,7 @@ async def test_an_idle_connection_is_reset_even_after_memstores_own_use(
     db_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The checkout RESET doubles as the liveness check of connections left idle."""
-    from memstore.db import engine as engine_module
+    from memstore.db import connections
 
     one = {"pool_size": 1, "max_overflow": 0}
     async with MemoryStore.open(db_url, engine_options=one) as store:
@@ -130,7 +130,7 @@ async def test_an_idle_connection_is_reset_even_after_memstores_own_use(
         await _two_versions(store)
         await store.fact_history(user_id="alice")
         # Every connection counts as idle: the next checkout must round-trip.
-        monkeypatch.setattr(engine_module, "LIVENESS_IDLE_S", 0.0)
+        monkeypatch.setattr(connections, "LIVENESS_IDLE_S", 0.0)
         with sent.during() as seen:
             assert len(await store.fact_history(user_id="alice")) == 3
         expected = ["SELECT"] if store.db.dialect == "sqlite" else ["RESET"]

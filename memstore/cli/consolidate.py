@@ -25,13 +25,8 @@ from memstore.services.consolidation.consolidator import (
     DEFAULT_LEASE_SECONDS,
     Consolidator,
 )
-from memstore.services.consolidation.types import (
-    BatchResult,
-    CandidateFact,
-    ConsolidationResult,
-    Extractor,
-)
-from memstore.types import Episode
+from memstore.services.consolidation.types import CandidateFact, Extractor
+from memstore.types import BatchResult, ConsolidationResult, Episode
 
 __all__ = ["register", "run"]
 

@@ -15,7 +15,7 @@ from typing import Any
 from memstore.cli.command import add_command
 from memstore.cli.user_args import add_user_argument
 from memstore.schema.database import require_existing_database
-from memstore.services.gc import GcReport
+from memstore.types import GcReport
 
 
 def register(subparsers: Any) -> None:

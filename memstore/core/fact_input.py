@@ -11,6 +11,7 @@ from memstore.core.validation import (
     MAX_IDENTIFIER_CHARS,
     check_aware,
     check_identifier,
+    check_number_between,
     check_text,
 )
 from memstore.errors import InvalidInput
@@ -33,13 +34,7 @@ def valid_fact(fact: Fact, *, now: datetime) -> tuple[TenantId, Fact, bool, date
     obj = check_text("fact.object", fact.object, max_chars=MAX_FACT_FIELD_CHARS).strip()
     check_text("fact.predicate", fact.predicate, max_chars=MAX_IDENTIFIER_CHARS)
     predicate = normalize_predicate(fact.predicate)
-    confidence = fact.confidence
-    if (
-        isinstance(confidence, bool)
-        or not isinstance(confidence, int | float)
-        or not (0.0 <= confidence <= 1.0)
-    ):
-        raise InvalidInput("fact.confidence must be a number between 0 and 1")
+    confidence = check_number_between("fact.confidence", fact.confidence, 0, 1)
     sources = tuple(fact.sources)
     for source in sources:
         check_identifier("fact.sources[]", source)

@@ -22,6 +22,7 @@ __all__ = [
     "check_index_key_bytes",
     "check_json",
     "check_limit",
+    "check_number_between",
     "check_storable",
     "check_text",
     "check_time_range",
@@ -65,11 +66,16 @@ def _unstorable(field: str, value: str) -> None:
         raise InvalidInput(f"{field} must not contain unpaired surrogate code points")
 
 
-def check_identifier(field: str, value: object, *, max_chars: int = MAX_IDENTIFIER_CHARS) -> str:
+def _string(field: str, value: object, *, allow_empty: bool) -> str:
     if not isinstance(value, str):
         raise InvalidInput(f"{field} must be a string, got {type(value).__name__}")
-    if not value or not value.strip():
+    if not allow_empty and not value.strip():
         raise InvalidInput(f"{field} must not be empty")
+    return value
+
+
+def check_identifier(field: str, value: object, *, max_chars: int = MAX_IDENTIFIER_CHARS) -> str:
+    value = _string(field, value, allow_empty=False)
     if len(value) > max_chars:
         raise InvalidInput(f"{field} is longer than {max_chars} characters")
     if any(unicodedata.category(ch) == "Cc" for ch in value):
@@ -93,13 +99,17 @@ def check_index_key_bytes(what: str, parts: Sequence[str], *, reserve: int = 0) 
 def check_text(
     field: str, value: object, *, allow_empty: bool = False, max_chars: int = MAX_TEXT_CHARS
 ) -> str:
-    if not isinstance(value, str):
-        raise InvalidInput(f"{field} must be a string, got {type(value).__name__}")
-    if not allow_empty and not value.strip():
-        raise InvalidInput(f"{field} must not be empty")
+    value = _string(field, value, allow_empty=allow_empty)
     if len(value) > max_chars:
         raise InvalidInput(f"{field} is {len(value)} characters; the limit is {max_chars}")
     _unstorable(field, value)
+    return value
+
+
+def check_number_between(field: str, value: object, low: float, high: float) -> float:
+    """A number (not a bool) in ``low..high``."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
+        raise InvalidInput(f"{field} must be a number between {low:g} and {high:g}")
     return value
 
 

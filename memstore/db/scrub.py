@@ -3,7 +3,7 @@
 Deleting a row is not enough on SQLite: FTS5 only appends "delete" markers, so
 the erased words stay in the older index segments (``*_fts_data``) until those
 are merged; freed pages keep their old bytes unless ``secure_delete`` is on
-(set on every connection, :mod:`memstore.db.engine`); and the write-ahead log
+(set on every connection, :mod:`memstore.db.connections`); and the write-ahead log
 keeps old page images until it is checkpointed and truncated.
 
 PostgreSQL is out of scope here: deleted tuples stay in the heap, indexes and

@@ -119,11 +119,11 @@ class PgVectorArray(UserDefinedType[Any]):
         return "VECTOR[]"
 
 
-class Vector(TypeDecorator[np.ndarray]):
-    """A float32 embedding: pgvector ``vector`` on Postgres, raw float32 bytes elsewhere."""
+class _Float32Type(TypeDecorator[np.ndarray]):
+    """float32 arrays: a pgvector type (``postgres_type``) on Postgres, bytes elsewhere."""
 
     impl = LargeBinary
-    cache_ok = True
+    postgres_type: type[UserDefinedType[Any]]
 
     @property
     def python_type(self) -> type[np.ndarray]:
@@ -131,8 +131,15 @@ class Vector(TypeDecorator[np.ndarray]):
 
     def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
         if dialect.name == "postgresql":
-            return dialect.type_descriptor(PgVector())
+            return dialect.type_descriptor(self.postgres_type())
         return dialect.type_descriptor(LargeBinary())
+
+
+class Vector(_Float32Type):
+    """A float32 embedding: pgvector ``vector`` on Postgres, raw float32 bytes elsewhere."""
+
+    postgres_type = PgVector
+    cache_ok = True  # read from each class itself, not inherited
 
     def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
         if value is None:
@@ -160,24 +167,15 @@ def _float32(value: Any) -> np.ndarray:
 _WIDTH = np.dtype("<u4")
 
 
-class VectorList(TypeDecorator[np.ndarray]):
+class VectorList(_Float32Type):
     """Several float32 vectors of one width, as a 2-D array (one vector per row).
 
     Postgres: ``vector[]``, so that SQL can score each one. Elsewhere: the width
     as a little-endian uint32, then the float32 values.
     """
 
-    impl = LargeBinary
+    postgres_type = PgVectorArray
     cache_ok = True
-
-    @property
-    def python_type(self) -> type[np.ndarray]:
-        return np.ndarray
-
-    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
-        if dialect.name == "postgresql":
-            return dialect.type_descriptor(PgVectorArray())
-        return dialect.type_descriptor(LargeBinary())
 
     def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
         if value is None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import weakref
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from contextvars import ContextVar
 from datetime import datetime
 from typing import Any
@@ -26,14 +26,14 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker
 
 from memstore.core.validation import check_aware
-from memstore.db.engine import (
+from memstore.db.connections import (
     ONE_STATEMENT,
     OWN_CONNECTION,
     READ_ONLY,
     TENANT_SETTING,
-    pool_capacity,
     register_vector_codec,
 )
+from memstore.db.engine import pool_capacity
 from memstore.db.errors import translated
 from memstore.errors import InvalidInput
 from memstore.types import utcnow
@@ -173,34 +173,14 @@ class Database:
                 async with self._statements.connect() as connection:
                     yield connection
 
-    @asynccontextmanager
-    async def _permit(self) -> AsyncIterator[None]:
-        if self._permits is None or _HOLDS_PERMIT.get():
-            yield
-            return
-        async with self._permits:
-            _HOLDS_PERMIT.set(True)
-            try:
-                yield
-            finally:
-                # Not reset(token): a transaction entered by one task may be left
-                # by another (SyncMemoryStore runs each step as its own task).
-                _HOLDS_PERMIT.set(False)
+    def _permit(self) -> AbstractAsyncContextManager[None]:
+        return _held(self._permits, _HOLDS_PERMIT)
 
-    @asynccontextmanager
-    async def _write_permit(self) -> AsyncIterator[None]:
+    def _write_permit(self) -> AbstractAsyncContextManager[None]:
         # Taken after a connection permit, never before: a writer waiting here
         # must not keep the permit the lock holder needs. A nested write of the
         # holder goes straight on (and meets the file lock, as before).
-        if self._writer is None or _HOLDS_WRITE.get():
-            yield
-            return
-        async with self._writer:
-            _HOLDS_WRITE.set(True)
-            try:
-                yield
-            finally:
-                _HOLDS_WRITE.set(False)  # not reset(token): see _permit
+        return _held(self._writer, _HOLDS_WRITE)
 
     @asynccontextmanager
     async def _transaction(
@@ -249,6 +229,24 @@ class Database:
 @asynccontextmanager
 async def _nothing() -> AsyncIterator[None]:
     yield
+
+
+@asynccontextmanager
+async def _held(
+    gate: asyncio.Semaphore | asyncio.Lock | None, holds: ContextVar[bool]
+) -> AsyncIterator[None]:
+    """Hold ``gate`` unless there is none or this task already holds it (``holds``)."""
+    if gate is None or holds.get():
+        yield
+        return
+    async with gate:
+        holds.set(True)
+        try:
+            yield
+        finally:
+            # Not reset(token): a transaction entered by one task may be left
+            # by another (SyncMemoryStore runs each step as its own task).
+            holds.set(False)
 
 
 async def _with_vector_codec(session: AsyncSession) -> None:

@@ -22,10 +22,10 @@ import asyncio
 from collections.abc import Coroutine, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from memstore.core.slots import Slot
 from memstore.core.tenancy import public_user_id, storage_user_id
 from memstore.core.validation import check_identifier, check_json
 from memstore.errors import InvalidInput, LimitExceeded, WrongThread
+from memstore.types import Slot
 
 if TYPE_CHECKING:
     from agents.items import TResponseInputItem

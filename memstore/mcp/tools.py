@@ -13,8 +13,9 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from memstore.errors import InvalidInput
+from memstore.services.agent.arguments import check_arguments
 from memstore.services.agent.builder import MAX_CONTEXT_TOKENS
-from memstore.services.agent.tools import MIN_SCORE_SCHEMA, TOOL_SCHEMAS, check_arguments
+from memstore.services.agent.tools import MIN_SCORE_SCHEMA, TOOL_SCHEMAS
 from memstore.types import Episode
 
 if TYPE_CHECKING:

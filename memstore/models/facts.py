@@ -24,6 +24,13 @@ def subject_key(subject: str) -> str:
     return hashlib.sha256(subject.encode("utf-8")).hexdigest()
 
 
+def _unique_where(name: str, where: str, *columns: str) -> Index:
+    """A partial unique index: the same predicate on both backends."""
+    return Index(
+        name, *columns, unique=True, sqlite_where=text(where), postgresql_where=text(where)
+    )
+
+
 def _subject_key_default(context: Any) -> str:
     return subject_key(context.get_current_parameters()["subject"])
 
@@ -63,22 +70,13 @@ class FactRow(Base):
         Index(None, "user_id", "subject_key", "predicate", "recorded_at"),
         # One current version per logical fact: a concurrent double write of the
         # same fact fails here instead of producing two current rows.
-        Index(
-            "uq_facts_current_version",
-            "user_id",
-            "fact_id",
-            unique=True,
-            sqlite_where=text("superseded_at IS NULL"),
-            postgresql_where=text("superseded_at IS NULL"),
-        ),
+        _unique_where("uq_facts_current_version", "superseded_at IS NULL", "user_id", "fact_id"),
         # A single-valued (subject, predicate) has at most one open-ended current value.
-        Index(
+        _unique_where(
             "uq_facts_current_single_value",
+            "superseded_at IS NULL AND valid_to IS NULL AND single_valued",
             "user_id",
             "subject_key",
             "predicate",
-            unique=True,
-            sqlite_where=text("superseded_at IS NULL AND valid_to IS NULL AND single_valued"),
-            postgresql_where=text("superseded_at IS NULL AND valid_to IS NULL AND single_valued"),
         ),
     )

@@ -11,8 +11,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from memstore.core.tenancy import TenantId
 from memstore.db.upsert import insert_for
 from memstore.models import AccessStatRow, BlockRow, EpisodeRow, FactRow
+from memstore.types import AccessStat
 
-__all__ = ["AccessDelta", "AccessRepository", "AccessStat"]
+__all__ = ["AccessDelta", "AccessRepository"]
 
 # Five bind parameters per row; stays far below SQLite's variable limit.
 _ROWS_PER_STATEMENT = 500
@@ -26,14 +27,6 @@ class AccessDelta:
     kind: str
     item_id: str
     count: int
-    last_accessed_at: datetime
-
-
-@dataclass(frozen=True)
-class AccessStat:
-    kind: str
-    item_id: str
-    access_count: int
     last_accessed_at: datetime
 
 

@@ -46,6 +46,16 @@ def _consolidated() -> Any:
     )
 
 
+def _held_by(worker: str, user_id: str, episode_ids: Sequence[str]) -> list[Any]:
+    """Which of the tenant's ``episode_ids`` ``worker`` leased and has not consolidated."""
+    return [
+        State.user_id == user_id,
+        State.episode_id.in_(list(episode_ids)),
+        State.claimed_by == worker,
+        State.consolidated_at.is_(None),
+    ]
+
+
 class ConsolidationRepository:
     def __init__(self, *, session: AsyncSession) -> None:
         self._session = session
@@ -163,10 +173,7 @@ class ConsolidationRepository:
         its lease row were somehow left behind.
         """
         stmt = select(State.episode_id).where(
-            State.user_id == user_id,
-            State.episode_id.in_(list(episode_ids)),
-            State.claimed_by == worker,
-            State.consolidated_at.is_(None),
+            *_held_by(worker, user_id, episode_ids),
             exists().where(EpisodeRow.user_id == State.user_id, EpisodeRow.id == State.episode_id),
         )
         return set((await self._session.scalars(stmt)).all())
@@ -176,12 +183,7 @@ class ConsolidationRepository:
     ) -> int:
         stmt = (
             update(State)
-            .where(
-                State.user_id == user_id,
-                State.episode_id.in_(list(episode_ids)),
-                State.claimed_by == worker,
-                State.consolidated_at.is_(None),
-            )
+            .where(*_held_by(worker, user_id, episode_ids))
             .values(consolidated_at=now, claimed_by=None, claim_expires_at=None)
         )
         result = await self._session.execute(stmt)
@@ -192,12 +194,7 @@ class ConsolidationRepository:
     ) -> None:
         stmt = (
             update(State)
-            .where(
-                State.user_id == user_id,
-                State.episode_id.in_(list(episode_ids)),
-                State.claimed_by == worker,
-                State.consolidated_at.is_(None),
-            )
+            .where(*_held_by(worker, user_id, episode_ids))
             .values(claimed_by=None, claim_expires_at=None)
         )
         await self._session.execute(stmt)

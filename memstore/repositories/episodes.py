@@ -79,8 +79,7 @@ def _no_turns(user_id: str, session_id: str) -> int:
     raise KeyError((user_id, session_id))
 
 
-def episode_from_columns(row: Any) -> Episode:
-    """An episode from a Core row of the episodes columns (``metadata`` under its SQL name)."""
+def _episode(row: Any, metadata: Any) -> Episode:
     return Episode(
         id=row.id,
         user_id=public_user_id(row.user_id),
@@ -88,22 +87,18 @@ def episode_from_columns(row: Any) -> Episode:
         input=row.input,
         output=row.output,
         tool_calls=list(row.tool_calls or []),
-        metadata=dict(row.metadata or {}),
+        metadata=dict(metadata or {}),
         occurred_at=row.occurred_at,
     )
+
+
+def episode_from_columns(row: Any) -> Episode:
+    """An episode from a Core row of the episodes columns (``metadata`` under its SQL name)."""
+    return _episode(row, row.metadata)
 
 
 def episode_from_row(row: EpisodeRow) -> Episode:
-    return Episode(
-        id=row.id,
-        user_id=public_user_id(row.user_id),
-        session_id=row.session_id,
-        input=row.input,
-        output=row.output,
-        tool_calls=list(row.tool_calls or []),
-        metadata=dict(row.meta or {}),
-        occurred_at=row.occurred_at,
-    )
+    return _episode(row, row.meta)
 
 
 class EpisodeRepository:

@@ -2,9 +2,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from datetime import datetime
-from enum import StrEnum
 from typing import Any
 
 from sqlalchemy import func, insert, or_, select, text, update
@@ -15,11 +13,9 @@ from memstore.core.tenancy import TenantId, public_user_id
 from memstore.embeddings.base import Embedder, embed_checked
 from memstore.models import FactRow
 from memstore.models.facts import subject_key
-from memstore.types import Fact, new_id
+from memstore.types import AssertOutcome, Fact, FactChange, new_id
 
 __all__ = [
-    "AssertOutcome",
-    "FactChange",
     "FactRepository",
     "fact_from_row",
     "same_object",
@@ -51,19 +47,6 @@ def same_object(a: str, b: str) -> bool:
 def reinforce(old: float, new: float) -> float:
     """Independent confirmations raise confidence (noisy-OR), never above 1."""
     return min(1.0, 1.0 - (1.0 - old) * (1.0 - new))
-
-
-class FactChange(StrEnum):
-    ADDED = "added"
-    REINFORCED = "reinforced"
-    SUPERSEDED = "superseded"
-    UNCHANGED = "unchanged"
-
-
-@dataclass(frozen=True)
-class AssertOutcome:
-    change: FactChange
-    fact_id: str
 
 
 class FactRepository:

@@ -1,35 +1,20 @@
 """Validation of imported rows: the same rules as the write API, per column.
 
 An exported row is JSON; each column is checked (and converted back) by its
-type — datetimes, integers, floats, booleans, strings, JSON documents, vectors —
-and then by the rule the write API applies to that column (ids, text limits,
-confidence range, task state, checkpoints…). Any failure is an
-:class:`InvalidImportRow` naming table, row and column, raised before the
-import commits, so nothing is written.
+type (:mod:`memstore.repositories.import_values`), and then by the rule the
+write API applies to that column (ids, text limits, confidence range, task
+state, checkpoints…). Any failure is an :class:`InvalidImportRow` naming table,
+row and column, raised before the import commits, so nothing is written.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
-import math
 from collections.abc import Callable, Mapping
-from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
-    BigInteger,
-    Boolean,
-    Column,
-    Float,
-    Integer,
-    LargeBinary,
-    SmallInteger,
-    String,
     Table,
-    Text,
 )
-from sqlalchemy.types import TypeDecorator
 
 from memstore.core.langgraph_input import (
     check_index_fields,
@@ -38,18 +23,15 @@ from memstore.core.langgraph_input import (
     check_ttl,
     check_vectors,
 )
+from memstore.core.scopes import CHECKPOINT_FORMAT
 from memstore.core.tenancy import TenantId
 from memstore.core.validation import (
-    check_aware,
     check_identifier,
     check_index_key_bytes,
-    check_json,
-    check_storable,
     check_text,
-    check_vector,
 )
-from memstore.db.types import UTCDateTime, Vector, VectorList
 from memstore.errors import InvalidImportRow, InvalidInput
+from memstore.repositories.import_values import aware_text, typed_value
 
 __all__ = ["import_record"]
 
@@ -58,7 +40,6 @@ __all__ = ["import_record"]
 _EPISODE_ID_CHARS = 36
 _FACT_FIELD_CHARS = 2_000
 _ACCESS_KINDS = frozenset({"episode", "fact", "block"})
-_CHECKPOINT_FORMAT = "memstore-wm-checkpoint/1"
 
 Rule = Callable[[Any], None]
 
@@ -131,8 +112,8 @@ def _one_of(allowed: frozenset[str]) -> Rule:
 
 
 def _checkpoint_data(value: Any) -> None:
-    if not isinstance(value, dict) or value.get("format") != _CHECKPOINT_FORMAT:
-        raise InvalidInput(f"must be a checkpoint object with format {_CHECKPOINT_FORMAT!r}")
+    if not isinstance(value, dict) or value.get("format") != CHECKPOINT_FORMAT:
+        raise InvalidInput(f"must be a checkpoint object with format {CHECKPOINT_FORMAT!r}")
     keys = value.get("keys")
     if not isinstance(keys, list):
         raise InvalidInput("must hold a 'keys' list")
@@ -141,28 +122,11 @@ def _checkpoint_data(value: Any) -> None:
             raise InvalidInput("each of its keys must be {key, value, expires_at}")
         check_identifier("a checkpoint key", item["key"])
         if item["expires_at"] is not None:
-            _aware_text("a checkpoint expiry", item["expires_at"])
+            aware_text("a checkpoint expiry", item["expires_at"])
 
 
-def _aware_text(field: str, value: Any) -> datetime:
-    if not isinstance(value, str):
-        raise InvalidInput(f"{field} must be an ISO 8601 string, got {type(value).__name__}")
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError as exc:
-        raise InvalidInput(f"{field} is not an ISO 8601 datetime: {value!r}") from exc
-    return check_aware(field, parsed)
-
-
-# Integer columns hold what the narrowest backend holds (Postgres: int2/int4/int8);
-# a bigger number would reach the driver and fail there (or overflow SQLite's int64).
-_INT_BITS = ((BigInteger, 64), (SmallInteger, 16), (Integer, 32))
 # The session's next turn is one past its last: that must fit an integer column too.
 _MAX_TURN = 2**31 - 2
-
-
-def _integer_bits(kind: Any) -> int:
-    return next(bits for base, bits in _INT_BITS if isinstance(kind, base))
 
 
 def _at_most(maximum: int) -> Rule:
@@ -246,71 +210,6 @@ _WIDTH_RULES: dict[tuple[str, str], Callable[[Any, int | None], Any]] = {
 }
 
 
-def _base_type(column: Column[Any]) -> Any:
-    kind = column.type
-    if isinstance(kind, UTCDateTime | Vector | VectorList):
-        return kind
-    while isinstance(kind, TypeDecorator):
-        kind = kind.impl_instance
-    return kind
-
-
-def _typed_vector(value: Any, field: str, dim: int | None) -> list[float]:
-    if not isinstance(value, list) or not all(
-        isinstance(x, int | float) and not isinstance(x, bool) for x in value
-    ):
-        raise InvalidInput("must be a list of numbers")
-    return check_vector(field, value, dim)
-
-
-def _typed(column: Column[Any], value: Any, dim: int | None) -> Any:
-    """``value`` (JSON form) as the column stores it; InvalidInput if it cannot be."""
-    kind = _base_type(column)
-    if isinstance(kind, UTCDateTime):
-        return _aware_text("value", value)
-    if isinstance(kind, VectorList):
-        if not isinstance(value, list) or not value:
-            raise InvalidInput("must be a non-empty list of vectors")
-        return [_typed_vector(v, "passages", dim) for v in value]
-    if isinstance(kind, Vector):
-        return _typed_vector(value, "embedding", dim)
-    if isinstance(kind, Boolean):
-        if not isinstance(value, bool):
-            raise InvalidInput(f"must be true or false, got {type(value).__name__}")
-        return value
-    if isinstance(kind, Integer):
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise InvalidInput(f"must be an integer, got {type(value).__name__}")
-        bits = _integer_bits(kind)
-        if not -(2 ** (bits - 1)) <= value < 2 ** (bits - 1):
-            raise InvalidInput(f"is out of range for a {bits}-bit integer column")
-        return value
-    if isinstance(kind, Float):
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, int | float)
-            or not math.isfinite(value)
-        ):
-            raise InvalidInput(f"must be a finite number, got {value!r}")
-        return float(value)
-    if isinstance(kind, String | Text):
-        if not isinstance(value, str):
-            raise InvalidInput(f"must be a string, got {type(value).__name__}")
-        check_storable("value", value)
-        length = getattr(kind, "length", None)
-        if length and len(value) > length:
-            raise InvalidInput(f"is longer than {length} characters")
-        return value
-    if isinstance(kind, LargeBinary):
-        if not isinstance(value, str):
-            raise InvalidInput("must be base64 text")
-        try:
-            return base64.b64decode(value, validate=True)
-        except (ValueError, binascii.Error) as exc:
-            raise InvalidInput(f"is not base64: {exc}") from exc
-    return check_json("value", value)  # JSON documents
-
-
 def _check_row(table: str, record: dict[str, Any]) -> tuple[str, str] | None:
     """Rules across columns of one row; returns (column, cause) of the first failure."""
     if (
@@ -346,7 +245,7 @@ def _check_row(table: str, record: dict[str, Any]) -> tuple[str, str] | None:
 
 
 def _check_internal_key(key: str, value: Any) -> tuple[str, str] | None:
-    from memstore.core.scopes import TaskState, check_task_state
+    from memstore.core.scopes import check_task_state, task_state_from_json
 
     if not key.startswith("_"):
         return None
@@ -355,7 +254,7 @@ def _check_internal_key(key: str, value: Any) -> tuple[str, str] | None:
             if not isinstance(value, dict):
                 raise InvalidInput("a task state must be an object")
             try:
-                state = TaskState.from_json(value)
+                state = task_state_from_json(value)
             except (KeyError, TypeError, ValueError) as exc:
                 raise InvalidInput(f"not a task state: {exc!r}") from exc
             check_task_state(state)
@@ -410,7 +309,7 @@ def import_record(
                 if not column.nullable:
                     raise InvalidInput("must not be null")
             else:
-                value = _typed(column, value, dim)
+                value = typed_value(column, value, dim)
                 for rule in _RULES.get((name, column.name), ()):
                     rule(value)
                 sized = _WIDTH_RULES.get((name, column.name))

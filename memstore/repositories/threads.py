@@ -7,11 +7,11 @@ from typing import Any
 from sqlalchemy import delete, func, insert, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from memstore.core.slots import Slot, SlotMetadata, ThreadInfo
 from memstore.core.tenancy import TenantId, public_user_id
 from memstore.db.crosstenant import cross_tenant
 from memstore.db.upsert import insert_for
 from memstore.models import SlotRow, ThreadRow
+from memstore.types import Slot, SlotMetadata, ThreadInfo
 
 __all__ = ["ThreadRepository", "slot_from_row"]
 
@@ -86,20 +86,10 @@ class ThreadRepository:
         return None if claimed is None else int(claimed) - 1
 
     async def add_slot(self, user_id: TenantId, metadata: SlotMetadata, payload: Any) -> None:
-        stmt = insert(SlotRow).values(
-            user_id=user_id,
-            thread_id=metadata.thread_id,
-            slot_index=metadata.slot_index,
-            from_id=metadata.from_id,
-            to_id=metadata.to_id,
-            payload_type=metadata.payload_type,
-            payload=payload,
-            own_name=metadata.own_name,
-            is_self_call=metadata.is_self_call,
-            usage_instructions=metadata.usage_instructions,
-            todo_nudge=metadata.todo_nudge,
-            created_at=metadata.timestamp,
-        )
+        # The metadata's fields are the slot's columns, but for its time and tenant.
+        columns = {k: v for k, v in vars(metadata).items() if k != "timestamp"}
+        columns |= {"user_id": user_id, "created_at": metadata.timestamp, "payload": payload}
+        stmt = insert(SlotRow).values(columns)
         await self._session.execute(stmt)
 
     async def info(self, user_id: TenantId, thread_id: str) -> ThreadInfo | None:

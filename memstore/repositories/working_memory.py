@@ -48,6 +48,11 @@ def _in_scope(model: Any, user_id: TenantId, scope: ScopeKey) -> list[Any]:
     ]
 
 
+def _row(user_id: str, scope: ScopeKey, key: StoredKey, now: datetime) -> dict[str, Any]:
+    """The values of one key's row."""
+    return {"user_id": user_id, **scope._asdict(), **key._asdict(), "updated_at": now}
+
+
 def _alive(now: datetime) -> Any:
     # Expiry is decided in SQL at read time, so a key is invisible from the
     # very moment it expires, whether or not the sweep has run yet.
@@ -121,16 +126,7 @@ class WorkingMemoryRepository:
         expires_at: datetime | None,
         now: datetime,
     ) -> None:
-        stmt = self._insert().values(
-            user_id=user_id,
-            project_id=scope.project_id,
-            agent_id=scope.agent_id,
-            session_id=scope.session_id,
-            key=key,
-            value=value,
-            expires_at=expires_at,
-            updated_at=now,
-        )
+        stmt = self._insert().values(_row(user_id, scope, StoredKey(key, value, expires_at), now))
         stmt = self._overwrite_on_conflict(stmt)
         await self._session.execute(stmt)
 
@@ -138,20 +134,8 @@ class WorkingMemoryRepository:
         self, user_id: TenantId, scope: ScopeKey, key: str, value: Any, *, now: datetime
     ) -> None:
         """Create a never-expiring key unless it exists (used for internal state rows)."""
-        stmt = (
-            self._insert()
-            .values(
-                user_id=user_id,
-                project_id=scope.project_id,
-                agent_id=scope.agent_id,
-                session_id=scope.session_id,
-                key=key,
-                value=value,
-                expires_at=None,
-                updated_at=now,
-            )
-            .on_conflict_do_nothing()
-        )
+        row = _row(user_id, scope, StoredKey(key, value, None), now)
+        stmt = self._insert().values(row).on_conflict_do_nothing()
         await self._session.execute(stmt)
 
     async def delete(self, user_id: TenantId, scope: ScopeKey, key: str, now: datetime) -> bool:
@@ -182,19 +166,7 @@ class WorkingMemoryRepository:
     ) -> None:
         if not keys:
             return
-        rows = [
-            {
-                "user_id": user_id,
-                "project_id": scope.project_id,
-                "agent_id": scope.agent_id,
-                "session_id": scope.session_id,
-                "key": k.key,
-                "value": k.value,
-                "expires_at": k.expires_at,
-                "updated_at": now,
-            }
-            for k in keys
-        ]
+        rows = [_row(user_id, scope, k, now) for k in keys]
         # An upsert, so a key another process set between our delete and this
         # insert is overwritten by the restore instead of failing it.
         stmt = self._insert()
@@ -239,9 +211,7 @@ class WorkingMemoryRepository:
         await self._session.execute(
             insert(WorkingMemoryCheckpointRow).values(
                 user_id=user_id,
-                project_id=scope.project_id,
-                agent_id=scope.agent_id,
-                session_id=scope.session_id,
+                **scope._asdict(),
                 id=checkpoint_id,
                 description=description,
                 data=data,

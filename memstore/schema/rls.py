@@ -12,13 +12,16 @@ the application as a separate non-owner role (see docs/guarantees.md).
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from memstore.db.connections import TENANT_SETTING
 from memstore.db.crosstenant import cross_tenant_connection
-from memstore.db.engine import TENANT_SETTING, create_engine
+from memstore.db.engine import create_engine
 from memstore.db.errors import translated
 from memstore.errors import InvalidInput
 from memstore.repositories.tenants import tenant_tables
@@ -34,6 +37,7 @@ __all__ = [
 
 RLS_SETTING = TENANT_SETTING
 POLICY_NAME = "memstore_tenant_isolation"
+T = TypeVar("T")
 _CURRENT_TENANT = f"current_setting('{RLS_SETTING}', true)"
 
 
@@ -45,7 +49,11 @@ class TableSecurity:
     has_policy: bool
 
 
-async def _on(target: AsyncEngine | str | None, action: str, body: object) -> object:
+async def _on(
+    target: AsyncEngine | str | None,
+    action: str,
+    body: Callable[[AsyncConnection], Awaitable[T]],
+) -> T:
     engine = target if isinstance(target, AsyncEngine) else create_engine(target)
     try:
         if engine.dialect.name != "postgresql":
@@ -53,7 +61,7 @@ async def _on(target: AsyncEngine | str | None, action: str, body: object) -> ob
         with translated(f"rls {action}"):
             async with engine.begin() as conn:
                 await conn.run_sync(cross_tenant_connection, "rls-management")
-                return await body(conn)  # type: ignore[operator]
+                return await body(conn)
     finally:
         if not isinstance(target, AsyncEngine):
             await engine.dispose()
@@ -63,49 +71,53 @@ def _quoted(conn: AsyncConnection, name: str) -> str:
     return conn.dialect.identifier_preparer.quote(name)
 
 
+async def _alter_each(
+    target: AsyncEngine | str | None, action: str, statements: Callable[[str], list[str]]
+) -> list[str]:
+    """Run ``statements(quoted table name)`` on every tenant table; returns the tables."""
+
+    async def body(conn: AsyncConnection) -> list[str]:
+        names = []
+        for table in tenant_tables():
+            for statement in statements(_quoted(conn, table.name)):
+                await conn.execute(text(statement))
+            names.append(table.name)
+        return names
+
+    return await _on(target, action, body)
+
+
 async def enable_rls(target: AsyncEngine | str | None = None, *, force: bool = False) -> list[str]:
     """Enable the tenant policy on every tenant table (idempotent); returns the tables.
 
     Re-run after ``memstore migrate`` so tables added by later revisions are covered
     (:func:`rls_status` lists any that are not).
     """
-
-    async def body(conn: AsyncConnection) -> list[str]:
-        names = []
-        for table in tenant_tables():
-            name = _quoted(conn, table.name)
-            await conn.execute(text(f"ALTER TABLE {name} ENABLE ROW LEVEL SECURITY"))
-            await conn.execute(
-                text(f"ALTER TABLE {name} {'FORCE' if force else 'NO FORCE'} ROW LEVEL SECURITY")
-            )
-            await conn.execute(text(f"DROP POLICY IF EXISTS {POLICY_NAME} ON {name}"))
-            await conn.execute(
-                text(
-                    f"CREATE POLICY {POLICY_NAME} ON {name} "
-                    f"USING (user_id = {_CURRENT_TENANT}) "
-                    f"WITH CHECK (user_id = {_CURRENT_TENANT})"
-                )
-            )
-            names.append(table.name)
-        return names
-
-    return await _on(target, "enable", body)  # type: ignore[return-value]
+    return await _alter_each(
+        target,
+        "enable",
+        lambda name: [
+            f"ALTER TABLE {name} ENABLE ROW LEVEL SECURITY",
+            f"ALTER TABLE {name} {'FORCE' if force else 'NO FORCE'} ROW LEVEL SECURITY",
+            f"DROP POLICY IF EXISTS {POLICY_NAME} ON {name}",
+            f"CREATE POLICY {POLICY_NAME} ON {name} "
+            f"USING (user_id = {_CURRENT_TENANT}) "
+            f"WITH CHECK (user_id = {_CURRENT_TENANT})",
+        ],
+    )
 
 
 async def disable_rls(target: AsyncEngine | str | None = None) -> list[str]:
     """Drop the tenant policy and disable row-level security on every tenant table."""
-
-    async def body(conn: AsyncConnection) -> list[str]:
-        names = []
-        for table in tenant_tables():
-            name = _quoted(conn, table.name)
-            await conn.execute(text(f"DROP POLICY IF EXISTS {POLICY_NAME} ON {name}"))
-            await conn.execute(text(f"ALTER TABLE {name} NO FORCE ROW LEVEL SECURITY"))
-            await conn.execute(text(f"ALTER TABLE {name} DISABLE ROW LEVEL SECURITY"))
-            names.append(table.name)
-        return names
-
-    return await _on(target, "disable", body)  # type: ignore[return-value]
+    return await _alter_each(
+        target,
+        "disable",
+        lambda name: [
+            f"DROP POLICY IF EXISTS {POLICY_NAME} ON {name}",
+            f"ALTER TABLE {name} NO FORCE ROW LEVEL SECURITY",
+            f"ALTER TABLE {name} DISABLE ROW LEVEL SECURITY",
+        ],
+    )
 
 
 async def rls_status(target: AsyncEngine | str | None = None) -> list[TableSecurity]:
@@ -129,4 +141,4 @@ async def rls_status(target: AsyncEngine | str | None = None) -> list[TableSecur
             out.append(TableSecurity(table.name, bool(enabled), bool(forced), bool(has_policy)))
         return out
 
-    return await _on(target, "status", body)  # type: ignore[return-value]
+    return await _on(target, "status", body)

@@ -20,9 +20,10 @@ from memstore.core.tenancy import TenantId, storage_user_id
 from memstore.core.validation import check_limit
 from memstore.db.unit import Database
 from memstore.errors import InvalidInput
-from memstore.repositories.access import AccessDelta, AccessRepository, AccessStat
+from memstore.repositories.access import AccessDelta, AccessRepository
 from memstore.repositories.erasure import guard_against_erasure
 from memstore.services.limits import ACCESS_KINDS
+from memstore.types import AccessStat
 
 __all__ = ["AccessService", "AccessTracker"]
 

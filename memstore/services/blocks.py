@@ -6,25 +6,18 @@ from collections.abc import Callable
 
 from memstore.core.tenancy import storage_user_id
 from memstore.core.validation import MAX_TEXT_CHARS, check_identifier, check_text
-from memstore.db.unit import Database
 from memstore.errors import InvalidInput, NotFound
 from memstore.repositories.blocks import BlockRepository
+from memstore.services.base import Service
 from memstore.types import BlockVersion, MemoryBlock
 
 __all__ = ["BlockService"]
 
 
-class BlockService:
+class BlockService(Service):
     """Pinned working blocks with version history and optimistic concurrency."""
 
-    def __init__(
-        self,
-        *,
-        db: Database,
-        block_char_limit: int,
-    ) -> None:
-        self.db = db
-        self.block_char_limit = block_char_limit
+    block_char_limit: int
 
     @property
     def _content_cap(self) -> int:

@@ -20,10 +20,10 @@ from memstore.errors import NotFound
 from memstore.recall.hybrid import HybridRecall
 from memstore.recall.relevance import check_min_score
 from memstore.repositories.fact_reads import FactReads
-from memstore.repositories.facts import AssertOutcome, FactRepository
+from memstore.repositories.facts import FactRepository
 from memstore.search.settings import EmbedderGuard
 from memstore.services.access import AccessTracker
-from memstore.types import Fact, FactMatch
+from memstore.types import AssertOutcome, Fact, FactMatch
 
 __all__ = ["MAX_FACTS_LISTED", "FactService"]
 

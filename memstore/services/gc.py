@@ -2,27 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from memstore.core.slots import RemovedThread
 from memstore.core.tenancy import TenantId, public_user_id
 from memstore.db.unit import Database
 from memstore.repositories.working_memory import WorkingMemoryRepository
 from memstore.services.threads import ThreadBuffer
+from memstore.types import GcReport
 
-__all__ = ["GcReport", "collect", "sweep_working_memory"]
-
-
-@dataclass(frozen=True, kw_only=True)
-class GcReport:
-    """What one garbage collection removed."""
-
-    threads: tuple[RemovedThread, ...]
-    expired_keys: int
-
-    @property
-    def slots(self) -> int:
-        return sum(t.slot_count for t in self.threads)
+__all__ = ["collect", "sweep_working_memory"]
 
 
 async def sweep_working_memory(db: Database, users: list[TenantId] | None) -> int:

@@ -8,7 +8,6 @@ from typing import Any
 from memstore.core.tenancy import public_user_id, storage_user_id
 from memstore.core.validation import check_aware, check_identifier, check_limit
 from memstore.db.scrub import purge_full_text, truncate_wal
-from memstore.db.unit import Database
 from memstore.repositories.access import AccessRepository
 from memstore.repositories.blocks import BlockRepository
 from memstore.repositories.episodes import EpisodeRepository
@@ -19,24 +18,17 @@ from memstore.repositories.tenants import TenantRepository, tenant_tables
 from memstore.search.tables import EpisodeSearchBackend
 from memstore.search.vector_cache import forget_search_version
 from memstore.services.access import AccessTracker
+from memstore.services.base import Service
 from memstore.types import Profile
 
 __all__ = ["TenantService"]
 
 
-class TenantService:
+class TenantService(Service):
     """Tenant-wide reads and GDPR erasure."""
 
-    def __init__(
-        self,
-        *,
-        db: Database,
-        access_tracker: AccessTracker,
-        episode_search: EpisodeSearchBackend,
-    ) -> None:
-        self.db = db
-        self.access_tracker = access_tracker
-        self.episode_search = episode_search
+    access_tracker: AccessTracker
+    episode_search: EpisodeSearchBackend
 
     async def profile(self, *, user_id: str | None = None) -> Profile:
         """What is stored for a tenant: counts, last seen, recent sessions, sample facts."""

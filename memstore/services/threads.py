@@ -14,7 +14,7 @@ inserts the slot in the same transaction.
   incremented value; if the first rolls back, the counter reverts with the
   lock and the second gets the same index the first gave up: no gap.
 - SQLite: every write transaction starts with BEGIN IMMEDIATE (see
-  memstore.db.engine), so only one appender in any process is between claim
+  memstore.db.connections), so only one appender in any process is between claim
   and commit; the others wait (busy_timeout) and then read the committed value.
 
 In both, the primary key (user_id, thread_id, slot_index) of ``slots`` is the
@@ -28,12 +28,12 @@ from collections.abc import AsyncIterator, Callable
 from datetime import datetime, timedelta
 from typing import Any
 
-from memstore.core.slots import RemovedThread, Slot, SlotMetadata, ThreadInfo
 from memstore.core.tenancy import TenantId, public_user_id, storage_user_id
 from memstore.core.validation import check_identifier, check_json, check_limit, check_text
 from memstore.db.unit import Database
 from memstore.errors import InvalidInput, LimitExceeded, NotFound
 from memstore.repositories.threads import ThreadRepository
+from memstore.types import RemovedThread, Slot, SlotMetadata, ThreadInfo
 
 __all__ = [
     "DEFAULT_MAX_SLOTS_PER_THREAD",

@@ -6,7 +6,6 @@ from collections.abc import AsyncIterable, AsyncIterator, Iterable, Mapping
 from typing import Any
 
 from memstore.core.tenancy import TenantId, public_user_id, storage_user_id
-from memstore.db.unit import Database
 from memstore.embeddings.base import Embedder
 from memstore.embeddings.identity import embedder_identity
 from memstore.errors import Conflict, InvalidImportRow, InvalidInput
@@ -15,24 +14,17 @@ from memstore.repositories.episodes import EpisodeRepository
 from memstore.repositories.tenants import TenantRepository, tenant_table, tenant_tables
 from memstore.schema.migrate import current_revision
 from memstore.search.settings import EmbedderGuard, recorded_embedder
+from memstore.services.base import Service
 from memstore.services.limits import EXPORT_FORMAT, FROM_DUMP, IMPORT_BATCH, FromDump
 
 __all__ = ["TransferService"]
 
 
-class TransferService:
+class TransferService(Service):
     """Lossless export and import of one tenant."""
 
-    def __init__(
-        self,
-        *,
-        db: Database,
-        embedder: Embedder,
-        embedder_guard: EmbedderGuard,
-    ) -> None:
-        self.db = db
-        self.embedder = embedder
-        self.embedder_guard = embedder_guard
+    embedder: Embedder
+    embedder_guard: EmbedderGuard
 
     async def export_header(self, *, user_id: str | None = None) -> dict[str, Any]:
         """What describes a dump of one tenant (the first line of a JSON Lines export)."""

@@ -5,17 +5,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from memstore.core.scopes import ScopeContext
 from memstore.core.tenancy import storage_user_id
 from memstore.core.validation import check_identifier
 from memstore.db.unit import Database
 from memstore.embeddings.base import Embedder
 from memstore.errors import InvalidInput
 from memstore.search.settings import EmbedderGuard
-from memstore.services.consolidation.types import ConsolidationResult, Extractor
-from memstore.services.gc import GcReport, collect
+from memstore.services.consolidation.types import Extractor
+from memstore.services.gc import collect
 from memstore.services.threads import ThreadBuffer
 from memstore.services.working_memory import WorkingMemory
+from memstore.types import ConsolidationResult, GcReport, ScopeContext
 
 __all__ = ["ConsolidationParts", "WorkingService"]
 

@@ -15,7 +15,13 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from memstore.core.scopes import ScopeContext, ScopeLevel, TaskState, check_task_state
+from memstore.core.scopes import (
+    CHECKPOINT_FORMAT,
+    check_task_state,
+    progress_changes,
+    task_state_from_json,
+    task_state_to_json,
+)
 from memstore.core.tenancy import public_user_id, storage_user_id
 from memstore.core.validation import (
     check_identifier,
@@ -32,6 +38,7 @@ from memstore.repositories.working_memory import (
     WorkingMemoryRepository,
 )
 from memstore.services.threads import check_positive_seconds
+from memstore.types import ScopeContext, ScopeLevel, TaskState
 
 __all__ = ["DEFAULT_SCRATCHPAD_LIMIT", "WorkingMemory"]
 
@@ -40,7 +47,6 @@ DEFAULT_SCRATCHPAD_LIMIT = 100
 TASK_STATE_KEY = "_task_state"
 SCRATCHPAD_KEY = "_scratchpad"
 METADATA_KEY = "_metadata"
-_CHECKPOINT_FORMAT = "memstore-wm-checkpoint/1"
 
 
 def _scope_key(scope: ScopeContext) -> ScopeKey:
@@ -211,9 +217,7 @@ class WorkingMemory:
         async with self._db.write(self._user) as session:
             repo = WorkingMemoryRepository(session=session)
             await self._ensure_metadata(repo, now)
-            await repo.put(
-                self._user, self._key, TASK_STATE_KEY, stored.to_json(), expires_at=None, now=now
-            )
+            await self._put_task_state(repo, stored, now)
         return stored
 
     async def get_task_state(self) -> TaskState | None:
@@ -221,7 +225,7 @@ class WorkingMemory:
             found, data = await WorkingMemoryRepository(session=session).get(
                 self._user, self._key, TASK_STATE_KEY, self._db.now()
             )
-        return TaskState.from_json(data) if found else None
+        return task_state_from_json(data) if found else None
 
     async def update_task_progress(
         self,
@@ -230,38 +234,28 @@ class WorkingMemory:
         status: str | None = None,
     ) -> TaskState | None:
         """Change progress fields (progress clamped to 0..100); None if no task state is set."""
-        if current_step is not None and (
-            isinstance(current_step, bool) or not isinstance(current_step, int) or current_step < 0
-        ):
-            raise InvalidInput("current_step must be a non-negative integer")
-        if progress_percent is not None:
-            if isinstance(progress_percent, bool) or not isinstance(progress_percent, int | float):
-                raise InvalidInput("progress_percent must be a number")
-            if progress_percent != progress_percent:  # NaN cannot be clamped meaningfully
-                raise InvalidInput("progress_percent must not be NaN")
-            # Clamp before float(): an int beyond float range must not raise OverflowError.
-            progress_percent = float(min(100.0, max(0.0, progress_percent)))
-        if status is not None:
-            check_text("status", status, allow_empty=True, max_chars=255)
+        changes = progress_changes(current_step, progress_percent, status)
         now = self._db.now()
         async with self._db.write(self._user) as session:
             repo = WorkingMemoryRepository(session=session)
             found, data = await repo.get(self._user, self._key, TASK_STATE_KEY, now, lock=True)
             if not found:
                 return None
-            state = TaskState.from_json(data)
-            changes: dict[str, Any] = {"updated_at": now}
-            if current_step is not None:
-                changes["current_step"] = current_step
-            if progress_percent is not None:
-                changes["progress_percent"] = progress_percent
-            if status is not None:
-                changes["status"] = status
-            state = replace(state, **changes)
-            await repo.put(
-                self._user, self._key, TASK_STATE_KEY, state.to_json(), expires_at=None, now=now
-            )
+            state = replace(task_state_from_json(data), updated_at=now, **changes)
+            await self._put_task_state(repo, state, now)
         return state
+
+    async def _put_task_state(
+        self, repo: WorkingMemoryRepository, state: TaskState, now: datetime
+    ) -> None:
+        await repo.put(
+            self._user,
+            self._key,
+            TASK_STATE_KEY,
+            task_state_to_json(state),
+            expires_at=None,
+            now=now,
+        )
 
     # ---- scratchpad --------------------------------------------------------------------
 
@@ -320,7 +314,7 @@ class WorkingMemory:
             await self._ensure_metadata(repo, now)
             keys = await repo.live(self._user, self._key, now)
             data = {
-                "format": _CHECKPOINT_FORMAT,
+                "format": CHECKPOINT_FORMAT,
                 "keys": [
                     {
                         "key": k.key,

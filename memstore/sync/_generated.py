@@ -18,30 +18,34 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio.session import AsyncSession
 
-from memstore.core.scopes import ScopeContext, TaskState
-from memstore.core.slots import RemovedThread, Slot, ThreadInfo
 from memstore.embeddings.base import Embedder
-from memstore.repositories.access import AccessStat
-from memstore.repositories.facts import AssertOutcome
 from memstore.search.tuning import RecallTuning
 from memstore.services.agent.context import Context, ContextItem
 from memstore.services.agent.tokens import TokenCounter
-from memstore.services.consolidation.types import ConsolidationResult, Extractor
-from memstore.services.gc import GcReport
+from memstore.services.consolidation.types import Extractor
 from memstore.services.limits import FromDump
 from memstore.services.threads import ThreadBuffer
 from memstore.services.working_memory import WorkingMemory
 from memstore.store import MemoryStore
 from memstore.sync._runtime import SyncProxy, SyncStore, share_docstrings
 from memstore.types import (
+    AccessStat,
+    AssertOutcome,
     BlockVersion,
+    ConsolidationResult,
     Episode,
     EpisodeMatch,
     Fact,
     FactMatch,
+    GcReport,
     MemoryBlock,
     Message,
     Profile,
+    RemovedThread,
+    ScopeContext,
+    Slot,
+    TaskState,
+    ThreadInfo,
     utcnow,
 )
 

@@ -1,6 +1,6 @@
 """The agent-facing layer: per-turn context packing, memory tools, access tracking."""
 
-from memstore.services.agent.access import ACCESS_PRIOR_WEIGHT, AccessStat, access_prior
+from memstore.services.agent.access import ACCESS_PRIOR_WEIGHT, access_prior
 from memstore.services.agent.context import Context, ContextItem, ItemKind, pack
 from memstore.services.agent.tokens import ApproxTokenCounter, CharTokenCounter, TokenCounter
 from memstore.services.agent.tools import (
@@ -13,7 +13,6 @@ from memstore.services.agent.tools import (
 __all__ = [
     "ACCESS_PRIOR_WEIGHT",
     "TOOL_SCHEMAS",
-    "AccessStat",
     "ApproxTokenCounter",
     "CharTokenCounter",
     "Context",

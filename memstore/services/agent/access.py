@@ -7,11 +7,8 @@ from __future__ import annotations
 
 import math
 
-from memstore.repositories.access import AccessStat
-
 __all__ = [
     "ACCESS_PRIOR_WEIGHT",
-    "AccessStat",
     "access_prior",
 ]
 

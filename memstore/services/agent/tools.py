@@ -3,22 +3,20 @@
 The definitions are plain data in the shape OpenAI-compatible chat completions
 (``tools=[{"type": "function", "function": {...}}]``) and Anthropic-style APIs
 (``{"name", "description", "input_schema"}``) accept. Arguments are validated
-against the very same schemas by a small built-in checker (the subset of JSON
-Schema they use), so schema and validation cannot drift and no extra runtime
-dependency is needed.
+against the very same schemas (:mod:`memstore.services.agent.arguments`), so
+schema and validation cannot drift.
 """
 
 from __future__ import annotations
 
 import json
 import re
-import reprlib
-from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, Literal
 
 from memstore.core.validation import check_aware
 from memstore.errors import InvalidInput, NotFound
+from memstore.services.agent.arguments import check_arguments, parse_datetime, preview
 from memstore.services.agent.builder import episode_text, fact_text
 from memstore.services.agent.memory import AgentMemory
 from memstore.services.agent.ranking import merge_by_score
@@ -30,7 +28,6 @@ __all__ = [
     "TOOL_SCHEMAS",
     "ToolStyle",
     "call_tool",
-    "check_arguments",
     "parse_memory_id",
     "tool_definitions",
     "validate_arguments",
@@ -178,120 +175,12 @@ def tool_definitions(style: ToolStyle = "openai") -> list[dict[str, Any]]:
     return out
 
 
-# ---- argument validation ------------------------------------------------------------
-
-_TYPES: dict[str, tuple[type, ...]] = {
-    "string": (str,),
-    "integer": (int,),
-    "number": (int, float),
-    "boolean": (bool,),
-    "object": (dict,),
-    "array": (list,),
-}
-
-
-# Error messages quote untrusted values: bounded in depth and length, so a huge
-# or deeply nested value cannot make the message itself fail (RecursionError).
-_PREVIEW = reprlib.Repr()
-_PREVIEW.maxlevel = 3
-_PREVIEW.maxstring = _PREVIEW.maxother = 80
-
-
-def _preview(value: Any) -> str:
-    return _PREVIEW.repr(value)
-
-
-def _type_ok(value: Any, expected: str) -> bool:
-    if expected in ("integer", "number") and isinstance(value, bool):
-        return False
-    if expected == "integer" and isinstance(value, float):
-        return value.is_integer()
-    return isinstance(value, _TYPES[expected])
-
-
-def _parse_datetime(tool: str, field: str, value: str) -> datetime:
-    try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        raise InvalidInput(
-            f"{tool}: argument {field!r} must be an ISO 8601 date-time, got {_preview(value)}"
-        ) from None
-    if parsed.tzinfo is None:
-        raise InvalidInput(
-            f"{tool}: argument {field!r} needs a UTC offset (e.g. 2026-01-31T09:00:00Z)"
-        )
-    return parsed
-
-
 def validate_arguments(name: str, arguments: Any) -> dict[str, Any]:
     """Check ``arguments`` (a dict or the JSON text a model sent) against tool ``name``."""
     # The name comes from the model too: it may be a list or dict (unhashable).
     if not isinstance(name, str) or name not in TOOL_SCHEMAS:
-        raise InvalidInput(f"unknown tool {_preview(name)}; available: {', '.join(TOOL_SCHEMAS)}")
+        raise InvalidInput(f"unknown tool {preview(name)}; available: {', '.join(TOOL_SCHEMAS)}")
     return check_arguments(name, TOOL_SCHEMAS[name]["parameters"], arguments)
-
-
-def check_arguments(name: str, schema: Mapping[str, Any], arguments: Any) -> dict[str, Any]:
-    """Check ``arguments`` (a dict or JSON text) against the JSON ``schema`` of tool ``name``.
-
-    The subset of JSON Schema the memory tools use; other tool layers (the MCP
-    server) validate their own schemas with it so every tool refuses alike.
-    """
-    if arguments is None:
-        arguments = {}
-    if isinstance(arguments, str | bytes):
-        try:
-            arguments = json.loads(arguments or "{}")
-        except (ValueError, RecursionError) as exc:  # too deeply nested for the decoder
-            raise InvalidInput(f"{name}: arguments are not valid JSON ({exc})") from None
-    if not isinstance(arguments, Mapping):
-        raise InvalidInput(
-            f"{name}: arguments must be a JSON object, got {type(arguments).__name__}"
-        )
-    props: Mapping[str, Any] = schema["properties"]
-    # key=str: a dict built in Python may mix key types, which do not compare.
-    unexpected = sorted(set(arguments) - set(props), key=str)
-    if unexpected:
-        raise InvalidInput(
-            f"{name}: unexpected argument {_preview(unexpected[0])}; allowed: {', '.join(props)}"
-        )
-    for field in schema["required"]:
-        if field not in arguments:
-            raise InvalidInput(f"{name}: missing required argument {field!r}")
-    for field, value in arguments.items():
-        rule = props[field]
-        if not _type_ok(value, rule["type"]):
-            raise InvalidInput(
-                f"{name}: argument {field!r} must be of type {rule['type']}, "
-                f"got {type(value).__name__} {_preview(value)}"
-            )
-        if "enum" in rule and value not in rule["enum"]:
-            raise InvalidInput(
-                f"{name}: argument {field!r} must be one of {rule['enum']}, got {_preview(value)}"
-            )
-        if ("minimum" in rule and value < rule["minimum"]) or (
-            "maximum" in rule and value > rule["maximum"]
-        ):
-            raise InvalidInput(
-                f"{name}: argument {field!r} must be between {rule.get('minimum')} and "
-                f"{rule.get('maximum')}, got {value!r}"
-            )
-        if rule["type"] == "string":
-            if rule.get("minLength") and not value.strip():
-                raise InvalidInput(f"{name}: argument {field!r} must not be empty")
-            if len(value) > rule.get("maxLength", len(value)):
-                raise InvalidInput(
-                    f"{name}: argument {field!r} is {len(value)} characters; "
-                    f"the limit is {rule['maxLength']}"
-                )
-            if "pattern" in rule and not re.search(rule["pattern"], value):
-                raise InvalidInput(
-                    f"{name}: argument {field!r} must look like 'episode:<id>', "
-                    f"'fact:<id>' or 'block:<name>', got {_preview(value)}"
-                )
-            if rule.get("format") == "date-time":
-                _parse_datetime(name, field, value)
-    return dict(arguments)
 
 
 def parse_memory_id(memory_id: str) -> tuple[str, str]:
@@ -299,7 +188,7 @@ def parse_memory_id(memory_id: str) -> tuple[str, str]:
     if not isinstance(memory_id, str) or not re.match(ID_PATTERN, memory_id):
         raise InvalidInput(
             f"memory id must look like 'episode:<id>', 'fact:<id>' or 'block:<name>', "
-            f"got {_preview(memory_id)}"
+            f"got {preview(memory_id)}"
         )
     kind, key = memory_id.split(":", 1)
     return kind, key
@@ -414,7 +303,7 @@ async def _remember(memory: AgentMemory, user_id: str | None, args: dict[str, An
     valid_from = None
     if "valid_from" in args:
         valid_from = check_aware(
-            "valid_from", _parse_datetime("remember_fact", "valid_from", args["valid_from"])
+            "valid_from", parse_datetime("remember_fact", "valid_from", args["valid_from"])
         )
     outcome = await memory.facts.assert_fact(
         Fact(

@@ -13,11 +13,10 @@ from memstore.services.consolidation.errors import (
 from memstore.services.consolidation.llm import LLMConfig, LLMExtractor
 from memstore.services.consolidation.rules import RuleExtractor
 from memstore.services.consolidation.types import (
-    BatchResult,
     CandidateFact,
-    ConsolidationResult,
     Extractor,
 )
+from memstore.types import BatchResult, ConsolidationResult
 
 __all__ = [
     "DEFAULT_BATCH_SIZE",

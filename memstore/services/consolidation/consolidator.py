@@ -45,16 +45,14 @@ from memstore.embeddings.base import Embedder, embed_checked
 from memstore.errors import InvalidInput
 from memstore.repositories.consolidation import ConsolidationRepository
 from memstore.repositories.erasure import guard_against_erasure
-from memstore.repositories.facts import FactChange, FactRepository
+from memstore.repositories.facts import FactRepository
 from memstore.search.settings import EmbedderGuard
 from memstore.services.consolidation.errors import ExtractionError
 from memstore.services.consolidation.types import (
-    BatchResult,
     CandidateFact,
-    ConsolidationResult,
     Extractor,
 )
-from memstore.types import Episode, Fact
+from memstore.types import BatchResult, ConsolidationResult, Episode, Fact, FactChange
 
 if TYPE_CHECKING:  # the unit of work's session, handed on to the repositories
     from sqlalchemy.ext.asyncio import AsyncSession
