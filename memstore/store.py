@@ -274,7 +274,7 @@ class MemoryStore:
                 raise DimensionMismatch(
                     f"the embedder produces {embedder.dim}-dimensional vectors but this "
                     f"database stores {dim}; open it with a {dim}-dimensional embedder "
-                    "(the width is fixed when migrating, see README 'Recall')"
+                    "(the width is fixed when migrating, see docs/hybrid-recall.md)"
                 )
             check_embedder(
                 recorded,

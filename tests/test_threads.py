@@ -16,8 +16,8 @@ from sqlalchemy import text, update
 
 from memstore import InvalidInput, LimitExceeded, MemoryStore, NotFound
 from memstore.cli import main as cli_main
-from memstore.core.slots import Slot
 from memstore.models import SlotRow
+from memstore.types import Slot
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -30,7 +30,7 @@ __all__ = [
 
 DEFAULT_URL = "sqlite+aiosqlite:///./memstore.db"
 # How long a SQLite writer waits for another process's write lock before the
-# call fails with Unavailable (documented in the README's Guarantees).
+# call fails with Unavailable (documented in docs/guarantees.md).
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 # A stopped or unreachable Postgres must fail calls with Unavailable rather than
 # hang them: bound connecting and every single statement.
