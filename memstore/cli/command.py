@@ -9,8 +9,6 @@ from collections.abc import Callable, Coroutine, Iterator, Sequence
 from contextlib import contextmanager
 from typing import IO, Any
 
-from memstore.schema.database import require_existing_database
-
 __all__ = ["URL_HELP", "add_command", "run_on_dump", "text_file"]
 
 URL_HELP = "database URL (default: $MEMSTORE_URL or ./memstore.db)"
@@ -63,6 +61,8 @@ def run_on_dump(
     A dump is written as ASCII (JSON escapes the rest) and read as UTF-8. The rows
     moved, counted by kind, go to stderr: stdout may be the dump.
     """
+    from memstore.schema.database import require_existing_database  # not for --help
+
     require_existing_database(url)  # never create one behind a mistyped path
     mode, encoding, verb = ("w", "ascii", "exported") if writing else ("r", "utf-8", "imported")
     with text_file(path, mode, encoding=encoding) as file:
