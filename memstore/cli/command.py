@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Sequence
 from contextlib import contextmanager
 from typing import IO, Any
 
-__all__ = ["URL_HELP", "add_command", "text_file"]
+__all__ = ["URL_HELP", "add_command", "run_on_dump", "text_file"]
 
 URL_HELP = "database URL (default: $MEMSTORE_URL or ./memstore.db)"
 
@@ -46,3 +47,25 @@ def text_file(path: str, mode: str, *, encoding: str) -> Iterator[IO[str]]:
         return
     with open(path, mode, encoding=encoding, newline="\n") as file:
         yield file
+
+
+def run_on_dump(
+    url: str | None,
+    path: str,
+    work: Callable[[IO[str]], Coroutine[Any, Any, dict[str, int]]],
+    *,
+    writing: bool,
+) -> int:
+    """``work`` on the dump at ``path`` (``-`` for stdio) and an existing database; 0.
+
+    A dump is written as ASCII (JSON escapes the rest) and read as UTF-8. The rows
+    moved, counted by kind, go to stderr: stdout may be the dump.
+    """
+    from memstore.schema.database import require_existing_database  # not for --help
+
+    require_existing_database(url)  # never create one behind a mistyped path
+    mode, encoding, verb = ("w", "ascii", "exported") if writing else ("r", "utf-8", "imported")
+    with text_file(path, mode, encoding=encoding) as file:
+        counts = asyncio.run(work(file))
+    print(f"{verb} {sum(counts.values())} rows: {counts}", file=sys.stderr)
+    return 0

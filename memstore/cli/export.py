@@ -7,13 +7,10 @@ then one line per row. `memstore import` loads it into any database of either ba
 from __future__ import annotations
 
 import argparse
-import asyncio
-import sys
 from typing import Any
 
-from memstore.cli.command import add_command, text_file
+from memstore.cli.command import add_command, run_on_dump
 from memstore.cli.user_args import add_user_argument
-from memstore.schema.database import require_existing_database
 
 
 def register(subparsers: Any) -> None:
@@ -34,8 +31,4 @@ async def _export(args: argparse.Namespace, out: Any) -> dict[str, int]:
 
 
 def run(args: argparse.Namespace) -> int:
-    require_existing_database(args.url)  # never create one behind a mistyped path
-    with text_file(args.output, "w", encoding="ascii") as out:
-        counts = asyncio.run(_export(args, out))
-    print(f"exported {sum(counts.values())} rows: {counts}", file=sys.stderr)
-    return 0
+    return run_on_dump(args.url, args.output, lambda f: _export(args, f), writing=True)

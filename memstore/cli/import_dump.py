@@ -7,14 +7,11 @@ every row is checked first, and a bad row writes nothing.
 from __future__ import annotations
 
 import argparse
-import asyncio
-import sys
 from typing import Any
 
-from memstore.cli.command import add_command, text_file
+from memstore.cli.command import add_command, run_on_dump
 from memstore.cli.embedder_args import add_embedder_arguments, embedder_from_args
 from memstore.cli.user_args import add_user_argument
-from memstore.schema.database import require_existing_database
 
 
 def register(subparsers: Any) -> None:
@@ -43,8 +40,4 @@ async def _import(args: argparse.Namespace, lines: Any) -> dict[str, int]:
 
 
 def run(args: argparse.Namespace) -> int:
-    require_existing_database(args.url)  # never create one behind a mistyped path
-    with text_file(args.input, "r", encoding="utf-8") as lines:
-        counts = asyncio.run(_import(args, lines))
-    print(f"imported {sum(counts.values())} rows: {counts}", file=sys.stderr)
-    return 0
+    return run_on_dump(args.url, args.input, lambda f: _import(args, f), writing=False)

@@ -17,15 +17,21 @@ __all__ = ["NO_SCOPE", "WorkingMemoryCheckpointRow", "WorkingMemoryRow"]
 NO_SCOPE = ""
 
 
-class WorkingMemoryRow(Base):
+class _Scoped:
+    """The tenant and scope path: the leading columns of both tables' primary keys."""
+
+    # Mixin columns would otherwise follow the table's own, reordering its key.
+    user_id: Mapped[TenantId] = mapped_column(sort_order=-1)
+    project_id: Mapped[str] = mapped_column(String(255), primary_key=True, sort_order=-1)
+    agent_id: Mapped[str] = mapped_column(String(255), primary_key=True, sort_order=-1)
+    session_id: Mapped[str] = mapped_column(String(255), primary_key=True, sort_order=-1)
+
+
+class WorkingMemoryRow(_Scoped, Base):
     """One key of one scope's working memory; ``_``-prefixed keys are internal state."""
 
     __tablename__ = "working_memory"
 
-    user_id: Mapped[TenantId]
-    project_id: Mapped[str] = mapped_column(String(255), primary_key=True)
-    agent_id: Mapped[str] = mapped_column(String(255), primary_key=True)
-    session_id: Mapped[str] = mapped_column(String(255), primary_key=True)
     key: Mapped[str] = mapped_column(String(255), primary_key=True)
     value: Mapped[Any] = mapped_column(JSONDoc)
     # NULL = never expires. Reads filter on expires_at > now; the sweep deletes the rest.
@@ -35,15 +41,11 @@ class WorkingMemoryRow(Base):
     __table_args__ = (Index(None, "user_id", "expires_at"),)
 
 
-class WorkingMemoryCheckpointRow(Base):
+class WorkingMemoryCheckpointRow(_Scoped, Base):
     """A snapshot of every key of one scope, restorable by its UUID."""
 
     __tablename__ = "working_memory_checkpoints"
 
-    user_id: Mapped[TenantId]
-    project_id: Mapped[str] = mapped_column(String(255), primary_key=True)
-    agent_id: Mapped[str] = mapped_column(String(255), primary_key=True)
-    session_id: Mapped[str] = mapped_column(String(255), primary_key=True)
     id: Mapped[str] = mapped_column(String(36), primary_key=True)
     description: Mapped[str] = mapped_column(Text)
     data: Mapped[Any] = mapped_column(JSONDoc)

@@ -24,7 +24,7 @@ from memstore.embeddings.base import Embedder, embed_checked
 from memstore.recall.relevance import relevance
 from memstore.repositories.episodes import EpisodeRepository
 from memstore.search.facts import FactSearch
-from memstore.search.statement import EpisodeRecall, FactRecall
+from memstore.search.statement import EpisodeRecall, FactRecall, Recall
 from memstore.search.tables import EpisodeSearchBackend
 from memstore.search.tuning import RecallTuning
 from memstore.types import Episode, EpisodeMatch, Fact, FactMatch
@@ -36,7 +36,7 @@ _Row = TypeVar("_Row", Episode, Fact)
 
 def _cut(
     ranked: Sequence[tuple[_Row, float, dict[str, float]]],
-    terms: Sequence[str],
+    request: Recall,
     text_of: Callable[[_Row], str],
     *,
     floor: float | None,
@@ -54,7 +54,7 @@ def _cut(
     for row, ranking, ranking_parts in ranked:
         parts = {**ranking_parts, "ranking": ranking}
         if with_relevance or floor is not None:
-            parts["relevance"] = relevance(terms, text_of(row), parts.get("dense", 0.0))
+            parts["relevance"] = relevance(request.terms, text_of(row), parts.get("dense", 0.0))
         score = parts.get("relevance", 0.0)
         if floor is None or score >= floor:
             scored.append((row, score, parts))
@@ -107,10 +107,9 @@ class HybridRecall:
                     user_id, [], time_range=time_range, limit=limit
                 )
             return [EpisodeMatch(episode=e, score=0.0, parts={"relevance": 0.0}) for e in newest]
-        terms = tuple(query_terms(query))
         request = EpisodeRecall(
             user_id=user_id,
-            terms=terms,
+            terms=tuple(query_terms(query)),
             qvec=await self.embed_query(query),
             limit=limit,
             tuning=self.tuning,
@@ -125,7 +124,7 @@ class HybridRecall:
         ranked = [(h.episode, h.score, h.parts) for h in hits[:limit]]
         kept = _cut(
             ranked,
-            terms,
+            request,
             episode_search_text,
             floor=floor,
             with_relevance=with_relevance,
@@ -157,10 +156,9 @@ class HybridRecall:
                     session, user_id, valid_at=valid_at, known_at=known_at, limit=limit
                 )
             return [FactMatch(fact=f, score=0.0, parts={"relevance": 0.0}) for f in newest]
-        terms = tuple(query_terms(query))
         request = FactRecall(
             user_id=user_id,
-            terms=terms,
+            terms=tuple(query_terms(query)),
             qvec=await self.embed_query(query),
             # A floor drops rows after the ranking: look a little further down it.
             limit=limit if floor is None else limit * 2 + 10,
@@ -174,6 +172,6 @@ class HybridRecall:
             hits = await self.fact_search.recall(session, request)
         ranked = [(h.fact, h.score, h.parts) for h in hits]
         kept = _cut(
-            ranked, terms, fact_text, floor=floor, with_relevance=with_relevance, limit=limit
+            ranked, request, fact_text, floor=floor, with_relevance=with_relevance, limit=limit
         )
         return [FactMatch(fact=f, score=s, parts=p) for f, s, p in kept]

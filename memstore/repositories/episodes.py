@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from functools import lru_cache
 from typing import Any
@@ -274,12 +274,3 @@ class EpisodeRepository:
             stmt = stmt.where(EpisodeRow.occurred_at < before)
         result = await self._session.execute(stmt)
         return int(result.rowcount or 0)  # type: ignore[attr-defined]
-
-    async def stream(self, user_id: TenantId) -> AsyncIterator[Episode]:
-        stmt = (
-            select(EpisodeRow)
-            .where(EpisodeRow.user_id == user_id)
-            .order_by(EpisodeRow.occurred_at, EpisodeRow.id)
-        )
-        async for row in await self._session.stream_scalars(stmt):
-            yield episode_from_row(row)

@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import AsyncIterator
 from datetime import datetime
 from typing import Any
 
@@ -258,12 +257,3 @@ class FactRepository:
             .limit(limit)
         )
         return [fact_from_row(r) for r in (await self._session.scalars(stmt)).all()]
-
-    async def stream(self, user_id: TenantId) -> AsyncIterator[Fact]:
-        stmt = (
-            select(FactRow)
-            .where(FactRow.user_id == user_id)
-            .order_by(FactRow.recorded_at, FactRow.id)
-        )
-        async for row in await self._session.stream_scalars(stmt):
-            yield fact_from_row(row)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from sqlalchemy import (
@@ -70,6 +70,21 @@ def _version_tuple(version: str) -> tuple[int, ...]:
     return tuple(int(p) for p in version.split(".") if p.isdigit())
 
 
+class _Scan(NamedTuple):
+    """One tenant's dense search, as each plan (exact, iterative, over-fetch) runs it."""
+
+    session: Reader
+    model: RecallTable
+    user_id: str
+    distance: Any  # the row's cosine distance to the query vector
+
+    @classmethod
+    def of(cls, session: Reader, model: RecallTable, user_id: str, query: np.ndarray) -> _Scan:
+        vector = bindparam("qvec", query.astype(np.float32), type_=PgVector())
+        distance = model.embedding.op("<=>", return_type=Float)(cast(vector, PgVector()))
+        return cls(session, model, user_id, distance)
+
+
 class PostgresSearch:
     def __init__(self, *, exact_threshold: int = DEFAULT_EXACT_THRESHOLD) -> None:
         self.exact_threshold = exact_threshold
@@ -94,10 +109,9 @@ class PostgresSearch:
         depth: int,
         where: Sequence[ColumnElement[bool]],
     ) -> dict[str, float]:
-        vector = bindparam("qvec", query.astype(np.float32), type_=PgVector())
-        distance = model.embedding.op("<=>", return_type=Float)(cast(vector, PgVector()))
+        scan = _Scan.of(session, model, user_id, query)
         if model is not EpisodeRow or where:
-            return await self._exact(session, model, user_id, distance, depth, where)
+            return await self._exact(scan, depth, where)
         tenant_rows = int(
             await session.scalar(
                 select(func.count()).where(model.user_id == user_id, model.embedding.is_not(None))
@@ -105,7 +119,7 @@ class PostgresSearch:
             or 0
         )
         if tenant_rows <= self.exact_threshold:
-            return await self._exact(session, model, user_id, distance, depth, where)
+            return await self._exact(scan, depth, where)
         return await self.dense_large(session, user_id, query, depth, tenant_rows)
 
     async def dense_large(
@@ -122,14 +136,12 @@ class PostgresSearch:
         The index returns the ``pool`` rows nearest by whole text (``depth`` when
         None); those with passages are re-scored by their best one.
         """
-        model = EPISODES
-        vector = bindparam("qvec", query.astype(np.float32), type_=PgVector())
-        distance = model.embedding.op("<=>", return_type=Float)(cast(vector, PgVector()))
+        scan = _Scan.of(session, EPISODES, user_id, query)
         fetch = max(pool or depth, depth)
         if await self._pgvector_version(session) >= (0, 8):
-            found = await self._iterative(session, model, user_id, distance, fetch)
+            found = await self._iterative(scan, fetch)
         else:
-            found = await self._overfetch(session, model, user_id, distance, fetch, tenant_rows)
+            found = await self._overfetch(scan, fetch, tenant_rows)
         rows = await session.execute(
             text(_PG_PASSAGES).bindparams(bindparam("qvec", type_=PgVector())),
             {
@@ -144,14 +156,9 @@ class PostgresSearch:
         return dict(best)
 
     async def _exact(
-        self,
-        session: Reader,
-        model: RecallTable,
-        user_id: str,
-        distance: Any,
-        depth: int,
-        where: Sequence[ColumnElement[bool]],
+        self, scan: _Scan, depth: int, where: Sequence[ColumnElement[bool]]
     ) -> dict[str, float]:
+        session, model, user_id, distance = scan
         self.last_plan = "exact"
         # `+ 0` makes the sort key an expression the HNSW index cannot serve, so
         # the planner reads the tenant's rows through the user_id btree and
@@ -165,14 +172,8 @@ class PostgresSearch:
         )
         return {r[0]: 1.0 - float(r[1]) for r in (await session.execute(stmt)).all()}
 
-    async def _iterative(
-        self,
-        session: Reader,
-        model: RecallTable,
-        user_id: str,
-        distance: Any,
-        depth: int,
-    ) -> dict[str, float]:
+    async def _iterative(self, scan: _Scan, depth: int) -> dict[str, float]:
+        session, model, user_id, distance = scan
         self.last_plan = "hnsw-iterative"
         await session.execute(text("SET LOCAL hnsw.iterative_scan = strict_order"))
         ef = min(MAX_EF_SEARCH, max(_MIN_EF_SEARCH, depth))
@@ -185,18 +186,11 @@ class PostgresSearch:
         )
         found = {r[0]: 1.0 - float(r[1]) for r in (await session.execute(stmt)).all()}
         if len(found) < depth:
-            return await self._exact(session, model, user_id, distance, depth, ())
+            return await self._exact(scan, depth, ())
         return found
 
-    async def _overfetch(
-        self,
-        session: Reader,
-        model: RecallTable,
-        user_id: str,
-        distance: Any,
-        depth: int,
-        tenant_rows: int,
-    ) -> dict[str, float]:
+    async def _overfetch(self, scan: _Scan, depth: int, tenant_rows: int) -> dict[str, float]:
+        session, model, user_id, distance = scan
         table_name = model.__tablename__
         total = await session.scalar(
             text("SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE relname = :t"),
@@ -206,7 +200,7 @@ class PostgresSearch:
         share = tenant_rows / total_rows
         fetch = math.ceil(depth / share * _OVERFETCH)
         if fetch > MAX_EF_SEARCH:
-            return await self._exact(session, model, user_id, distance, depth, ())
+            return await self._exact(scan, depth, ())
         self.last_plan = f"hnsw-overfetch({fetch})"
         await session.execute(text(f"SET LOCAL hnsw.ef_search = {max(fetch, _MIN_EF_SEARCH)}"))
         nearest = (
@@ -225,7 +219,7 @@ class PostgresSearch:
         stmt = cross_tenant(stmt, "recall-hnsw-overfetch")
         found = {r[0]: 1.0 - float(r[1]) for r in (await session.execute(stmt)).all()}
         if len(found) < min(depth, tenant_rows):
-            return await self._exact(session, model, user_id, distance, depth, ())
+            return await self._exact(scan, depth, ())
         return found
 
 
