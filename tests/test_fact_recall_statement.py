@@ -15,6 +15,7 @@ import pytest
 
 import memstore.core.lexical as lexical
 from memstore import Episode, Fact, MemoryStore
+from memstore.schema.migrate import downgrade, upgrade
 from tests.test_facts_reads import Sent, _queries
 
 MARCH = datetime(2026, 3, 1, tzinfo=UTC)
@@ -85,3 +86,16 @@ async def test_a_recall_query_is_tokenised_once(
             found = list(await store.recall_facts_scored("boat", user_id="alice", min_score=0.1))
         assert found
         assert calls == ["boat"]
+
+
+async def test_revision_0013_on_a_populated_database(empty_db_url: str) -> None:
+    """Facts stored before 0013 (SQLite: no vocabulary view to count fact terms from)
+    get keyword scores once it is applied; its downgrade keeps them."""
+    await upgrade(empty_db_url)
+    async with MemoryStore.open(empty_db_url) as store:
+        await _facts(store)
+    await downgrade(empty_db_url, "0012")
+    await upgrade(empty_db_url)
+    async with MemoryStore.open(empty_db_url) as store:
+        (match,) = await store.recall_facts_scored("boat", user_id="alice", limit=1)
+        assert match.fact.object == "a boat" and match.parts["keyword"] > 0
