@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from memstore.embeddings.base import normalized
+from memstore.embeddings.forms import instruction_prefixes, with_forms
 
 __all__ = ["SentenceTransformerEmbedder", "bundled_minilm_path", "model_identity"]
 
@@ -87,6 +88,15 @@ class SentenceTransformerEmbedder:
     so a query about one paragraph of a long answer is not diluted by the rest.
     ``passage_tokens=None`` stores no passages (recall uses the whole-text
     vector only).
+
+    ``query_prefix`` / ``document_prefix``: the instructions of asymmetric models,
+    prepended to every query (``embed_queries``) and every stored text, window and
+    passage (``embed``, ``embed_passages``). ``None`` (default) takes the family's
+    own from the model's name (:func:`instruction_prefixes`: e5 ``query: `` /
+    ``passage: ``, nomic ``search_query: `` / ``search_document: ``, bge and
+    arctic the retrieval instruction on queries); ``""`` sends the text as it is.
+    The prefixes are part of ``identity`` (:func:`with_forms`), also when
+    ``identity`` is given.
     """
 
     def __init__(
@@ -98,6 +108,8 @@ class SentenceTransformerEmbedder:
         identity: str | None = None,
         whole_text: bool = True,
         passage_tokens: int | None = DEFAULT_PASSAGE_TOKENS,
+        query_prefix: str | None = None,
+        document_prefix: str | None = None,
     ) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         try:
@@ -105,7 +117,12 @@ class SentenceTransformerEmbedder:
         except ImportError as exc:
             raise ImportError(_MISSING) from exc
         self.model_name = str(model if model is not None else bundled_minilm_path())
-        self._identity = identity or model_identity(model)
+        family = instruction_prefixes(self.model_name)
+        self._query_prefix = family[0] if query_prefix is None else query_prefix
+        self._document_prefix = family[1] if document_prefix is None else document_prefix
+        self._identity = with_forms(
+            identity or model_identity(model), self._query_prefix, self._document_prefix
+        )
         self._model: Any = SentenceTransformer(self.model_name, device=device)
         self._batch_size = batch_size
         # Renamed in sentence-transformers 6; older releases have only the long name.
@@ -117,6 +134,12 @@ class SentenceTransformerEmbedder:
             raise ValueError(f"model {self.model_name!r} does not report its embedding size")
         self._dim = int(dim)
         window = _window_tokens(self._model)
+        if window is not None and self._document_prefix:
+            # The prefix takes word pieces of every window and passage: slice the text shorter.
+            spent = len(
+                self._model.tokenizer(self._document_prefix, add_special_tokens=False)["input_ids"]
+            )
+            window = max(8, window - spent)
         self._window = window if whole_text else None
         if passage_tokens is not None and passage_tokens < 8:
             raise ValueError(f"passage_tokens must be at least 8 (or None), got {passage_tokens}")
@@ -165,7 +188,23 @@ class SentenceTransformerEmbedder:
     async def embed_passages(self, texts: Sequence[str]) -> list[np.ndarray]:
         return await asyncio.to_thread(self.embed_passages_sync, texts)
 
-    def _encode(self, pieces: Sequence[str]) -> np.ndarray:
+    def embed_queries_sync(self, texts: Sequence[str]) -> np.ndarray:
+        """Queries in the query form; without a query prefix exactly ``embed_sync``.
+
+        A prefixed query is read as one window (the model cuts one longer than it).
+        """
+        if not self._query_prefix:
+            return self.embed_sync(texts)
+        if not texts:
+            return np.zeros((0, self._dim), dtype=np.float32)
+        return self._encode([self._query_prefix + text for text in texts], document=False)
+
+    async def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return await asyncio.to_thread(self.embed_queries_sync, texts)
+
+    def _encode(self, pieces: Sequence[str], *, document: bool = True) -> np.ndarray:
+        if document and self._document_prefix:
+            pieces = [self._document_prefix + piece for piece in pieces]
         vectors = self._model.encode(
             pieces,
             batch_size=self._batch_size,
@@ -210,4 +249,9 @@ class SentenceTransformerEmbedder:
         return await asyncio.to_thread(self.embed_sync, texts)
 
     def __repr__(self) -> str:
-        return f"SentenceTransformerEmbedder({self.model_name!r}, dim={self._dim})"
+        forms = ""
+        if self._query_prefix or self._document_prefix:
+            forms = (
+                f", query_prefix={self._query_prefix!r}, document_prefix={self._document_prefix!r}"
+            )
+        return f"SentenceTransformerEmbedder({self.model_name!r}, dim={self._dim}{forms})"

@@ -20,7 +20,7 @@ from memstore.core.documents import episode_search_text, fact_text
 from memstore.core.lexical import query_terms
 from memstore.core.tenancy import TenantId
 from memstore.db.unit import Database
-from memstore.embeddings.base import Embedder, embed_checked
+from memstore.embeddings.base import Embedder, queries_checked
 from memstore.recall.relevance import relevance
 from memstore.repositories.episodes import EpisodeRepository
 from memstore.search.facts import FactSearch
@@ -80,7 +80,8 @@ class HybridRecall:
         self.tuning = tuning or RecallTuning()
 
     async def embed_query(self, query: str) -> np.ndarray:
-        vectors: np.ndarray = await embed_checked(self.embedder, [query])
+        # The query form (QueryEmbedder) where the model has one: stored rows are documents.
+        vectors: np.ndarray = await queries_checked(self.embedder, [query])
         return np.asarray(vectors[0], dtype=np.float32)
 
     async def episodes(

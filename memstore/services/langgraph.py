@@ -16,7 +16,7 @@ import numpy as np
 from memstore.core.langgraph_input import indexed_texts
 from memstore.core.tenancy import TenantId
 from memstore.db.unit import Database
-from memstore.embeddings.base import Embedder, embed_checked
+from memstore.embeddings.base import Embedder, embed_checked, queries_checked
 from memstore.repositories.langgraph import LangGraphRepository
 from memstore.search.settings import EmbedderGuard
 
@@ -116,7 +116,7 @@ class LangGraphItems:
             rows = [r for r in rows if keep(r.value)]
         scores: list[float | None] = [None] * len(rows)
         if query:
-            vector = (await embed_checked(self._embedder, [query]))[0]
+            vector = (await queries_checked(self._embedder, [query]))[0]
             dim = vector.shape[0]
             for i, row in enumerate(rows):
                 # Vectors of another width (re-embedded by a memstore whose reembed
