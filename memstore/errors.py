@@ -12,7 +12,9 @@ __all__ = [
     "ConfigurationError",
     "Conflict",
     "DimensionMismatch",
+    "EmbedderError",
     "EmbedderMismatch",
+    "EmbedderUnavailable",
     "InvalidImportRow",
     "InvalidInput",
     "LimitExceeded",
@@ -103,6 +105,16 @@ class EmbedderMismatch(MemstoreError):
             f"`memstore reembed --embedder ...` (re-embeds every row and records the new "
             f"embedder); `MemoryStore.open(..., allow_embedder_change=True)` opens it anyway"
         )
+
+
+class EmbedderError(MemstoreError):
+    """The embedder failed (an embeddings endpoint refused the request, rejected the key,
+    or answered in another shape); nothing was written."""
+
+
+class EmbedderUnavailable(EmbedderError):
+    """The embeddings endpoint could not be reached or kept failing (connection, timeout,
+    429, 5xx) after its client's retries; nothing was written and the call may be retried."""
 
 
 class SchemaOutOfDate(MemstoreError):

@@ -26,6 +26,7 @@ from memstore.db.unit import Clock, Database
 from memstore.embeddings.base import Embedder
 from memstore.embeddings.hashing import HashingEmbedder
 from memstore.embeddings.identity import embedder_identity
+from memstore.embeddings.spec import ModelSpec, resolve_embedder
 from memstore.errors import DimensionMismatch
 from memstore.recall import RecallTuning
 from memstore.recall.hybrid import HybridRecall
@@ -91,7 +92,9 @@ class OpenOptions(StoreConfig):
     """The arguments of :meth:`MemoryStore.open`: where, with which embedder, and the options."""
 
     url: str | None = field(default=None, kw_only=False)
-    embedder: Embedder | None = None
+    # An object, or a name / ModelSpec built by memstore.embeddings.spec (as the CLI's
+    # --embedder and $MEMSTORE_EMBEDDER are).
+    embedder: Embedder | ModelSpec | str | None = None
     auto_migrate: bool | None = None
     engine_options: Mapping[str, Any] | None = None
 
@@ -241,15 +244,19 @@ class MemoryStore:
         the row-level security policies of ``memstore rls enable``.
         ``engine_options`` go to :func:`memstore.db.engine.create_engine`
         (e.g. ``connect_timeout``, ``command_timeout``, ``sqlite_busy_timeout_ms``).
-        ``embedder`` defaults to the deterministic :class:`HashingEmbedder` at the
-        database's recorded width; an embedder of another width raises
+        ``embedder`` is an embedder object, or one named as ``--embedder`` and
+        ``$MEMSTORE_EMBEDDER`` name them (``"hashing"``, ``"sentence-transformers"``,
+        ``"minilm"``, ``"openai"``, or a :class:`~memstore.embeddings.spec.ModelSpec`
+        with its model, base URL and width); unset, ``$MEMSTORE_EMBEDDER`` names it,
+        else the deterministic :class:`HashingEmbedder` at the
+        database's recorded width. An embedder of another width raises
         :class:`DimensionMismatch`. An embedder other than the one recorded as having
         made the stored vectors raises :class:`EmbedderMismatch` unless
         ``allow_embedder_change=True`` (vectors of both are then compared as if
         comparable; for tools that never embed, or right before ``reembed``).
         The other options are :class:`StoreConfig`'s.
         """
-        url, embedder = options.url, options.embedder
+        url = options.url
         engine = create_engine(url, **dict(options.engine_options or {}))
         try:
             postgres = engine.dialect.name == "postgresql"
@@ -268,6 +275,7 @@ class MemoryStore:
                     await engine.dispose()
             await check_schema(engine)
             dim, recorded = await recorded_settings(engine)
+            embedder = resolve_embedder(options.embedder, recorded_dim=dim)
             if embedder is None:
                 embedder = cast(Embedder, HashingEmbedder(dim))
             elif int(embedder.dim) != dim:

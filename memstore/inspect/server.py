@@ -9,6 +9,7 @@ from typing import Any
 
 from memstore.core.validation import check_limit
 from memstore.embeddings.base import Embedder
+from memstore.embeddings.spec import ModelSpec
 from memstore.errors import InvalidInput
 from memstore.inspect.auth import is_loopback
 from memstore.schema.database import require_existing_database, resolve_url
@@ -48,7 +49,7 @@ class Inspector:
         host: str = "127.0.0.1",
         port: int = 8765,
         token: str | None = None,
-        embedder: Embedder | None = None,
+        embedder: Embedder | ModelSpec | None = None,
         max_rows: int = 2000,
     ) -> None:
         check_bind(host, token)

@@ -1,0 +1,150 @@
+"""One way to name an embedder: ``MemoryStore.open``, the environment and the CLI.
+
+``MemoryStore.open(embedder="openai")`` (or a :class:`ModelSpec`), ``MEMSTORE_EMBEDDER=openai``
+and ``memstore ... --embedder openai`` all end in :func:`embedder_from_spec`, so a name,
+its options and its errors are the same everywhere. The reranking stage names its models
+the same way (``MEMSTORE_RERANKER`` read by :meth:`ModelSpec.from_env`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import cast
+
+from memstore.embeddings.base import DEFAULT_DIM, Embedder
+from memstore.errors import ConfigurationError
+
+__all__ = [
+    "EMBEDDER_NAMES",
+    "ModelSpec",
+    "embedder_from_spec",
+    "resolve_embedder",
+]
+
+# The names the three places accept. "minilm" is sentence-transformers with the
+# bundled all-MiniLM-L6-v2 (what --model defaults to anyway).
+EMBEDDER_NAMES = ("hashing", "sentence-transformers", "minilm", "openai")
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A model named by configuration: which kind (``name``) and its options.
+
+    ``model``: the sentence-transformers directory or hub name, or the endpoint's model
+    name; ``base_url``: the OpenAI-compatible endpoint; ``dim``: the hashing width, or the
+    ``dimensions`` an endpoint is asked for. No API key: keys come from the environment
+    (or an argument of the embedder itself) and never sit in a value that gets printed.
+    """
+
+    name: str
+    model: str | None = None
+    base_url: str | None = None
+    dim: int | None = None
+
+    @classmethod
+    def from_env(
+        cls, prefix: str = "MEMSTORE_EMBEDDER", env: Mapping[str, str] | None = None
+    ) -> ModelSpec | None:
+        """``$PREFIX`` (the name), ``$PREFIX_MODEL``, ``$PREFIX_BASE_URL``, ``$PREFIX_DIM``;
+        None when ``$PREFIX`` is unset or empty."""
+        env = os.environ if env is None else env
+        name = (env.get(prefix) or "").strip()
+        if not name:
+            return None
+        dim_text = (env.get(f"{prefix}_DIM") or "").strip()
+        try:
+            dim = int(dim_text) if dim_text else None
+        except ValueError as error:
+            raise ConfigurationError(
+                f"{prefix}_DIM must be an integer, got {dim_text!r}", setting=f"{prefix}_DIM"
+            ) from error
+        return cls(
+            name=name,
+            model=env.get(f"{prefix}_MODEL") or None,
+            base_url=env.get(f"{prefix}_BASE_URL") or None,
+            dim=dim,
+        )
+
+
+def embedder_from_spec(
+    name: str,
+    *,
+    model: str | None = None,
+    base_url: str | None = None,
+    dim: int | None = None,
+    api_key: str | None = None,
+) -> Embedder:
+    """The embedder ``name`` (one of :data:`EMBEDDER_NAMES`) with these options.
+
+    ``hashing``: ``dim`` (default 384). ``sentence-transformers``: ``model`` (default
+    the bundled all-MiniLM-L6-v2), its family's query form. ``openai``: ``model``
+    (required), ``base_url``, ``dim`` as ``dimensions``, ``api_key`` (default
+    ``$MEMSTORE_EMBEDDER_API_KEY``, else ``$OPENAI_API_KEY``). An unknown name, or an
+    option the kind does not take, is :class:`ConfigurationError`.
+    """
+    kind = name.strip().lower()
+    if kind not in EMBEDDER_NAMES:
+        raise ConfigurationError(
+            f"unknown embedder {name!r}; choose one of {', '.join(EMBEDDER_NAMES)}",
+            setting="embedder",
+        )
+    if kind != "openai" and (base_url is not None or api_key is not None):
+        raise ConfigurationError(
+            f"embedder {kind!r} takes no base URL or API key", setting="embedder"
+        )
+    if kind == "hashing":
+        if model is not None:
+            raise ConfigurationError("the hashing embedder takes no model", setting="embedder")
+        from memstore.embeddings.hashing import HashingEmbedder
+
+        return cast(Embedder, HashingEmbedder(dim if dim is not None else DEFAULT_DIM))
+    if kind in ("sentence-transformers", "minilm"):
+        if dim is not None:
+            raise ConfigurationError(
+                "a sentence-transformers model has its own width (no dim)", setting="embedder"
+            )
+        if kind == "minilm" and model is not None:
+            raise ConfigurationError(
+                "'minilm' is the bundled model; name another with 'sentence-transformers'",
+                setting="embedder",
+            )
+        from memstore.embeddings.sentence import SentenceTransformerEmbedder
+
+        return cast(Embedder, SentenceTransformerEmbedder(model))
+    if not model:
+        raise ConfigurationError(
+            "the openai embedder needs a model name (--model, MEMSTORE_EMBEDDER_MODEL)",
+            setting="embedder",
+        )
+    from memstore.embeddings.openai_api import OpenAIEmbedder
+
+    key = api_key or os.environ.get("MEMSTORE_EMBEDDER_API_KEY") or None
+    return cast(Embedder, OpenAIEmbedder(model, base_url=base_url, api_key=key, dimensions=dim))
+
+
+def _built(spec: ModelSpec, recorded_dim: int | None) -> Embedder:
+    dim = spec.dim
+    if dim is None and spec.name.strip().lower() == "hashing":
+        dim = recorded_dim  # hashing fits any width: take the database's
+    return embedder_from_spec(spec.name, model=spec.model, base_url=spec.base_url, dim=dim)
+
+
+def resolve_embedder(
+    value: Embedder | ModelSpec | str | None, *, recorded_dim: int | None = None
+) -> Embedder | None:
+    """An embedder object as given; a name or :class:`ModelSpec` built; None as
+    ``$MEMSTORE_EMBEDDER`` names it, else None (the caller's default).
+
+    A hashing embedder without a width takes ``recorded_dim`` (the database's).
+    """
+    if value is None:
+        value = ModelSpec.from_env()
+        if value is None:
+            return None
+    if isinstance(value, str):
+        value = ModelSpec(value)
+    if isinstance(value, ModelSpec):
+        return _built(value, recorded_dim)
+    return value
