@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from memstore.cli.command import add_command
-from memstore.cli.embedder_args import add_embedder_arguments, spec_from_args
+from memstore.cli.embedder_args import add_embedder_arguments, store_embedder_from_args
 from memstore.cli.user_args import add_user_argument
 from memstore.errors import MemstoreError
 from memstore.schema.database import require_existing_database
@@ -180,7 +180,7 @@ async def _run(args: argparse.Namespace) -> int:
     started = time.monotonic()
     # Operations tools never change a schema: `memstore migrate` does.
     async with MemoryStore.open(
-        args.url, embedder=spec_from_args(args), auto_migrate=False
+        args.url, embedder=store_embedder_from_args(args), auto_migrate=False
     ) as store:
         mode = f"loop every {args.interval:g}s" if args.loop else "once"
         print(

@@ -12,7 +12,12 @@ from typing import Any
 from memstore.embeddings.base import DEFAULT_DIM, Embedder
 from memstore.embeddings.spec import EMBEDDER_NAMES, ModelSpec, resolve_embedder
 
-__all__ = ["add_embedder_arguments", "embedder_from_args", "spec_from_args"]
+__all__ = [
+    "add_embedder_arguments",
+    "embedder_from_args",
+    "spec_from_args",
+    "store_embedder_from_args",
+]
 
 
 def add_embedder_arguments(
@@ -71,3 +76,13 @@ def embedder_from_args(args: argparse.Namespace) -> Embedder | None:
     """The embedder object :func:`spec_from_args` names (hashing: ``--dim`` or 384)."""
     spec = spec_from_args(args)
     return None if spec is None else resolve_embedder(spec, recorded_dim=DEFAULT_DIM)
+
+
+def store_embedder_from_args(args: argparse.Namespace) -> Embedder | ModelSpec | None:
+    """For ``MemoryStore.open``: the embedder built now (a missing extra or a dead endpoint
+    fails before the command starts), except a hashing one without ``--dim``, which the
+    store builds at the database's recorded width."""
+    spec = spec_from_args(args)
+    if spec is None or (spec.name.strip().lower() == "hashing" and spec.dim is None):
+        return spec
+    return resolve_embedder(spec)

@@ -10,7 +10,7 @@ import argparse
 from typing import Any
 
 from memstore.cli.command import add_command, run_on_dump
-from memstore.cli.embedder_args import add_embedder_arguments, spec_from_args
+from memstore.cli.embedder_args import add_embedder_arguments, store_embedder_from_args
 from memstore.cli.user_args import add_user_argument
 
 
@@ -34,7 +34,7 @@ async def _import(args: argparse.Namespace, lines: Any) -> dict[str, int]:
     elif args.user_id is not None:
         user = args.user_id
     async with MemoryStore.open(
-        args.url, embedder=spec_from_args(args), auto_migrate=False
+        args.url, embedder=store_embedder_from_args(args), auto_migrate=False
     ) as store:
         return await read_jsonl(store, lines, user_id=user)
 

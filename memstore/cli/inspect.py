@@ -13,7 +13,7 @@ import sys
 from typing import Any
 
 from memstore.cli.command import add_command
-from memstore.cli.embedder_args import add_embedder_arguments, spec_from_args
+from memstore.cli.embedder_args import add_embedder_arguments, store_embedder_from_args
 from memstore.schema.database import require_existing_database
 
 
@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
         host=args.host,
         port=args.port,
         token=token,
-        embedder=spec_from_args(args),
+        embedder=store_embedder_from_args(args),
         max_rows=args.max_rows,
     )
     # Before "serving": the page opens an existing store only, and says so in one line.

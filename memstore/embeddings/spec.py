@@ -2,8 +2,8 @@
 
 ``MemoryStore.open(embedder="openai")`` (or a :class:`ModelSpec`), ``MEMSTORE_EMBEDDER=openai``
 and ``memstore ... --embedder openai`` all end in :func:`embedder_from_spec`, so a name,
-its options and its errors are the same everywhere. The reranking stage names its models
-the same way (``MEMSTORE_RERANKER`` read by :meth:`ModelSpec.from_env`).
+its options and its errors are the same everywhere. A reranking stage can name its models
+the same way: :meth:`ModelSpec.from_env` takes the variables' prefix.
 """
 
 from __future__ import annotations
