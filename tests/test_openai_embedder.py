@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import socket
 import subprocess
@@ -187,3 +188,12 @@ async def test_the_environment_names_the_same_embedder(
         assert (await store.recall("wedding", user_id="u"))[0].input == DOCS[2]
     assert identity == f"openai:127.0.0.1/{MODEL}/384"
     assert SECRET not in repr(store.embedder)
+
+
+def test_one_embedder_serves_one_event_loop_after_another(server: str, e5: Any) -> None:
+    # Pooled connections belong to the loop that opened them; a second asyncio.run (or a
+    # SyncMemoryStore's own loop) must not reuse them.
+    model = embedder(server)
+    first = asyncio.run(model.embed([DOCS[0]]))
+    second = asyncio.run(model.embed([DOCS[0]]))
+    assert np.allclose(first, second) and np.allclose(first[0], e5.passage(DOCS[0]), atol=1e-4)

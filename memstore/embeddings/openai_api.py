@@ -11,9 +11,11 @@ asymmetric models, an identity for the database, and failures as
 
 from __future__ import annotations
 
+import asyncio
 import os
+import weakref
 from collections.abc import Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urlsplit
 
 import numpy as np
@@ -129,8 +131,13 @@ class OpenAIEmbedder:
             "timeout": timeout,
             "max_retries": max_retries,
         }
-        self._client = openai.AsyncOpenAI(**settings)
-        self.base_url = str(self._client.base_url)
+        self._settings = settings
+        # One async client per event loop: its pooled connections belong to the loop that
+        # opened them (asyncio.run twice, or a SyncMemoryStore's own loop thread).
+        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = (
+            weakref.WeakKeyDictionary()
+        )
+        self.base_url = str(settings["base_url"] or "https://api.openai.com/v1")
         self._dim = dimensions if dimensions is not None else self._measure_width(settings)
         host = urlsplit(self.base_url).hostname or self.base_url
         query_form = query_prefix + (f"<input_type={query_input_type}>" if query_input_type else "")
@@ -153,6 +160,15 @@ class OpenAIEmbedder:
                 raise _translated(error, self.base_url) from error
         rows = _rows(answer, 1)
         return len(rows[0])
+
+    def _client(self) -> openai.AsyncOpenAI:
+        import openai
+
+        loop = asyncio.get_running_loop()
+        client = self._clients.get(loop)
+        if client is None:
+            client = self._clients[loop] = openai.AsyncOpenAI(**self._settings)
+        return cast("openai.AsyncOpenAI", client)
 
     @property
     def dim(self) -> int:
@@ -181,7 +197,7 @@ class OpenAIEmbedder:
         done = 0
         for batch in batches(sent, *self._limits):
             try:
-                answer = await self._client.embeddings.create(
+                answer = await self._client().embeddings.create(
                     model=self.model,
                     input=batch,
                     dimensions=self._dimensions if self._dimensions is not None else openai.omit,
