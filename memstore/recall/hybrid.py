@@ -21,7 +21,6 @@ from memstore.core.lexical import query_terms
 from memstore.core.tenancy import TenantId
 from memstore.db.unit import Database
 from memstore.embeddings.base import Embedder, embed_checked
-from memstore.recall.expansion import KeywordExpansion
 from memstore.recall.relevance import relevance
 from memstore.repositories.episodes import EpisodeRepository
 from memstore.search.facts import FactSearch
@@ -52,12 +51,10 @@ def _cut(
     without a floor, which drops the scores, does not pay for it.
     """
     scored: list[tuple[_Row, float, dict[str, float]]] = []
-    # Relevance reads the query's own terms, not those keyword expansion added.
-    own = request.terms[: request.weights.count(1.0) or None]
     for row, ranking, ranking_parts in ranked:
         parts = {**ranking_parts, "ranking": ranking}
         if with_relevance or floor is not None:
-            parts["relevance"] = relevance(own, text_of(row), parts.get("dense", 0.0))
+            parts["relevance"] = relevance(request.terms, text_of(row), parts.get("dense", 0.0))
         score = parts.get("relevance", 0.0)
         if floor is None or score >= floor:
             scored.append((row, score, parts))
@@ -81,7 +78,6 @@ class HybridRecall:
         self.episode_search = episode_search
         self.fact_search = fact_search
         self.tuning = tuning or RecallTuning()
-        self.expansion = KeywordExpansion(db=db, embedder=embedder)
 
     async def embed_query(self, query: str) -> np.ndarray:
         vectors: np.ndarray = await embed_checked(self.embedder, [query])
@@ -111,18 +107,10 @@ class HybridRecall:
                     user_id, [], time_range=time_range, limit=limit
                 )
             return [EpisodeMatch(episode=e, score=0.0, parts={"relevance": 0.0}) for e in newest]
-        terms = tuple(query_terms(query))
-        weights: tuple[float, ...] = ()
-        if self.tuning.expansion and terms and self.tuning.keyword_weight:
-            expanded = await self.expansion.expand(user_id, query, terms, self.tuning)
-            qvec, terms, weights = expanded.qvec, expanded.terms, expanded.weights
-        else:
-            qvec = await self.embed_query(query)
         request = EpisodeRecall(
             user_id=user_id,
-            terms=terms,
-            weights=weights,
-            qvec=qvec,
+            terms=tuple(query_terms(query)),
+            qvec=await self.embed_query(query),
             limit=limit,
             tuning=self.tuning,
             time_range=time_range,

@@ -71,9 +71,9 @@ ORDER BY array_position(CAST(:dense_ids AS text[]), e.id)"""
 # small: it was a third of the statement's time.
 _PG_TERM_COUNTS = """
 terms AS (
-  SELECT t.term, t.prefix, t.w, t.i
-  FROM unnest(CAST(:terms AS text[]), CAST(:prefixes AS boolean[]), CAST(:weights AS float8[]))
-    WITH ORDINALITY AS t(term, prefix, w, i)
+  SELECT t.term, t.prefix, t.i
+  FROM unnest(CAST(:terms AS text[]), CAST(:prefixes AS boolean[]))
+    WITH ORDINALITY AS t(term, prefix, i)
 ),
 kwd AS (
   SELECT e.id{rid_kwd}, {tsv} AS v, length({doc}) AS dl FROM {table} AS e
@@ -81,14 +81,14 @@ kwd AS (
   LIMIT :cap
 ),
 tf AS (
-  SELECT d.id, d.dl, t.i, sum(coalesce(array_length(u.positions, 1), 1)) AS n, t.w{rid_tf}
+  SELECT d.id, d.dl, t.i, sum(coalesce(array_length(u.positions, 1), 1)) AS n{rid_tf}
   FROM kwd AS d CROSS JOIN LATERAL (
     SELECT x.lexeme, x.positions FROM unnest(d.v) AS x
     WHERE x.lexeme ^@ ANY(CAST(:terms AS text[]))
   ) AS u
   JOIN terms AS t ON CASE WHEN t.prefix THEN starts_with(u.lexeme, t.term)
                           ELSE u.lexeme = t.term END
-  GROUP BY d.id, d.dl, t.i, t.w
+  GROUP BY d.id, d.dl, t.i
 ),"""
 
 
@@ -104,21 +104,17 @@ def pg_term_counts(table: str, row_filter: str, *, rid: bool) -> str:
     )
 
 
-def pg_keyword_params(
-    terms: Sequence[str], weights: Sequence[float] = ()
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Values and types of :func:`pg_term_counts`' parameters (weights: all 1 if empty)."""
+def pg_keyword_params(terms: Sequence[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Values and types of :func:`pg_term_counts`' parameters."""
     values = {
         "terms": list(terms),
         "prefixes": [is_prefix(t) for t in terms],
-        "weights": [float(w) for w in weights] or [1.0] * len(terms),
         "tsq": tsquery(terms),
         "cap": KEYWORD_CAP,
     }
     types = {
         "terms": ARRAY(String()),
         "prefixes": ARRAY(Boolean()),
-        "weights": ARRAY(Float()),
         "tsq": String(),
         "cap": Integer(),
     }
@@ -220,6 +216,6 @@ class EpisodeSearch:
             dialect,
             dense,
             term_counts=pg_term_counts("episodes", PG_TIME_FILTER, rid=True),
-            keyword=pg_keyword_params(request.terms, request.weights),
+            keyword=pg_keyword_params(request.terms),
             corpus=(stats.rows, stats.mean_chars),
         )

@@ -61,19 +61,19 @@ class SqliteSearch:
 _SQLITE_TERM_COUNTS = """
 terms AS (
   SELECT CAST(key AS INTEGER) + 1 AS i, json_extract(value, '$[0]') AS lo,
-         json_extract(value, '$[1]') AS hi, json_extract(value, '$[2]') AS w
+         json_extract(value, '$[1]') AS hi
   FROM json_each(:terms)
 ),
 hits AS (
-  SELECT k.id, t.i, t.w, count(*) AS n
+  SELECT k.id, t.i, count(*) AS n
   FROM terms AS t
   CROSS JOIN {table}_fts_instances AS v ON v.term >= t.lo AND v.term < t.hi
   JOIN {table}_fts_keys AS k ON k.rowid = v.doc
   WHERE k.user_id = :user_id
-  GROUP BY k.id, t.i, t.w
+  GROUP BY k.id, t.i
 ),
 tf AS (
-  SELECT h.id, length({doc}) AS dl, h.i, h.n, h.w
+  SELECT h.id, length({doc}) AS dl, h.i, h.n
   FROM hits AS h JOIN {table} AS e ON e.user_id = :user_id AND e.id = h.id
   WHERE 1 = 1 {filter}
 ),"""
@@ -86,13 +86,9 @@ def sqlite_term_counts(table: str, row_filter: str) -> str:
     )
 
 
-def sqlite_keyword_params(
-    terms: Sequence[str], weights: Sequence[float] = ()
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Values and types of :func:`sqlite_term_counts`' parameters (weights: all 1 if empty)."""
-    ws = list(weights) or [1.0] * len(terms)
-    ranges = [[*term_range(t), w] for t, w in zip(terms, ws, strict=True)]
-    return {"terms": json.dumps(ranges)}, {"terms": String()}
+def sqlite_keyword_params(terms: Sequence[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Values and types of :func:`sqlite_term_counts`' parameters."""
+    return {"terms": json.dumps([term_range(t) for t in terms])}, {"terms": String()}
 
 
 def term_range(term: str) -> tuple[str, str]:
@@ -135,7 +131,7 @@ class EpisodeSearch:
             SQLITE_DIALECT,
             ({"dense": json.dumps(nearest)}, {"dense": String()}),
             term_counts=sqlite_term_counts("episodes", SQLITE_DIALECT.time_filter),
-            keyword=sqlite_keyword_params(request.terms, request.weights),
+            keyword=sqlite_keyword_params(request.terms),
             corpus=(vectors.rows, vectors.mean_chars),
         )
 

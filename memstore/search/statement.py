@@ -17,7 +17,7 @@ read as they are.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -51,9 +51,6 @@ class Recall:
     qvec: np.ndarray  # the query's unit vector
     limit: int
     tuning: RecallTuning
-    # One BM25 weight per term (all 1 when empty): keyword expansion adds terms
-    # that count less than the query's own (memstore/recall/expansion.py).
-    weights: tuple[float, ...] = field(default=(), kw_only=True)
 
     @property
     def depth(self) -> int:
@@ -88,8 +85,8 @@ class Dialect:
     """How a backend spells the parts of the statement that differ."""
 
     dense: str  # CTE body: (id, s) of the nearest rows; (id, s, rid) with address_lookups
-    # CTEs ending in tf(id, dl, i, n, w): occurrences n of query term i (BM25
-    # weight w) in the tenant's row id of dl characters (and its rid with address_lookups); ""
+    # CTEs ending in tf(id, dl, i, n): occurrences n of query term i in the
+    # tenant's row id of dl characters (and its rid with address_lookups); ""
     # when the query has no terms
     term_counts: str
     stddev: str  # population standard deviation of ``s``, a format string over {x}
@@ -124,7 +121,7 @@ corpus AS (
 ),
 kw(id, s{rid}) AS (
   SELECT tf.id, sum(
-    tf.w * ln(1 + (c.docs - df.n + 0.5) / (df.n + 0.5)) * tf.n * (:k1 + 1)
+    ln(1 + (c.docs - df.n + 0.5) / (df.n + 0.5)) * tf.n * (:k1 + 1)
     / (tf.n + :k1 * (1 - :b + :b * tf.dl / c.avgdl))) AS s{max_tf_rid}
   FROM tf JOIN df ON df.i = tf.i CROSS JOIN corpus AS c
   GROUP BY tf.id ORDER BY s DESC, tf.id LIMIT {depth}

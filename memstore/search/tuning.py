@@ -10,10 +10,7 @@ were chosen on the LoCoMo dev set, see docs/RECALL.md.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
-
-from memstore.errors import InvalidInput
 
 __all__ = ["RecallTuning"]
 
@@ -33,22 +30,3 @@ class RecallTuning:
     # similar by whole text (all rows of a tenant that has fewer): bounds the cost
     # of passages in large tenants, the same rule on both backends.
     passage_pool: int = 500
-    # Keyword expansion by word vectors (memstore/recall/expansion.py): each query
-    # word also searches the tenant's ``expansion`` words nearest to it (cosine at
-    # least ``expansion_cosine``), each at BM25 weight ``expansion_weight`` x cosine.
-    # 0 = off. Measured in docs/RECALL.md.
-    expansion: int = 0
-    expansion_cosine: float = 0.4
-    expansion_weight: float = 0.3
-
-    def __post_init__(self) -> None:
-        if isinstance(self.expansion, bool) or not isinstance(self.expansion, int):
-            raise InvalidInput(f"expansion must be an int, got {self.expansion!r}")
-        if not 0 <= self.expansion <= 100:
-            raise InvalidInput(f"expansion must be 0 (off) to 100, got {self.expansion}")
-        for name in ("expansion_cosine", "expansion_weight"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                raise InvalidInput(f"{name} must be a number, got {value!r}")
-            if not (math.isfinite(value) and 0 <= value <= 1):
-                raise InvalidInput(f"{name} must be within 0..1, got {value!r}")
