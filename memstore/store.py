@@ -36,6 +36,7 @@ from memstore.search.tables import EpisodeSearchBackend
 from memstore.services import (
     AgentService,
     BlockService,
+    ChangeService,
     EpisodeService,
     FactService,
     TenantService,
@@ -184,6 +185,7 @@ class MemoryStore:
         )
         self._transfer = TransferService(db=db, embedder=embedder, embedder_guard=guard)
         self._access = AccessService(db=db, access_tracker=tracker)
+        self._changes = ChangeService(db=db)
         # The agent layer (context, prefetch, tools) works through the services.
         services = (self._episodes, self._facts, self._blocks, self._tenants, self._access)
         self._agent = AgentService(memory=AgentMemory(db, *services))
@@ -330,6 +332,8 @@ class MemoryStore:
     tool_definitions = forward("_agent", AgentService.tool_definitions)
     call_tool = forward("_agent", AgentService.call_tool)
     prefetch = forward("_agent", AgentService.prefetch)
+
+    changes = forward("_changes", ChangeService.changes)
 
     record_access = forward("_access", AccessService.record_access)
     flush_access = forward("_access", AccessService.flush_access)

@@ -294,6 +294,38 @@ class ThreadBuffer:
                 return
             start = batch[-1].index + 1
 
+    async def wait(
+        self,
+        thread_id: str,
+        *,
+        after: int | None = None,
+        # A parameter, not asyncio.timeout(): the sync facade's blocking wait needs it too.
+        timeout: float | None = None,  # noqa: ASYNC109
+        user_id: str | None = None,
+    ) -> list[Slot]:
+        """The thread's slots with index > ``after``, as soon as one is committed by any process.
+
+        Returns at once when there are some already; otherwise sleeps until an
+        append commits (in this or any other process on the same database) and
+        returns the new slots, or ``[]`` after ``timeout`` seconds (None: no
+        limit; 0: just look). ``after=None`` means after the thread's current
+        last slot (wait for the next append); ``after=-1`` returns the whole
+        thread. The thread need not exist yet.
+        """
+        raise NotImplementedError
+
+    async def follow(
+        self,
+        thread_id: str,
+        *,
+        after: int | None = None,
+        user_id: str | None = None,
+    ) -> AsyncIterator[Slot]:
+        """Yield the thread's slots with index > ``after`` in order, then each new one
+        as it is committed, forever (``after`` as in :meth:`wait`)."""
+        raise NotImplementedError
+        yield  # pragma: no cover
+
     async def thread_exists(self, thread_id: str, *, user_id: str | None = None) -> bool:
         user = storage_user_id(user_id)
         check_identifier("thread_id", thread_id)

@@ -32,6 +32,8 @@ from memstore.types import (
     AccessStat,
     AssertOutcome,
     BlockVersion,
+    Change,
+    ChangeKind,
     ConsolidationResult,
     Episode,
     EpisodeMatch,
@@ -89,6 +91,9 @@ class SyncMemoryStore(SyncStore[MemoryStore]):
 
     def call_tool(self, name: str, arguments: Any, *, user_id: str | None = None) -> dict[str, Any]:
         return self._runner.run(self._target.call_tool(name, arguments, user_id=user_id))
+
+    def changes(self, *, user_id: str | None = None, kinds: Iterable[ChangeKind | str] | None = None, after: str | None = None) -> Iterator[Change]:
+        return self._iterate(self._target.changes(user_id=user_id, kinds=kinds, after=after))
 
     def consolidate(self, limit: int | None = None, user_id: str | None = None, extractor: Extractor | None = None, *, batch_size: int | None = None, max_seconds: float | None = None) -> ConsolidationResult:
         return self._runner.run(self._target.consolidate(limit, user_id, extractor, batch_size=batch_size, max_seconds=max_seconds))
@@ -215,6 +220,9 @@ class SyncThreadBuffer(SyncProxy[ThreadBuffer]):
     def delete_thread(self, thread_id: str, *, user_id: str | None = None) -> bool:
         return self._runner.run(self._target.delete_thread(thread_id, user_id=user_id))
 
+    def follow(self, thread_id: str, *, after: int | None = None, user_id: str | None = None) -> Iterator[Slot]:
+        return self._iterate(self._target.follow(thread_id, after=after, user_id=user_id))
+
     def gc(self, *, user_id: str | None = None, max_threads: int | None = None, idle_ttl_seconds: float | None = None) -> list[RemovedThread]:
         return self._runner.run(self._target.gc(user_id=user_id, max_threads=max_threads, idle_ttl_seconds=idle_ttl_seconds))
 
@@ -253,6 +261,9 @@ class SyncThreadBuffer(SyncProxy[ThreadBuffer]):
 
     def thread_info(self, thread_id: str, *, user_id: str | None = None) -> ThreadInfo | None:
         return self._runner.run(self._target.thread_info(thread_id, user_id=user_id))
+
+    def wait(self, thread_id: str, *, after: int | None = None, timeout: float | None = None, user_id: str | None = None) -> list[Slot]:
+        return self._runner.run(self._target.wait(thread_id, after=after, timeout=timeout, user_id=user_id))
 
 
 
