@@ -131,7 +131,10 @@ async def _exercise_as_alice(client: Client, seeded: dict[str, str]) -> str:
     resources = (await client.list_resources()).resources
     assert [str(r.uri) for r in resources] == ["memstore://blocks/persona"]
     templates = (await client.list_resource_templates()).resource_templates
-    assert [t.uri_template for t in templates] == ["memstore://blocks/{name}"]
+    assert [t.uri_template for t in templates] == [
+        "memstore://blocks/{name}",
+        "memstore://threads/{thread_id}",
+    ]
     read = await client.read_resource("memstore://blocks/persona")
     assert [c.text for c in read.contents] == ["Alice likes short answers."]
 

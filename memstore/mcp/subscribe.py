@@ -8,9 +8,9 @@ tenant the server fixed for the request (``--user-id``, or the allow-listed
 resources, not even that they changed, even under the same URI.
 
 - Handshake-era clients (``initialize``): ``resources/subscribe`` and
-  ``resources/unsubscribe``; updates go out on the connection. Served where a
-  connection outlives a request (stdio); the stateless HTTP transport has no
-  server-to-client stream, so there the capability is not advertised.
+  ``resources/unsubscribe``; updates go out on the connection. Served on stdio,
+  whose one connection outlives its requests; the stateless HTTP transport has
+  no server-to-client stream, so there the capability is not advertised.
 - 2026-07-28 clients: ``subscriptions/listen``, whose response *is* the stream
   (stdio, or SSE over stateless HTTP); ending the request unsubscribes. Written
   here rather than with the SDK's ``ListenHandler``, whose bus fans every event
@@ -28,7 +28,6 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import mcp_types as types
@@ -70,38 +69,32 @@ def _user(tenant: Tenant, ctx: ServerRequestContext[Any, Any]) -> str | None:
         raise _invalid(exc) from None
 
 
-@dataclass
-class _Session:
-    user: str | None
-    session: ServerSession
-    uris: dict[str, ResourceRef] = field(default_factory=dict)
-    task: asyncio.Task[None] | None = None
-
-
 class SessionSubscriptions:
-    """``resources/subscribe`` / ``unsubscribe``: per connection, one watch for all its URIs."""
+    """``resources/subscribe`` / ``unsubscribe`` of the one connection of a stdio server.
+
+    The SDK hands each request its own ``ServerSession`` proxy and no public
+    handle on the connection behind it, so this object *is* the per-connection
+    state: ``serve_stdio`` makes one for its single connection (stdin/stdout).
+    One watch serves all the subscribed URIs; it runs while any is subscribed.
+    """
 
     def __init__(self, store: MemoryStore, tenant: Tenant) -> None:
         self._store = store
         self._tenant = tenant
-        self._sessions: dict[int, _Session] = {}
+        self._uris: dict[str, ResourceRef] = {}
+        self._session: ServerSession | None = None
+        self._task: asyncio.Task[None] | None = None
 
     async def subscribe(
         self, ctx: ServerRequestContext[Any, Any], params: types.SubscribeRequestParams
     ) -> types.EmptyResult:
         uri = str(params.uri)
-        ref = _ref(uri)
-        user = _user(self._tenant, ctx)
-        key = id(ctx.session)
-        state = self._sessions.get(key)
-        if state is None or state.user != user:
-            if state is not None:
-                await self._stop(key)
-            state = self._sessions[key] = _Session(user=user, session=ctx.session)
-        state.uris[uri] = ref
-        if state.task is None or state.task.done():
+        self._uris[uri] = _ref(uri)
+        # Every request's proxy sends on the same connection; keep the latest.
+        self._session = ctx.session
+        if self._task is None or self._task.done():
             ready = asyncio.get_running_loop().create_future()
-            state.task = asyncio.create_task(self._forward(key, state, ready))
+            self._task = asyncio.create_task(self._forward(_user(self._tenant, ctx), ready))
             await ready  # listening before the client is told it is subscribed
         return types.EmptyResult()
 
@@ -110,44 +103,35 @@ class SessionSubscriptions:
     ) -> types.EmptyResult:
         uri = str(params.uri)
         _ref(uri)
-        key = id(ctx.session)
-        state = self._sessions.get(key)
-        if state is not None:
-            state.uris.pop(uri, None)
-            if not state.uris:
-                await self._stop(key)
+        self._uris.pop(uri, None)
+        if not self._uris:
+            await self.aclose()
         return types.EmptyResult()
 
-    async def _forward(self, key: int, state: _Session, ready: asyncio.Future[None]) -> None:
+    async def _forward(self, user: str | None, ready: asyncio.Future[None]) -> None:
         try:
-            async with TenantWatch(self._store, state.user) as changes:
+            async with TenantWatch(self._store, user) as changes:
                 ready.set_result(None)
                 async for change in changes:
-                    for uri in touched(state.uris, change):
-                        await state.session.send_resource_updated(uri)
+                    for uri in touched(self._uris, change):
+                        if self._session is not None:
+                            await self._session.send_resource_updated(uri)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # the connection is gone, or the watch failed: end it
-            logger.info("resource subscription of a session ended: %r", exc)
+            logger.info("resource subscriptions of the connection ended: %r", exc)
             if not ready.done():
                 ready.set_exception(
                     MCPError(INTERNAL_ERROR, f"cannot watch for changes: {type(exc).__name__}")
                 )
-        finally:
-            if self._sessions.get(key) is state:
-                del self._sessions[key]
-
-    async def _stop(self, key: int) -> None:
-        state = self._sessions.pop(key, None)
-        if state is not None and state.task is not None:
-            state.task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await state.task
 
     async def aclose(self) -> None:
-        """Stop every watch (the server is shutting down)."""
-        for key in list(self._sessions):
-            await self._stop(key)
+        """Stop the watch (no URI left, or the server is shutting down)."""
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
 
 
 class ListenStreams:
@@ -202,5 +186,5 @@ class ListenStreams:
                             )
         finally:
             self.open_streams -= 1
-        # Only reached when nothing was honoured: an immediate graceful close.
+        # Nothing honoured (an immediate graceful close), or the feed ended.
         return types.SubscriptionsListenResult(_meta=meta)
