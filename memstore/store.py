@@ -45,7 +45,12 @@ from memstore.services import (
 )
 from memstore.services.access import AccessService, AccessTracker
 from memstore.services.agent.memory import AgentMemory
-from memstore.services.limits import DEFAULT_BLOCK_CHAR_LIMIT, EXPORT_FORMAT, FROM_DUMP
+from memstore.services.limits import (
+    DEFAULT_BLOCK_CHAR_LIMIT,
+    DEFAULT_CHANGE_RETENTION_SECONDS,
+    EXPORT_FORMAT,
+    FROM_DUMP,
+)
 from memstore.services.threads import (
     DEFAULT_MAX_SLOTS_PER_THREAD,
     DEFAULT_MAX_THREADS,
@@ -72,7 +77,8 @@ class StoreConfig:
     ``rls=True`` (Postgres) sets ``memstore.user_id`` in every transaction for
     the row-level security policies of ``memstore rls enable``.
     ``allow_embedder_change=True`` opens a database whose vectors another
-    embedder made (see :meth:`MemoryStore.open`).
+    embedder made (see :meth:`MemoryStore.open`). ``change_retention_seconds``:
+    how long :meth:`MemoryStore.gc` keeps the change log of ``changes()``.
     """
 
     block_char_limit: int = DEFAULT_BLOCK_CHAR_LIMIT
@@ -80,6 +86,7 @@ class StoreConfig:
     max_slots_per_thread: int = DEFAULT_MAX_SLOTS_PER_THREAD
     max_threads: int = DEFAULT_MAX_THREADS
     thread_idle_ttl_seconds: float | None = None
+    change_retention_seconds: float = DEFAULT_CHANGE_RETENTION_SECONDS
     scratchpad_limit: int = DEFAULT_SCRATCHPAD_LIMIT
     rls: bool = False
     recall_tuning: RecallTuning | None = None
@@ -179,6 +186,7 @@ class MemoryStore:
             threads=self.threads,
             scratchpad_limit=self.scratchpad_limit,
             consolidation=ConsolidationParts(db=db, embedder=embedder, embedder_guard=guard),
+            change_retention_seconds=config.change_retention_seconds,
         )
         self._tenants = TenantService(
             db=db, access_tracker=tracker, episode_search=recall.episode_search
@@ -287,7 +295,11 @@ class MemoryStore:
             try:
                 yield store
             finally:
-                await store.access_tracker.close()
+                try:
+                    await store.access_tracker.close()
+                finally:
+                    # The listening connection and its waiters end with the store.
+                    await store.db.signal.close()
         finally:
             await engine.dispose()
 

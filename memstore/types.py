@@ -372,6 +372,8 @@ class GcReport:
 
     threads: tuple[RemovedThread, ...]
     expired_keys: int
+    # Change-log rows older than the store's change_retention_seconds.
+    pruned_changes: int = 0
 
     @property
     def slots(self) -> int:
