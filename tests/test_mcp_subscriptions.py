@@ -163,12 +163,14 @@ async def _listen_scenario(url: str) -> None:
         assert caps is not None and caps.subscribe is True
         async with alice.listen(resource_subscriptions=[PERSONA, TASKS]) as sub:
             assert sub.honored.resource_subscriptions == [PERSONA, TASKS]
-            await writer.update_block("persona", "Alice likes haiku.", user_id="bob")
+            # Bob's block of the same name, an unwatched block of alice's: the thread's
+            # append after them is the first event.
+            await writer.update_block("persona", "Bob likes prose.", user_id="bob")
             await writer.update_block("goals", "unwatched", user_id="alice")
-            await writer.update_block("persona", "Alice likes haiku.", user_id="alice")
-            assert await _next_uri(sub) == PERSONA
             await writer.threads.append("tasks", 1, from_id="a", to_id="b", user_id="alice")
             assert await _next_uri(sub) == TASKS
+            await writer.update_block("persona", "Alice likes haiku.", user_id="alice")
+            assert await _next_uri(sub) == PERSONA
         # A listen stream honours memstore:// URIs only, and refuses unknown ones.
         with pytest.raises(MCPError, match="unknown resource"):
             async with alice.listen(resource_subscriptions=["memstore://facts/1"]):
@@ -201,15 +203,16 @@ async def test_listen_over_http_is_per_tenant(sqlite_url: str, private_dir: Path
             MemoryStore.open(sqlite_url) as writer,
             server.client({"X-Memstore-User": "alice"}) as alice,
             server.client({"X-Memstore-User": "bob"}) as bob,
-            alice.listen(resource_subscriptions=[PERSONA, GOALS]) as alice_sub,
-            bob.listen(resource_subscriptions=[PERSONA]) as bob_sub,
+            alice.listen(resource_subscriptions=[PERSONA]) as alice_sub,
+            bob.listen(resource_subscriptions=[PERSONA, GOALS]) as bob_sub,
         ):
             await writer.update_block("persona", "Alice likes haiku.", user_id="alice")
             assert await _next_uri(alice_sub) == PERSONA
+            # Bob's first event is his own goals, not alice's persona before it.
+            await writer.update_block("goals", "sentinel", user_id="bob")
+            assert await _next_uri(bob_sub) == GOALS
             await writer.update_block("persona", "Bob likes prose.", user_id="bob")
-            assert await _next_uri(bob_sub) == PERSONA  # his own change, not alice's first
-            await writer.update_block("goals", "sentinel", user_id="alice")
-            assert await _next_uri(alice_sub) == GOALS  # not bob's persona
+            assert await _next_uri(bob_sub) == PERSONA
             read = await bob.read_resource(PERSONA, cache_mode="bypass")
             assert [c.text for c in read.contents] == ["Bob likes prose."]
         # Over stateless HTTP there is no connection to notify later: a handshake-era
