@@ -4,8 +4,11 @@
 
 1. Wake-up latency. Process A appends a slot to a thread every ``--interval``
    seconds (jittered, so a poller's phase is uniform); process B is woken and
-   reads it. Latency = B holding the slot minus ``append()`` returning in A (the
-   commit is done), both read from the system-wide monotonic clock. B uses, in
+   reads it. Latency = B holding the slot minus A calling ``append()`` (the
+   hand-over as the producer sees it, its write and commit included), and minus
+   ``append()`` returning (the commit is done; B can be woken before A's call
+   returns, so this one can be negative), both on the system-wide monotonic
+   clock. Ratios are of the from-call figures. B uses, in
    the same run: ``threads.wait`` (the live path: NOTIFY on Postgres,
    ``PRAGMA data_version`` on SQLite), polling ``get_from`` every 100 ms (what
    callers did before), and a Redis stream ``XREAD BLOCK`` (a private
@@ -112,34 +115,39 @@ def _waiter(kind: str, target: str, n: int, ready: Any, out: Any) -> None:
 # ---- process A: the appender -----------------------------------------------------------
 
 
-async def _append_all(url: str, n: int, interval: float) -> dict[int, float]:
+Sent = dict[int, tuple[float, float]]  # slot index -> (append called, append returned)
+
+
+async def _append_all(url: str, n: int, interval: float) -> Sent:
     from memstore import MemoryStore
 
-    sent: dict[int, float] = {}
+    sent: Sent = {}
     async with MemoryStore.open(url) as store:
         for i in range(n):
             await asyncio.sleep(interval * random.uniform(0.5, 1.5))
+            called = time.monotonic()
             slot = await store.threads.append(
                 THREAD, {"task": i}, from_id="A", to_id="B", user_id=USER
             )
-            sent[slot.index] = time.monotonic()
+            sent[slot.index] = (called, time.monotonic())
     return sent
 
 
-def _xadd_all(socket_path: str, n: int, interval: float) -> dict[int, float]:
+def _xadd_all(socket_path: str, n: int, interval: float) -> Sent:
     import redis
 
     client = redis.Redis(unix_socket_path=socket_path)
-    sent: dict[int, float] = {}
+    sent: Sent = {}
     for i in range(n):
         time.sleep(interval * random.uniform(0.5, 1.5))
+        called = time.monotonic()
         client.xadd(THREAD, {"i": i, "task": f"task {i}"})
-        sent[i] = time.monotonic()
+        sent[i] = (called, time.monotonic())
     return sent
 
 
-def latency(kind: str, target: str, n: int, interval: float) -> list[float]:
-    """Seconds from A's commit to B holding the slot, one sample per slot."""
+def latency(kind: str, target: str, n: int, interval: float) -> tuple[list[float], list[float]]:
+    """Seconds to B holding each slot: from A calling append, and from append returning."""
     ctx = mp.get_context("spawn")
     ready, out = ctx.Event(), ctx.Queue()
     child = ctx.Process(target=_waiter, args=(kind, target, n, ready, out))
@@ -160,7 +168,8 @@ def latency(kind: str, target: str, n: int, interval: float) -> list[float]:
     missing = set(sent) - set(got)
     if missing:
         raise RuntimeError(f"{kind}: {len(missing)} of {n} slots never reached process B")
-    return [got[i] - sent[i] for i in sorted(sent)]
+    order = sorted(sent)
+    return [got[i] - sent[i][0] for i in order], [got[i] - sent[i][1] for i in order]
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -168,11 +177,16 @@ def _pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
 
 
-def _row(label: str, samples: list[float], wait: list[float]) -> str:
-    p50, p99 = _pct(samples, 50), _pct(samples, 99)
+Lat = tuple[list[float], list[float]]
+
+
+def _row(label: str, lat: Lat, wait: Lat) -> str:
+    (called, returned), (w_called, _) = lat, wait
+    p50, p99 = _pct(called, 50), _pct(called, 99)
     return (
         f"| {label} | {p50 * 1000:.1f} | {p99 * 1000:.1f} "
-        f"| {p50 / _pct(wait, 50):.2f}x | {p99 / _pct(wait, 99):.2f}x |"
+        f"| {_pct(returned, 50) * 1000:.1f} | {_pct(returned, 99) * 1000:.1f} "
+        f"| {p50 / _pct(w_called, 50):.2f}x | {p99 / _pct(w_called, 99):.2f}x |"
     )
 
 
@@ -322,15 +336,18 @@ def main() -> int:
         print("machine:", ", ".join(f"{k} {v}" for k, v in machine_info().items()))
         print(f"load average at start: {os.getloadavg()[0]:.1f}")
         why = redis_unavailable()
-        redis: list[float] | None = None
+        redis: Lat | None = None
         if why is None:
             redis_server = RedisServer(dbs.root)
             redis = latency("redis", redis_server.socket, args.n, args.interval)
         for backend in backends:
             print(f"\n## {backend}: wake-up latency, commit in A -> slot in B ({args.n} slots)\n")
-            print("| B's method | p50 ms | p99 ms | p50 / wait's | p99 / wait's |")
-            print("|---|---|---|---|---|")
-            rows: dict[str, list[float]] = {}
+            print(
+                "| B's method | p50 ms from call | p99 ms from call | p50 ms from return "
+                "| p99 ms from return | p50 / wait's | p99 / wait's |"
+            )
+            print("|---|---|---|---|---|---|---|")
+            rows: dict[str, Lat] = {}
             for kind in ("wait", "poll"):
                 url = fresh(backend, kind)
                 asyncio.run(upgrade(url))  # before B and A open it, not racing
@@ -340,7 +357,7 @@ def main() -> int:
             if redis is not None:
                 print(_row("Redis stream XREAD BLOCK (same run)", redis, rows["wait"]))
             else:
-                print(f"| Redis stream XREAD BLOCK | skipped: {why} | | | |")
+                print(f"| Redis stream XREAD BLOCK | skipped: {why} | | | | | |")
 
         base = baseline_revision()
         print(
