@@ -83,16 +83,20 @@ class Waiter:
             self._signal.rekey(self, hint)
 
     def wake(self) -> None:
+        if not self._event.is_set():
+            self._signal.wakeups += 1
         self._event.set()
 
     async def wait(self, seconds: float | None) -> bool:
         """Sleep until woken (True) or ``seconds`` pass (False, None: never); clears the wake."""
+        self._signal.sleeping += 1
         try:
             async with asyncio.timeout(seconds):
                 await self._event.wait()
         except TimeoutError:
             return False
         finally:
+            self._signal.sleeping -= 1
             self._event.clear()
         self._signal.check_open()
         return True
@@ -109,8 +113,12 @@ class ChangeSignal:
         self._connected = asyncio.Event()
         self._has_waiters = asyncio.Event()
         self._closed = False
-        self.connections = 0  # listening / polling connections open now (0 or 1)
+        # Observability (and the tests): listening / polling connections open now
+        # (0 or 1), reconnections, waiters asleep now, wake-ups delivered to waiters.
+        self.connections = 0
         self.reconnects = 0
+        self.sleeping = 0
+        self.wakeups = 0
 
     # ---- waiters ------------------------------------------------------------------
 
