@@ -619,7 +619,7 @@ def test_readme_mcp_examples(sqlite_url: str, private_dir: Path) -> None:
         args = parser.parse_args([a.strip('"') for a in line.split("#")[0].split()[1:]])
         assert args.command == "mcp"
 
-    stdio_example, http_example = _readme_block("# MCP server", "python")
+    stdio_example, http_example, listen_example = _readme_block("# MCP server", "python")
 
     def run(code: str) -> str:
         script = private_dir / "readme_mcp.py"
@@ -652,6 +652,8 @@ def test_readme_mcp_examples(sqlite_url: str, private_dir: Path) -> None:
     finally:
         server.stop()
     assert out.splitlines() == ["memstore://blocks/persona Alice likes short answers."]
+    out = run(listen_example)  # the subscriptions section: told of the block's change
+    assert out.splitlines() == ["memstore://blocks/persona Alice prefers French."]
 
 
 def test_loopback_hosts() -> None:
