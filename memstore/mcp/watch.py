@@ -13,6 +13,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING
 
 from memstore.mcp.resources import ResourceRef
+from memstore.services.change_position import change_position
 from memstore.types import Change, ChangeKind
 
 if TYPE_CHECKING:
@@ -47,7 +48,7 @@ def touched(subscribed: Mapping[str, ResourceRef], change: Change) -> list[str]:
 
 
 class TenantWatch:
-    """``async with TenantWatch(store, user) as changes``: the tenant's changes from now on."""
+    """``async with TenantWatch(store, user) as changes``: the tenant's changes from entry on."""
 
     def __init__(self, store: MemoryStore, user_id: str | None) -> None:
         self._store = store
@@ -55,7 +56,10 @@ class TenantWatch:
         self._feed: AsyncIterator[Change] | None = None
 
     async def __aenter__(self) -> AsyncIterator[Change]:
-        self._feed = self._store.changes(user_id=self._user_id, kinds=WATCHED_KINDS)
+        # The start is read here, not on the feed's first step: whatever the caller
+        # answers after entering, every change committed from now on is delivered.
+        start = await change_position(self._store.db, self._user_id)
+        self._feed = self._store.changes(user_id=self._user_id, kinds=WATCHED_KINDS, after=start)
         return self._feed
 
     async def __aexit__(
