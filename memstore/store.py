@@ -37,6 +37,7 @@ from memstore.search.tables import EpisodeSearchBackend
 from memstore.services import (
     AgentService,
     BlockService,
+    ChangeService,
     EpisodeService,
     FactService,
     TenantService,
@@ -45,7 +46,12 @@ from memstore.services import (
 )
 from memstore.services.access import AccessService, AccessTracker
 from memstore.services.agent.memory import AgentMemory
-from memstore.services.limits import DEFAULT_BLOCK_CHAR_LIMIT, EXPORT_FORMAT, FROM_DUMP
+from memstore.services.limits import (
+    DEFAULT_BLOCK_CHAR_LIMIT,
+    DEFAULT_CHANGE_RETENTION_SECONDS,
+    EXPORT_FORMAT,
+    FROM_DUMP,
+)
 from memstore.services.threads import (
     DEFAULT_MAX_SLOTS_PER_THREAD,
     DEFAULT_MAX_THREADS,
@@ -72,7 +78,8 @@ class StoreConfig:
     ``rls=True`` (Postgres) sets ``memstore.user_id`` in every transaction for
     the row-level security policies of ``memstore rls enable``.
     ``allow_embedder_change=True`` opens a database whose vectors another
-    embedder made (see :meth:`MemoryStore.open`).
+    embedder made (see :meth:`MemoryStore.open`). ``change_retention_seconds``:
+    how long :meth:`MemoryStore.gc` keeps the change log of ``changes()``.
     """
 
     block_char_limit: int = DEFAULT_BLOCK_CHAR_LIMIT
@@ -80,6 +87,7 @@ class StoreConfig:
     max_slots_per_thread: int = DEFAULT_MAX_SLOTS_PER_THREAD
     max_threads: int = DEFAULT_MAX_THREADS
     thread_idle_ttl_seconds: float | None = None
+    change_retention_seconds: float = DEFAULT_CHANGE_RETENTION_SECONDS
     scratchpad_limit: int = DEFAULT_SCRATCHPAD_LIMIT
     rls: bool = False
     recall_tuning: RecallTuning | None = None
@@ -181,12 +189,14 @@ class MemoryStore:
             threads=self.threads,
             scratchpad_limit=self.scratchpad_limit,
             consolidation=ConsolidationParts(db=db, embedder=embedder, embedder_guard=guard),
+            change_retention_seconds=config.change_retention_seconds,
         )
         self._tenants = TenantService(
             db=db, access_tracker=tracker, episode_search=recall.episode_search
         )
         self._transfer = TransferService(db=db, embedder=embedder, embedder_guard=guard)
         self._access = AccessService(db=db, access_tracker=tracker)
+        self._changes = ChangeService(db=db)
         # The agent layer (context, prefetch, tools) works through the services.
         services = (self._episodes, self._facts, self._blocks, self._tenants, self._access)
         self._agent = AgentService(memory=AgentMemory(db, *services))
@@ -293,7 +303,11 @@ class MemoryStore:
             try:
                 yield store
             finally:
-                await store.access_tracker.close()
+                try:
+                    await store.access_tracker.close()
+                finally:
+                    # The listening connection and its waiters end with the store.
+                    await store.db.signal.close()
         finally:
             await engine.dispose()
 
@@ -338,6 +352,8 @@ class MemoryStore:
     tool_definitions = forward("_agent", AgentService.tool_definitions)
     call_tool = forward("_agent", AgentService.call_tool)
     prefetch = forward("_agent", AgentService.prefetch)
+
+    changes = forward("_changes", ChangeService.changes)
 
     record_access = forward("_access", AccessService.record_access)
     flush_access = forward("_access", AccessService.flush_access)

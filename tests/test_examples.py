@@ -73,6 +73,12 @@ EXPECTED: dict[str, list[str]] = {
         r"  alice works_at Acme \(valid since 2025-03-02\)",
         r"second run processed: 0",
     ],
+    "live_threads.py": [
+        r"handed over 'summarise the report': SUMMARISE THE REPORT \(\d+ ms\)",
+        r"handed over 'draft the reply': DRAFT THE REPLY \(\d+ ms\)",
+        r"handed over 'book the meeting': BOOK THE MEETING \(\d+ ms\)",
+        r"results: \[0, 1, 2\]",
+    ],
     "agent_loop.py": [
         rf"Your cat is Miso \[episode:{ID}\]\.",
         r"turns remembered in s2: 2",

@@ -131,7 +131,10 @@ async def _exercise_as_alice(client: Client, seeded: dict[str, str]) -> str:
     resources = (await client.list_resources()).resources
     assert [str(r.uri) for r in resources] == ["memstore://blocks/persona"]
     templates = (await client.list_resource_templates()).resource_templates
-    assert [t.uri_template for t in templates] == ["memstore://blocks/{name}"]
+    assert [t.uri_template for t in templates] == [
+        "memstore://blocks/{name}",
+        "memstore://threads/{thread_id}",
+    ]
     read = await client.read_resource("memstore://blocks/persona")
     assert [c.text for c in read.contents] == ["Alice likes short answers."]
 
@@ -616,7 +619,7 @@ def test_readme_mcp_examples(sqlite_url: str, private_dir: Path) -> None:
         args = parser.parse_args([a.strip('"') for a in line.split("#")[0].split()[1:]])
         assert args.command == "mcp"
 
-    stdio_example, http_example = _readme_block("# MCP server", "python")
+    stdio_example, http_example, listen_example = _readme_block("# MCP server", "python")
 
     def run(code: str) -> str:
         script = private_dir / "readme_mcp.py"
@@ -649,6 +652,8 @@ def test_readme_mcp_examples(sqlite_url: str, private_dir: Path) -> None:
     finally:
         server.stop()
     assert out.splitlines() == ["memstore://blocks/persona Alice likes short answers."]
+    out = run(listen_example)  # the subscriptions section: told of the block's change
+    assert out.splitlines() == ["memstore://blocks/persona Alice prefers French."]
 
 
 def test_loopback_hosts() -> None:

@@ -37,8 +37,9 @@ CROSS_TENANT_OPERATIONS: dict[str, str] = {
         "them; the batches themselves then run per tenant (multi-shard read, one per run)"
     ),
     "gc-all-tenants": (
-        "`memstore gc` without --user-id lists the tenants that have threads or expired "
-        "working-memory keys to collect; deletion then runs per tenant"
+        "`memstore gc` without --user-id lists the tenants that have threads, expired "
+        "working-memory keys or change-log rows past retention to collect; deletion "
+        "then runs per tenant"
     ),
     "rls-management": (
         "`memstore rls enable|disable|status` changes or reads the policy of every "

@@ -35,6 +35,7 @@ from memstore.db.connections import (
 )
 from memstore.db.engine import pool_capacity
 from memstore.db.errors import translated
+from memstore.db.signal import HINTS_KEY, ChangeSignal
 from memstore.errors import InvalidInput
 from memstore.types import utcnow
 
@@ -70,6 +71,7 @@ class Database:
         clock: Clock = utcnow,
         rls: bool = False,
         joined: AsyncSession | None = None,
+        signal: ChangeSignal | None = None,
     ) -> None:
         if rls and engine.dialect.name != "postgresql":
             raise InvalidInput("row-level security (rls=True) needs PostgreSQL")
@@ -77,6 +79,8 @@ class Database:
         self.rls = rls
         self.clock = clock
         self.joined_session = joined
+        # Wake-up hints of committed changes; one per store, shared with its views.
+        self.signal = signal if signal is not None else ChangeSignal(engine)
         own = engine.execution_options(**{OWN_CONNECTION: True})
         self._writes = async_sessionmaker(own, expire_on_commit=False)
         self._reads = async_sessionmaker(
@@ -135,7 +139,9 @@ class Database:
                 f"the session is bound to a {dialect.name} database but this store "
                 f"uses {self.dialect}; pass a session on the store's database"
             )
-        return Database(self.engine, clock=self.clock, rls=self.rls, joined=session)
+        return Database(
+            self.engine, clock=self.clock, rls=self.rls, joined=session, signal=self.signal
+        )
 
     @asynccontextmanager
     async def write(self, tenant: str | None = None) -> AsyncIterator[AsyncSession]:
@@ -215,6 +221,11 @@ class Database:
                 if tenant is not None:
                     await self.set_tenant(session, tenant)
                 yield session
+            # Committed. Postgres delivers its NOTIFY to this process too; SQLite's
+            # poller would see the commit within an interval, this is at once.
+            hints = session.info.pop(HINTS_KEY, None)
+            if hints and not self.postgres:
+                self.signal.notify_local(hints)
 
     async def set_tenant(self, session: AsyncSession, tenant: str) -> None:
         """Name the transaction's tenant for the row-level security policies.

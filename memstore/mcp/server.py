@@ -2,18 +2,21 @@
 
 One low-level ``mcp.server.Server`` whose handlers run the memstore tool layer
 (:func:`memstore.mcp.tools.call_mcp_tool`) and expose the tenant's working
-blocks as ``memstore://blocks/{name}`` resources. Which tenant a request acts as
-comes from a resolver fixed at start-up, never from tool arguments: the
-``--user-id`` over stdio, the allow-listed ``X-Memstore-User`` header over HTTP.
+blocks and threads as ``memstore://blocks/{name}`` and
+``memstore://threads/{thread_id}`` resources (:mod:`memstore.mcp.resources`),
+with change subscriptions (:mod:`memstore.mcp.subscribe`). Which tenant a
+request acts as comes from a resolver fixed at start-up, never from tool
+arguments: the ``--user-id`` over stdio, the allow-listed ``X-Memstore-User``
+header over HTTP.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
+from contextlib import asynccontextmanager
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
-from urllib.parse import quote, unquote
 
 import mcp_types as types
 from mcp.server import Server
@@ -22,21 +25,36 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.jsonrpc import INVALID_PARAMS
 
 from memstore.core.tenancy import storage_user_id
-from memstore.errors import InvalidInput, MemstoreError, NotFound
+from memstore.errors import MemstoreError
 from memstore.mcp.gate import PostOnly, TenantGate, tenant_from_scope
+from memstore.mcp.resources import (
+    BLOCK_URI_PREFIX,
+    THREAD_URI_PREFIX,
+    block_uri,
+    read_resource_text,
+    thread_uri,
+)
+from memstore.mcp.subscribe import ListenStreams, SessionSubscriptions
 from memstore.mcp.tools import call_mcp_tool, mcp_tool_definitions
 from memstore.store import MemoryStore
 
-__all__ = ["BLOCK_URI_PREFIX", "TenantResolver", "build_server", "serve_http", "serve_stdio"]
+__all__ = [
+    "BLOCK_URI_PREFIX",
+    "THREAD_URI_PREFIX",
+    "TenantResolver",
+    "build_server",
+    "serve_http",
+    "serve_stdio",
+]
 
-BLOCK_URI_PREFIX = "memstore://blocks/"
 MCP_PATH = "/mcp"
 TenantResolver = Callable[[ServerRequestContext[Any, Any]], str | None]
 _INSTRUCTIONS = (
     "Long-term memory of the current user. Call get_context at the start of a turn, "
     "search_memory / load_memory to look things up, remember after a turn and "
     "remember_fact for durable facts. The user's pinned working blocks are resources "
-    "under memstore://blocks/."
+    "under memstore://blocks/ and their threads under memstore://threads/; subscribe to "
+    "one to be told when it changes."
 )
 
 
@@ -54,12 +72,17 @@ def _tool_error(exc: MemstoreError) -> types.CallToolResult:
     )
 
 
-def block_uri(name: str) -> str:
-    return BLOCK_URI_PREFIX + quote(name, safe="")
+def build_server(
+    store: MemoryStore,
+    tenant: TenantResolver,
+    *,
+    sessions: SessionSubscriptions | None = None,
+) -> Server[Any]:
+    """The MCP server for ``store``; ``tenant(ctx)`` names each request's tenant.
 
-
-def build_server(store: MemoryStore, tenant: TenantResolver) -> Server[Any]:
-    """The MCP server for ``store``; ``tenant(ctx)`` names each request's tenant."""
+    ``subscriptions/listen`` is always served; ``resources/subscribe`` only with
+    ``sessions`` (a transport whose connection outlives a request).
+    """
     tools = [
         types.Tool(name=d["name"], description=d["description"], input_schema=d["input_schema"])
         for d in mcp_tool_definitions()
@@ -89,7 +112,9 @@ def build_server(store: MemoryStore, tenant: TenantResolver) -> Server[Any]:
         ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
         try:
-            blocks = await store.working(user_id=tenant(ctx))
+            user = tenant(ctx)
+            blocks = await store.working(user_id=user)
+            threads = await store.threads.list_threads(user_id=user)
         except MemstoreError as exc:
             raise MCPError(INVALID_PARAMS, f"{type(exc).__name__}: {exc}") from None
         return types.ListResourcesResult(
@@ -101,6 +126,15 @@ def build_server(store: MemoryStore, tenant: TenantResolver) -> Server[Any]:
                     description=f"working block {b.name!r} (version {b.version})",
                 )
                 for b in blocks
+            ]
+            + [
+                types.Resource(
+                    uri=thread_uri(t.thread_id),
+                    name=t.thread_id,
+                    mime_type="application/json",
+                    description=f"thread {t.thread_id!r} ({t.slot_count} slots)",
+                )
+                for t in threads
             ]
         )
 
@@ -114,7 +148,13 @@ def build_server(store: MemoryStore, tenant: TenantResolver) -> Server[Any]:
                     name="working block",
                     mime_type="text/plain",
                     description="One of the user's pinned working blocks (persona, goals, …).",
-                )
+                ),
+                types.ResourceTemplate(
+                    uri_template=THREAD_URI_PREFIX + "{thread_id}",
+                    name="thread",
+                    mime_type="application/json",
+                    description="One of the user's threads: its length and newest slots.",
+                ),
             ]
         )
 
@@ -123,23 +163,12 @@ def build_server(store: MemoryStore, tenant: TenantResolver) -> Server[Any]:
     ) -> types.ReadResourceResult:
         uri = str(params.uri)
         try:
-            if not uri.startswith(BLOCK_URI_PREFIX) or len(uri) == len(BLOCK_URI_PREFIX):
-                raise InvalidInput(f"unknown resource {uri!r}; use {BLOCK_URI_PREFIX}<name>")
-            name = unquote(uri[len(BLOCK_URI_PREFIX) :])
-            for block in await store.working(user_id=tenant(ctx)):
-                if block.name == name:
-                    return types.ReadResourceResult(
-                        contents=[
-                            types.TextResourceContents(
-                                uri=uri,
-                                mime_type="text/plain",
-                                text=block.content,
-                            )
-                        ]
-                    )
-            raise NotFound(f"no working block {name!r} for this user")
+            mime_type, text = await read_resource_text(store, tenant(ctx), uri)
         except MemstoreError as exc:
             raise MCPError(INVALID_PARAMS, f"{type(exc).__name__}: {exc}") from None
+        return types.ReadResourceResult(
+            contents=[types.TextResourceContents(uri=uri, mime_type=mime_type, text=text)]
+        )
 
     return Server(
         "memstore",
@@ -150,6 +179,9 @@ def build_server(store: MemoryStore, tenant: TenantResolver) -> Server[Any]:
         on_list_resources=list_resources,
         on_list_resource_templates=list_templates,
         on_read_resource=read_resource,
+        on_subscribe_resource=sessions.subscribe if sessions is not None else None,
+        on_unsubscribe_resource=sessions.unsubscribe if sessions is not None else None,
+        on_subscriptions_listen=ListenStreams(store, tenant),
     )
 
 
@@ -160,9 +192,21 @@ async def serve_stdio(url: str | None, user_id: str | None) -> None:
     storage_user_id(user_id)
     # Serves an existing store: `memstore migrate` creates and upgrades schemas.
     async with MemoryStore.open(url, auto_migrate=False) as store:
-        server = build_server(store, lambda ctx: user_id)
-        async with stdio_server() as (read, write):
-            await server.run(read, write, server.create_initialization_options())
+        async with _session_subscriptions(store, lambda ctx: user_id) as sessions:
+            server = build_server(store, lambda ctx: user_id, sessions=sessions)
+            async with stdio_server() as (read, write):
+                await server.run(read, write, server.create_initialization_options())
+
+
+@asynccontextmanager
+async def _session_subscriptions(
+    store: MemoryStore, tenant: TenantResolver
+) -> AsyncIterator[SessionSubscriptions]:
+    sessions = SessionSubscriptions(store, tenant)
+    try:
+        yield sessions
+    finally:
+        await sessions.aclose()
 
 
 async def serve_http(

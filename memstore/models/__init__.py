@@ -3,6 +3,7 @@
 from memstore.db.base import Base
 from memstore.models.access import AccessStatRow
 from memstore.models.blocks import BlockRow, BlockVersionRow
+from memstore.models.changes import ChangeHeadRow, ChangeRow
 from memstore.models.config import ConfigRow
 from memstore.models.consolidation import EpisodeConsolidationRow
 from memstore.models.episodes import EpisodeRow, SessionTurnRow
@@ -16,6 +17,8 @@ __all__ = [
     "Base",
     "BlockRow",
     "BlockVersionRow",
+    "ChangeHeadRow",
+    "ChangeRow",
     "ConfigRow",
     "EpisodeConsolidationRow",
     "EpisodeRow",

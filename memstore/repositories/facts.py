@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -12,7 +13,8 @@ from memstore.core.tenancy import TenantId, public_user_id
 from memstore.embeddings.base import Embedder, embed_checked
 from memstore.models import FactRow
 from memstore.models.facts import subject_key
-from memstore.types import AssertOutcome, Fact, FactChange, new_id
+from memstore.repositories.changes import ChangeEntry, ChangeLogRepository
+from memstore.types import AssertOutcome, ChangeKind, Fact, FactChange, new_id
 
 __all__ = [
     "FactRepository",
@@ -61,6 +63,8 @@ class FactRepository:
     def __init__(self, *, session: AsyncSession, embedder: Embedder | None = None) -> None:
         self._session = session
         self._embedder = embedder
+        # Logical ids of facts superseded by this repository's asserts (change log).
+        self.superseded: list[str] = []
 
     async def _lock_key(self, user_id: TenantId, subject: str, predicate: str) -> None:
         # Serialise writers of one (tenant, subject, predicate) on Postgres; an
@@ -201,6 +205,7 @@ class FactRepository:
             if not overlaps:
                 continue
             await self._close(row, now)
+            self.superseded.append(row.fact_id)
             change = FactChange.SUPERSEDED
             kept = {
                 **statement,
@@ -219,6 +224,19 @@ class FactRepository:
                 # because its first part is already current under the old id.
                 await self._insert(user_id, **kept, valid_from=end, valid_to=row.valid_to)
         return change, end
+
+    async def record_changes(
+        self, user_id: TenantId, outcomes: Sequence[AssertOutcome], now: datetime
+    ) -> None:
+        """Log what this repository's asserts changed; last in the transaction."""
+        entries = [ChangeEntry(ChangeKind.FACT_SUPERSEDED, f) for f in self.superseded]
+        entries += [
+            ChangeEntry(ChangeKind.FACT_ASSERTED, o.fact_id)
+            for o in outcomes
+            if o.change != FactChange.UNCHANGED
+        ]
+        self.superseded = []
+        await ChangeLogRepository(session=self._session).record(user_id, entries, now=now)
 
     async def retract(self, user_id: TenantId, fact_id: str, now: datetime) -> int:
         stmt = (

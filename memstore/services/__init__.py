@@ -6,6 +6,7 @@ by composition; ``memstore.store`` wires them together.
 
 from memstore.services.agent.service import AgentService
 from memstore.services.blocks import BlockService
+from memstore.services.changes import ChangeService
 from memstore.services.episodes import EpisodeService
 from memstore.services.facts import FactService
 from memstore.services.tenants import TenantService
@@ -15,6 +16,7 @@ from memstore.services.working import WorkingService
 __all__ = [
     "AgentService",
     "BlockService",
+    "ChangeService",
     "EpisodeService",
     "FactService",
     "TenantService",

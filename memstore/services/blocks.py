@@ -3,15 +3,28 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
+from typing import TYPE_CHECKING
 
-from memstore.core.tenancy import storage_user_id
+from memstore.core.tenancy import TenantId, storage_user_id
 from memstore.core.validation import MAX_TEXT_CHARS, check_identifier, check_text
 from memstore.errors import InvalidInput, NotFound
 from memstore.repositories.blocks import BlockRepository
+from memstore.repositories.changes import ChangeEntry, ChangeLogRepository
 from memstore.services.base import Service
-from memstore.types import BlockVersion, MemoryBlock
+from memstore.types import BlockVersion, ChangeKind, MemoryBlock
+
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncSession
 
 __all__ = ["BlockService"]
+
+
+async def _record(
+    session: AsyncSession, user: TenantId, kind: ChangeKind, name: str, now: datetime
+) -> None:
+    # Last in the transaction: the tenant's change counter stays locked until commit.
+    await ChangeLogRepository(session=session).record(user, [ChangeEntry(kind, name)], now=now)
 
 
 class BlockService(Service):
@@ -40,7 +53,7 @@ class BlockService(Service):
         ):
             raise InvalidInput("expected_version must be a non-negative integer")
         async with self.db.write(user) as session:
-            return await BlockRepository(session=session).write(
+            block = await BlockRepository(session=session).write(
                 user,
                 name,
                 edit,
@@ -48,6 +61,8 @@ class BlockService(Service):
                 expected_version=expected_version,
                 now=self.db.now(),
             )
+            await _record(session, user, ChangeKind.BLOCK_UPDATED, name, self.db.now())
+        return block
 
     async def update_block(
         self,
@@ -97,3 +112,4 @@ class BlockService(Service):
         async with self.db.write(user) as session:
             if not await BlockRepository(session=session).delete(user, name):
                 raise NotFound(f"no block {name!r} for this user")
+            await _record(session, user, ChangeKind.BLOCK_DELETED, name, self.db.now())

@@ -19,11 +19,12 @@ from memstore.embeddings.base import Embedder, embed_checked
 from memstore.errors import NotFound
 from memstore.recall.hybrid import HybridRecall
 from memstore.recall.relevance import check_min_score
+from memstore.repositories.changes import ChangeEntry, ChangeLogRepository
 from memstore.repositories.fact_reads import FactReads
 from memstore.repositories.facts import FactRepository
 from memstore.search.settings import EmbedderGuard
 from memstore.services.access import AccessTracker
-from memstore.types import AssertOutcome, Fact, FactMatch
+from memstore.types import AssertOutcome, ChangeKind, Fact, FactMatch
 
 __all__ = ["MAX_FACTS_LISTED", "FactService"]
 
@@ -55,7 +56,8 @@ class FactService:
         (vector,) = await embed_checked(self.embedder, [fact_text(cleaned)])
         async with self.db.write(user) as session:
             await self.embedder_guard.claim(session)
-            return await FactRepository(session=session, embedder=self.embedder).assert_fact(
+            repo = FactRepository(session=session, embedder=self.embedder)
+            outcome = await repo.assert_fact(
                 user,
                 cleaned,
                 single_valued=single,
@@ -63,6 +65,8 @@ class FactService:
                 now=self.db.now(),
                 embedding=vector,
             )
+            await repo.record_changes(user, [outcome], self.db.now())
+        return outcome
 
     async def add_fact(self, fact: Fact) -> str:
         """Record a fact; returns its logical id (stable across its versions)."""
@@ -74,6 +78,11 @@ class FactService:
         check_identifier("fact_id", fact_id)
         async with self.db.write(user) as session:
             closed = await FactRepository(session=session).retract(user, fact_id, self.db.now())
+            if closed:
+                retracted = [ChangeEntry(ChangeKind.FACT_RETRACTED, fact_id)]
+                await ChangeLogRepository(session=session).record(
+                    user, retracted, now=self.db.now()
+                )
         if not closed:
             raise NotFound(f"no current fact {fact_id!r} for this user")
 

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from memstore.core.tenancy import TenantId, public_user_id
 from memstore.db.unit import Database
+from memstore.repositories.changes import ChangeLogRepository
 from memstore.repositories.working_memory import WorkingMemoryRepository
 from memstore.services.threads import ThreadBuffer
 from memstore.types import GcReport
 
-__all__ = ["collect", "sweep_working_memory"]
+__all__ = ["collect", "prune_changes", "sweep_working_memory"]
 
 
 async def sweep_working_memory(db: Database, users: list[TenantId] | None) -> int:
@@ -25,6 +28,19 @@ async def sweep_working_memory(db: Database, users: list[TenantId] | None) -> in
     return removed
 
 
+async def prune_changes(db: Database, users: list[TenantId] | None, retention: float) -> int:
+    """Delete change-log rows older than ``retention`` seconds (of ``users``; None = all)."""
+    cutoff = db.now() - timedelta(seconds=retention)
+    if users is None:
+        async with db.read() as session:
+            users = await ChangeLogRepository(session=session).tenants_with_changes_before(cutoff)
+    removed = 0
+    for user in users:
+        async with db.write(user) as session:
+            removed += await ChangeLogRepository(session=session).prune(user, cutoff)
+    return removed
+
+
 async def collect(
     db: Database,
     threads_buffer: ThreadBuffer,
@@ -32,6 +48,7 @@ async def collect(
     user: TenantId | None,
     max_threads: int | None = None,
     idle_ttl_seconds: float | None = None,
+    change_retention_seconds: float,
 ) -> GcReport:
     """Run thread GC and the working-memory sweep for one stored tenant id, or all (None)."""
     if user is None:
@@ -39,6 +56,7 @@ async def collect(
             max_threads=max_threads, idle_ttl_seconds=idle_ttl_seconds
         )
         expired = await sweep_working_memory(db, None)
+        changes = await prune_changes(db, None, change_retention_seconds)
     else:
         threads = await threads_buffer.gc(
             user_id=public_user_id(user),
@@ -46,4 +64,5 @@ async def collect(
             idle_ttl_seconds=idle_ttl_seconds,
         )
         expired = await sweep_working_memory(db, [user])
-    return GcReport(threads=tuple(threads), expired_keys=expired)
+        changes = await prune_changes(db, [user], change_retention_seconds)
+    return GcReport(threads=tuple(threads), expired_keys=expired, pruned_changes=changes)

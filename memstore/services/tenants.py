@@ -10,6 +10,7 @@ from memstore.core.validation import check_aware, check_identifier, check_limit
 from memstore.db.scrub import purge_full_text, truncate_wal
 from memstore.repositories.access import AccessRepository
 from memstore.repositories.blocks import BlockRepository
+from memstore.repositories.changes import ChangeLogRepository
 from memstore.repositories.episodes import EpisodeRepository
 from memstore.repositories.erasure import lock_for_erasure
 from memstore.repositories.facts import FactRepository
@@ -110,6 +111,11 @@ class TenantService(Service):
             # tenant and keeps new ones out until the erase commits.
             await lock_for_erasure(session, user)
             if session_id is None and before is None:
+                # The tenant's waiters wake (on commit) and find its log gone.
+                changes = ChangeLogRepository(session=session)
+                head = await changes.head(user)
+                if head is not None:
+                    await changes.hint(head.epoch)
                 removed = await TenantRepository(session=session).erase(user)
                 await forget_search_version(session, user)
                 await purge_full_text(session, [t for t, n in removed.items() if n])

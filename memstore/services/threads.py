@@ -32,8 +32,11 @@ from memstore.core.tenancy import TenantId, public_user_id, storage_user_id
 from memstore.core.validation import check_identifier, check_json, check_limit, check_text
 from memstore.db.unit import Database
 from memstore.errors import InvalidInput, LimitExceeded, NotFound
+from memstore.repositories.changes import ChangeEntry, ChangeLogRepository
 from memstore.repositories.threads import ThreadRepository
-from memstore.types import RemovedThread, Slot, SlotMetadata, ThreadInfo
+from memstore.services.limits import MAX_DURATION_SECONDS, check_positive_seconds
+from memstore.services.thread_watch import ThreadWatch
+from memstore.types import ChangeKind, RemovedThread, Slot, SlotMetadata, ThreadInfo
 
 __all__ = [
     "DEFAULT_MAX_SLOTS_PER_THREAD",
@@ -45,22 +48,8 @@ __all__ = [
 
 DEFAULT_MAX_SLOTS_PER_THREAD = 10_000
 DEFAULT_MAX_THREADS = 1_000
-# TTLs are added to / subtracted from the clock; a longer one would overflow
-# datetime arithmetic (and means "never" anyway), so it is refused up front.
-MAX_DURATION_SECONDS = 1_000 * 365 * 86_400
 _MAX_LIMIT = 100_000_000
 _ITER_BATCH = 256
-
-
-def check_positive_seconds(field: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise InvalidInput(f"{field} must be a number of seconds")
-    # Compared before float(): an int too large for a float must not raise OverflowError.
-    if not (0 < value <= MAX_DURATION_SECONDS):
-        raise InvalidInput(
-            f"{field} must be a positive number of seconds, at most {MAX_DURATION_SECONDS}"
-        )
-    return float(value)
 
 
 class _NothingToAppend(Exception):
@@ -78,7 +67,7 @@ def _encode_payload(payload: Any) -> tuple[str, Any]:
     return type_name, check_json("payload", payload)
 
 
-class ThreadBuffer:
+class ThreadBuffer(ThreadWatch):
     """Thread-scoped, append-only message slots; every method takes ``user_id``.
 
     Limits: ``max_slots_per_thread`` is enforced on append; ``max_threads``
@@ -204,6 +193,8 @@ class ThreadBuffer:
                     **metadata,
                 )
                 await repo.add_slot(user, meta, value)
+                appended = ChangeEntry(ChangeKind.THREAD_APPENDED, thread_id, index)
+                await ChangeLogRepository(session=session).record(user, [appended], now=now)
         except _NothingToAppend:
             return None
         return Slot(payload=value, metadata=meta)
@@ -214,6 +205,8 @@ class ThreadBuffer:
         check_identifier("thread_id", thread_id)
         async with self._db.write(user) as session:
             removed = await ThreadRepository(session=session).delete(user, [thread_id])
+            gone = [ChangeEntry(ChangeKind.THREAD_DELETED, t) for t in removed]
+            await ChangeLogRepository(session=session).record(user, gone, now=self._db.now())
         return bool(removed)
 
     # ---- reading ---------------------------------------------------------------
@@ -393,6 +386,8 @@ class ThreadBuffer:
             repo = ThreadRepository(session=session)
             idle = await repo.delete_idle(user, cutoff) if cutoff is not None else {}
             surplus = await repo.delete_beyond(user, keep)
+            gone = [ChangeEntry(ChangeKind.THREAD_DELETED, t) for t in sorted({*idle, *surplus})]
+            await ChangeLogRepository(session=session).record(user, gone, now=self._db.now())
         return [
             RemovedThread(thread_id=t, slot_count=n, reason=why, user_id=public_user_id(user))
             for why, removed in (("idle", idle), ("max_threads", surplus))

@@ -13,6 +13,7 @@ from memstore.errors import InvalidInput
 from memstore.search.settings import EmbedderGuard
 from memstore.services.consolidation.types import Extractor
 from memstore.services.gc import collect
+from memstore.services.limits import DEFAULT_CHANGE_RETENTION_SECONDS, check_positive_seconds
 from memstore.services.threads import ThreadBuffer
 from memstore.services.working_memory import WorkingMemory
 from memstore.types import ConsolidationResult, GcReport, ScopeContext
@@ -42,8 +43,12 @@ class WorkingService:
         threads: ThreadBuffer,
         scratchpad_limit: int,
         consolidation: ConsolidationParts,
+        change_retention_seconds: float = DEFAULT_CHANGE_RETENTION_SECONDS,
     ) -> None:
         self.db = db
+        self.change_retention_seconds = check_positive_seconds(
+            "change_retention_seconds", change_retention_seconds
+        )
         self.threads = threads
         self.scratchpad_limit = scratchpad_limit
         self.consolidation = consolidation
@@ -88,7 +93,7 @@ class WorkingService:
         max_threads: int | None = None,
         thread_idle_ttl_seconds: float | None = None,
     ) -> GcReport:
-        """Collect idle / surplus threads and expired working-memory keys.
+        """Collect idle / surplus threads, expired working-memory keys and old change-log rows.
 
         One tenant (``user_id``, None = anonymous) or, with ``all_tenants=True``,
         every tenant, each in its own transaction. The limits default to the
@@ -103,6 +108,7 @@ class WorkingService:
             user=user,
             max_threads=max_threads,
             idle_ttl_seconds=thread_idle_ttl_seconds,
+            change_retention_seconds=self.change_retention_seconds,
         )
 
     async def consolidate(

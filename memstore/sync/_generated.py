@@ -33,6 +33,8 @@ from memstore.types import (
     AccessStat,
     AssertOutcome,
     BlockVersion,
+    Change,
+    ChangeKind,
     ConsolidationResult,
     Episode,
     EpisodeMatch,
@@ -91,6 +93,9 @@ class SyncMemoryStore(SyncStore[MemoryStore]):
     def call_tool(self, name: str, arguments: Any, *, user_id: str | None = None) -> dict[str, Any]:
         return self._runner.run(self._target.call_tool(name, arguments, user_id=user_id))
 
+    def changes(self, *, user_id: str | None = None, kinds: Iterable[ChangeKind | str] | None = None, after: str | None = None) -> Iterator[Change]:
+        return self._iterate(self._target.changes(user_id=user_id, kinds=kinds, after=after))
+
     def consolidate(self, limit: int | None = None, user_id: str | None = None, extractor: Extractor | None = None, *, batch_size: int | None = None, max_seconds: float | None = None) -> ConsolidationResult:
         return self._runner.run(self._target.consolidate(limit, user_id, extractor, batch_size=batch_size, max_seconds=max_seconds))
 
@@ -147,9 +152,9 @@ class SyncMemoryStore(SyncStore[MemoryStore]):
         return self._runner.call(self._target.now)
 
     @classmethod
-    def open(cls, url: str | None = None, *, block_char_limit: int = 5000, clock: Callable[[], datetime] = utcnow, max_slots_per_thread: int = 10000, max_threads: int = 1000, thread_idle_ttl_seconds: float | None = None, scratchpad_limit: int = 100, rls: bool = False, recall_tuning: RecallTuning | None = None, exact_scan_threshold: int | None = None, allow_embedder_change: bool = False, embedder: Embedder | ModelSpec | str | None = None, auto_migrate: bool | None = None, engine_options: Mapping[str, Any] | None = None) -> SyncMemoryStore:
+    def open(cls, url: str | None = None, *, block_char_limit: int = 5000, clock: Callable[[], datetime] = utcnow, max_slots_per_thread: int = 10000, max_threads: int = 1000, thread_idle_ttl_seconds: float | None = None, change_retention_seconds: float = 604800.0, scratchpad_limit: int = 100, rls: bool = False, recall_tuning: RecallTuning | None = None, exact_scan_threshold: int | None = None, allow_embedder_change: bool = False, embedder: Embedder | ModelSpec | str | None = None, auto_migrate: bool | None = None, engine_options: Mapping[str, Any] | None = None) -> SyncMemoryStore:
         """Open a :class:`SyncMemoryStore`: the arguments of :meth:`MemoryStore.open`."""
-        return cls._open(MemoryStore.open(url, block_char_limit=block_char_limit, clock=clock, max_slots_per_thread=max_slots_per_thread, max_threads=max_threads, thread_idle_ttl_seconds=thread_idle_ttl_seconds, scratchpad_limit=scratchpad_limit, rls=rls, recall_tuning=recall_tuning, exact_scan_threshold=exact_scan_threshold, allow_embedder_change=allow_embedder_change, embedder=embedder, auto_migrate=auto_migrate, engine_options=engine_options))
+        return cls._open(MemoryStore.open(url, block_char_limit=block_char_limit, clock=clock, max_slots_per_thread=max_slots_per_thread, max_threads=max_threads, thread_idle_ttl_seconds=thread_idle_ttl_seconds, change_retention_seconds=change_retention_seconds, scratchpad_limit=scratchpad_limit, rls=rls, recall_tuning=recall_tuning, exact_scan_threshold=exact_scan_threshold, allow_embedder_change=allow_embedder_change, embedder=embedder, auto_migrate=auto_migrate, engine_options=engine_options))
 
     def prefetch(self, *, user_id: str | None = None, session_id: str | None = None, limit: int = 5) -> list[ContextItem]:
         return self._runner.run(self._target.prefetch(user_id=user_id, session_id=session_id, limit=limit))
@@ -216,6 +221,9 @@ class SyncThreadBuffer(SyncProxy[ThreadBuffer]):
     def delete_thread(self, thread_id: str, *, user_id: str | None = None) -> bool:
         return self._runner.run(self._target.delete_thread(thread_id, user_id=user_id))
 
+    def follow(self, thread_id: str, *, after: int | None = None, user_id: str | None = None) -> Iterator[Slot]:
+        return self._iterate(self._target.follow(thread_id, after=after, user_id=user_id))
+
     def gc(self, *, user_id: str | None = None, max_threads: int | None = None, idle_ttl_seconds: float | None = None) -> list[RemovedThread]:
         return self._runner.run(self._target.gc(user_id=user_id, max_threads=max_threads, idle_ttl_seconds=idle_ttl_seconds))
 
@@ -254,6 +262,9 @@ class SyncThreadBuffer(SyncProxy[ThreadBuffer]):
 
     def thread_info(self, thread_id: str, *, user_id: str | None = None) -> ThreadInfo | None:
         return self._runner.run(self._target.thread_info(thread_id, user_id=user_id))
+
+    def wait(self, thread_id: str, *, after: int | None = None, timeout: float | None = None, user_id: str | None = None) -> list[Slot]:
+        return self._runner.run(self._target.wait(thread_id, after=after, timeout=timeout, user_id=user_id))
 
 
 

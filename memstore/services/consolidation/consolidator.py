@@ -52,7 +52,14 @@ from memstore.services.consolidation.types import (
     CandidateFact,
     Extractor,
 )
-from memstore.types import BatchResult, ConsolidationResult, Episode, Fact, FactChange
+from memstore.types import (
+    AssertOutcome,
+    BatchResult,
+    ConsolidationResult,
+    Episode,
+    Fact,
+    FactChange,
+)
 
 if TYPE_CHECKING:  # the unit of work's session, handed on to the repositories
     from sqlalchemy.ext.asyncio import AsyncSession
@@ -322,6 +329,7 @@ class Consolidator:
         await self.store.embedder_guard.claim(session)
         counts = dict.fromkeys(FactChange, 0)
         facts = FactRepository(session=session, embedder=self.store.embedder)
+        outcomes: list[AssertOutcome] = []
         for item in ordered:
             outcome = await facts.assert_fact(
                 user,
@@ -332,8 +340,10 @@ class Consolidator:
                 embedding=item.embedding,
             )
             counts[outcome.change] += 1
+            outcomes.append(outcome)
             if self._after_fact is not None:
                 await self._after_fact()
+        await facts.record_changes(user, outcomes, self.store.now())
         return BatchResult(
             user_id=public_user_id(user),
             processed=len(episodes),

@@ -1,0 +1,387 @@
+"""Live memory: wake-up latency across processes, and what the change feed costs an append.
+
+    python scripts/bench_live.py [--n 200] [--appends 1000] [--backends sqlite,postgres]
+
+1. Wake-up latency. Process A appends a slot to a thread every ``--interval``
+   seconds (jittered, so a poller's phase is uniform); process B is woken and
+   reads it. Latency = B holding the slot minus A calling ``append()`` (the
+   hand-over as the producer sees it, its write and commit included), and minus
+   ``append()`` returning (the commit is done; B can be woken before A's call
+   returns, so this one can be negative), both on the system-wide monotonic
+   clock. Ratios are of the from-call figures. B uses, in
+   the same run: ``threads.wait`` (the live path: NOTIFY on Postgres,
+   ``PRAGMA data_version`` on SQLite), polling ``get_from`` every 100 ms (what
+   callers did before), and a Redis stream ``XREAD BLOCK`` (a private
+   ``redis-server`` on a Unix socket; "skipped: <why>" without one).
+2. Append throughput with and without the live machinery: sequential
+   ``threads.append`` at this source tree and at the commit before the change log
+   was added (the same script run on a ``git archive`` of that commit, each on a
+   fresh database of its own), interleaved, median of ``--rounds``.
+
+Postgres is a private pgserver cluster in the run's temp dir (benchlib.servers).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import multiprocessing as mp
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from benchlib.servers import Databases, machine_info, sqlalchemy_url  # noqa: E402
+
+from memstore.schema.migrate import upgrade  # noqa: E402
+
+THREAD = "handoff"
+USER = "bench"
+
+
+# ---- process B: the waiters ------------------------------------------------------------
+
+
+async def _wait_loop(url: str, n: int, ready: Any, out: Any) -> None:
+    from memstore import MemoryStore
+
+    got: dict[int, float] = {}
+    async with MemoryStore.open(url) as store:
+        ready.set()
+        last = -1
+        while len(got) < n:
+            slots = await store.threads.wait(THREAD, after=last, timeout=30, user_id=USER)
+            now = time.monotonic()
+            if not slots:
+                break
+            for slot in slots:
+                got[slot.index] = now
+            last = slots[-1].index
+    out.put(got)
+
+
+async def _poll_loop(url: str, n: int, ready: Any, out: Any) -> None:
+    from memstore import MemoryStore
+
+    got: dict[int, float] = {}
+    async with MemoryStore.open(url) as store:
+        ready.set()
+        deadline = time.monotonic() + 600
+        while len(got) < n and time.monotonic() < deadline:
+            for slot in await store.threads.get_from(THREAD, "A", user_id=USER):
+                got.setdefault(slot.index, time.monotonic())
+            await asyncio.sleep(0.1)
+    out.put(got)
+
+
+def _redis_loop(socket_path: str, n: int, ready: Any, out: Any) -> None:
+    import redis
+
+    client = redis.Redis(unix_socket_path=socket_path)
+    got: dict[int, float] = {}
+    last: Any = "0-0"
+    ready.set()
+    while len(got) < n:
+        # [[stream, [(entry id, {field: value})...]]]; the client's types cover both
+        # RESP versions, so Any here.
+        answer: Any = client.xread({THREAD: last}, block=30_000)
+        now = time.monotonic()
+        if not answer:
+            break
+        for entry_id, fields in answer[0][1]:
+            got[int(fields[b"i"])] = now
+            last = entry_id
+    out.put(got)
+
+
+def _waiter(kind: str, target: str, n: int, ready: Any, out: Any) -> None:
+    if kind == "redis":
+        _redis_loop(target, n, ready, out)
+    elif kind == "wait":
+        asyncio.run(_wait_loop(target, n, ready, out))
+    else:
+        asyncio.run(_poll_loop(target, n, ready, out))
+
+
+# ---- process A: the appender -----------------------------------------------------------
+
+
+Sent = dict[int, tuple[float, float]]  # slot index -> (append called, append returned)
+
+
+async def _append_all(url: str, n: int, interval: float) -> Sent:
+    from memstore import MemoryStore
+
+    sent: Sent = {}
+    async with MemoryStore.open(url) as store:
+        for i in range(n):
+            await asyncio.sleep(interval * random.uniform(0.5, 1.5))
+            called = time.monotonic()
+            slot = await store.threads.append(
+                THREAD, {"task": i}, from_id="A", to_id="B", user_id=USER
+            )
+            sent[slot.index] = (called, time.monotonic())
+    return sent
+
+
+def _xadd_all(socket_path: str, n: int, interval: float) -> Sent:
+    import redis
+
+    client = redis.Redis(unix_socket_path=socket_path)
+    sent: Sent = {}
+    for i in range(n):
+        time.sleep(interval * random.uniform(0.5, 1.5))
+        called = time.monotonic()
+        client.xadd(THREAD, {"i": i, "task": f"task {i}"})
+        sent[i] = (called, time.monotonic())
+    return sent
+
+
+def latency(kind: str, target: str, n: int, interval: float) -> tuple[list[float], list[float]]:
+    """Seconds to B holding each slot: from A calling append, and from append returning."""
+    ctx = mp.get_context("spawn")
+    ready, out = ctx.Event(), ctx.Queue()
+    child = ctx.Process(target=_waiter, args=(kind, target, n, ready, out))
+    child.start()
+    try:
+        if not ready.wait(120):
+            raise RuntimeError(f"{kind} waiter did not start")
+        time.sleep(0.5)  # the waiter is inside its first wait/XREAD by now
+        if kind == "redis":
+            sent = _xadd_all(target, n, interval)
+        else:
+            sent = asyncio.run(_append_all(target, n, interval))
+        got: dict[int, float] = out.get(timeout=120)
+    finally:
+        child.join(timeout=60)
+        if child.is_alive():
+            child.kill()
+    missing = set(sent) - set(got)
+    if missing:
+        raise RuntimeError(f"{kind}: {len(missing)} of {n} slots never reached process B")
+    order = sorted(sent)
+    return [got[i] - sent[i][0] for i in order], [got[i] - sent[i][1] for i in order]
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
+
+
+Lat = tuple[list[float], list[float]]
+
+
+def _row(label: str, lat: Lat, wait: Lat) -> str:
+    (called, returned), (w_called, _) = lat, wait
+    p50, p99 = _pct(called, 50), _pct(called, 99)
+    return (
+        f"| {label} | {p50 * 1000:.1f} | {p99 * 1000:.1f} "
+        f"| {_pct(returned, 50) * 1000:.1f} | {_pct(returned, 99) * 1000:.1f} "
+        f"| {p50 / _pct(w_called, 50):.2f}x | {p99 / _pct(w_called, 99):.2f}x |"
+    )
+
+
+# ---- Redis -----------------------------------------------------------------------------
+
+
+class RedisServer:
+    """A private redis-server on a Unix socket in ``root``; stopped by :meth:`stop`."""
+
+    def __init__(self, root: Path) -> None:
+        self.socket = str(root / "redis.sock")
+        self.process = subprocess.Popen(
+            [
+                "redis-server",
+                "--port",
+                "0",
+                "--unixsocket",
+                self.socket,
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(root),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 30
+        while not os.path.exists(self.socket):
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError("redis-server did not start")
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(timeout=15)
+
+
+def redis_unavailable() -> str | None:
+    if shutil.which("redis-server") is None:
+        return "no redis-server on PATH (apt-get install redis-server)"
+    try:
+        import redis  # noqa: F401
+    except ImportError:
+        return "the redis client is not installed (pip install -e '.[bench]')"
+    return None
+
+
+# ---- append throughput, with and without the live machinery ----------------------------
+
+_THROUGHPUT_CHILD = """
+import asyncio, sys, time
+from memstore import MemoryStore
+
+async def main(url: str, n: int) -> None:
+    async with MemoryStore.open(url, auto_migrate=True) as store:
+        for i in range(50):  # warm-up: connections, statement caches
+            await store.threads.append("warm", i, from_id="A", to_id="B", user_id="bench")
+        start = time.perf_counter()
+        for i in range(n):
+            await store.threads.append("t", {"task": i}, from_id="A", to_id="B", user_id="bench")
+        print(n / (time.perf_counter() - start))
+
+asyncio.run(main(sys.argv[1], int(sys.argv[2])))
+"""
+
+
+def baseline_revision() -> str:
+    """The commit before memstore/services/changes.py (the change feed) was added."""
+    added = subprocess.run(
+        [
+            "git",
+            "-C",
+            str(ROOT),
+            "log",
+            "--format=%H",
+            "--diff-filter=A",
+            "--",
+            "memstore/services/changes.py",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    if not added:
+        raise RuntimeError("no commit adds memstore/services/changes.py: nothing to compare with")
+    return subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "--short", f"{added[-1]}^"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+
+
+def _export(revision: str, into: Path) -> Path:
+    into.mkdir(parents=True)
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", revision, "memstore", "migrations"],
+        capture_output=True,
+        check=True,
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    return into
+
+
+def appends_per_second(tree: Path, url: str, n: int) -> float:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSTORE_")}
+    env["PYTHONPATH"] = str(tree)
+    done = subprocess.run(
+        [sys.executable, "-c", _THROUGHPUT_CHILD, url, str(n)],
+        cwd=tree,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(done.stderr[-2000:])
+    return float(done.stdout.split()[-1])
+
+
+# ---- the run -----------------------------------------------------------------------------
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=200, help="slots handed over per method")
+    parser.add_argument("--interval", type=float, default=0.05, help="mean seconds between appends")
+    parser.add_argument("--appends", type=int, default=1000, help="appends per throughput run")
+    parser.add_argument("--rounds", type=int, default=3, help="throughput runs per tree")
+    parser.add_argument("--backends", default="sqlite,postgres")
+    args = parser.parse_args()
+    backends = [b for b in args.backends.split(",") if b]
+
+    dbs = Databases()
+    redis_server: RedisServer | None = None
+
+    def fresh(backend: str, name: str) -> str:
+        if backend == "sqlite":
+            return dbs.sqlite_url(name)
+        return sqlalchemy_url(dbs.pg_dsn(name))
+
+    try:
+        print("machine:", ", ".join(f"{k} {v}" for k, v in machine_info().items()))
+        print(f"load average at start: {os.getloadavg()[0]:.1f}")
+        why = redis_unavailable()
+        redis: Lat | None = None
+        if why is None:
+            redis_server = RedisServer(dbs.root)
+            redis = latency("redis", redis_server.socket, args.n, args.interval)
+        for backend in backends:
+            print(f"\n## {backend}: wake-up latency, commit in A -> slot in B ({args.n} slots)\n")
+            print(
+                "| B's method | p50 ms from call | p99 ms from call | p50 ms from return "
+                "| p99 ms from return | p50 / wait's | p99 / wait's |"
+            )
+            print("|---|---|---|---|---|---|---|")
+            rows: dict[str, Lat] = {}
+            for kind in ("wait", "poll"):
+                url = fresh(backend, kind)
+                asyncio.run(upgrade(url))  # before B and A open it, not racing
+                rows[kind] = latency(kind, url, args.n, args.interval)
+            print(_row("threads.wait (live)", rows["wait"], rows["wait"]))
+            print(_row("get_from every 100 ms", rows["poll"], rows["wait"]))
+            if redis is not None:
+                print(_row("Redis stream XREAD BLOCK (same run)", redis, rows["wait"]))
+            else:
+                print(f"| Redis stream XREAD BLOCK | skipped: {why} | | | | | |")
+
+        base = baseline_revision()
+        print(
+            f"\n## Append throughput: this tree vs {base} (before the change feed), "
+            f"{args.appends} sequential appends, median of {args.rounds}\n"
+        )
+        print("| backend | appends/s now | appends/s before | now / before |")
+        print("|---|---|---|---|")
+        old_tree = _export(base, Path(tempfile.mkdtemp(prefix="tree-", dir=dbs.root)) / "old")
+        for backend in backends:
+            rates: dict[str, list[float]] = {"now": [], "before": []}
+            for _ in range(args.rounds):
+                for label, tree in (("now", ROOT), ("before", old_tree)):
+                    url = fresh(backend, label)
+                    rates[label].append(appends_per_second(tree, url, args.appends))
+            now, before = statistics.median(rates["now"]), statistics.median(rates["before"])
+            print(f"| {backend} | {now:.0f} | {before:.0f} | {now / before:.2f}x |", flush=True)
+        print(f"\nload average at end: {os.getloadavg()[0]:.1f}")
+    finally:
+        if redis_server is not None:
+            redis_server.stop()
+        dbs.close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

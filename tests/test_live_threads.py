@@ -1,0 +1,137 @@
+"""threads.wait / follow across processes, on SQLite and Postgres (issue 29, points 1 and 4)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from sqlalchemy import text
+
+from memstore import InvalidInput, MemoryStore, SyncMemoryStore
+from memstore.db.signal import LISTENER_APPLICATION_NAME
+from tests.live_support import GUARD_S, asleep, in_other_process
+
+pytestmark = pytest.mark.slow
+
+# A waiter that must NOT be woken waits this long, then must come back empty.
+QUIET_S = 2.0
+
+
+async def test_a_waiter_is_woken_by_an_append_committed_in_another_process(
+    store: MemoryStore, db_url: str
+) -> None:
+    waiter = asyncio.create_task(store.threads.wait("t", user_id="alice", timeout=GUARD_S))
+    await asleep(store)
+    assert await in_other_process(db_url, "append", "alice", "t") == "0"
+    slots = await waiter
+    assert [(s.index, s.payload) for s in slots] == [(0, {"by": "worker"})]
+
+
+async def test_another_tenants_append_does_not_wake_and_returns_nothing(
+    store: MemoryStore, db_url: str, backend: str
+) -> None:
+    # alice has a change log, so her waiter listens for her hint only.
+    await store.threads.append("t", {"n": 0}, from_id="a", to_id="b", user_id="alice")
+    waiter = asyncio.create_task(store.threads.wait("t", user_id="alice", timeout=QUIET_S))
+    await asleep(store)
+    woken = store.db.signal.wakeups
+    await in_other_process(db_url, "append", "bob", "t")  # same thread id, other tenant
+    assert await waiter == []
+    if backend != "sqlite":
+        # Postgres dispatches by tenant hint: bob's NOTIFY woke none of alice's waiters.
+        # (SQLite's data_version says only "someone committed": all look, find nothing.)
+        assert store.db.signal.wakeups == woken
+    assert [s.index for s in await store.threads.get_thread("t", user_id="alice")] == [0]
+
+
+async def test_a_rolled_back_append_wakes_nobody(store: MemoryStore, db_url: str) -> None:
+    waiter = asyncio.create_task(store.threads.wait("t", user_id="alice", timeout=QUIET_S))
+    await asleep(store)
+    woken = store.db.signal.wakeups
+    assert await in_other_process(db_url, "rollback", "alice", "t") == "rolled back"
+    assert await waiter == []
+    assert store.db.signal.wakeups == woken
+    # The same waiter is woken by a committed append, which got the index given up.
+    waiter = asyncio.create_task(store.threads.wait("t", user_id="alice", timeout=GUARD_S))
+    await asleep(store)
+    await in_other_process(db_url, "append", "alice", "t")
+    assert [s.index for s in await waiter] == [0]
+
+
+async def test_wait_returns_what_is_there_and_follow_streams_new_slots(store: MemoryStore) -> None:
+    threads = store.threads
+    for n in range(3):
+        await threads.append("t", {"n": n}, from_id="a", to_id="b", user_id="alice")
+    assert [s.index for s in await threads.wait("t", after=0, user_id="alice")] == [1, 2]
+    assert [s.index for s in await threads.wait("t", after=-1, user_id="alice")] == [0, 1, 2]
+    assert await threads.wait("t", user_id="alice", timeout=0) == []  # after the last: none
+    follow = threads.follow("t", after=1, user_id="alice")
+    assert (await anext(follow)).index == 2
+    later = asyncio.create_task(anext(follow))
+    await asleep(store)
+    await threads.append("t", {"n": 3}, from_id="a", to_id="b", user_id="alice")
+    assert (await later).payload == {"n": 3}
+    await follow.aclose()
+
+
+async def test_100_waiters_share_one_listening_connection(store: MemoryStore, backend: str) -> None:
+    waiters = [
+        asyncio.create_task(store.threads.wait(f"t{i}", user_id=f"user{i % 10}", timeout=GUARD_S))
+        for i in range(100)
+    ]
+    await asleep(store, 100)
+    assert store.db.signal.connections == 1
+    if backend != "sqlite":
+        async with store.engine.connect() as conn:
+            listeners = await conn.scalar(
+                text(
+                    "SELECT count(*) FROM pg_stat_activity "
+                    "WHERE datname = current_database() AND application_name = :name"
+                ),
+                {"name": LISTENER_APPLICATION_NAME},
+            )
+        assert listeners == 1
+    for i in range(100):
+        await store.threads.append(
+            f"t{i}", {"i": i}, from_id="a", to_id="b", user_id=f"user{i % 10}"
+        )
+    results = await asyncio.gather(*waiters)
+    assert [[(s.index, s.payload) for s in r] for r in results] == [
+        [(0, {"i": i})] for i in range(100)
+    ]
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"timeout": -1},
+        {"timeout": "5"},
+        {"timeout": float("nan")},
+        {"after": -2},
+        {"after": "3"},
+        {"after": True},
+    ],
+)
+async def test_bad_wait_arguments_are_refused(
+    store: MemoryStore, kwargs: dict[str, object]
+) -> None:
+    with pytest.raises(InvalidInput):
+        await store.threads.wait("t", user_id="alice", **kwargs)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInput):
+        await store.threads.wait("bad thread id\x00", user_id="alice", timeout=0)
+    assert store.db.signal.waiter_count == 0
+
+
+async def test_the_sync_store_blocks_in_wait_and_iterates_follow(db_url: str) -> None:
+    def scenario() -> list[int]:
+        with SyncMemoryStore.open(db_url) as sync:
+            assert sync.threads.wait("t", user_id="alice", timeout=0) == []
+            sync.threads.append("t", {"n": 0}, from_id="a", to_id="b", user_id="alice")
+            got = [s.index for s in sync.threads.wait("t", after=-1, user_id="alice")]
+            follow = sync.threads.follow("t", after=-1, user_id="alice")
+            got.append(next(follow).index)
+            change = next(iter(sync.changes(user_id="alice", after="")))
+            assert (change.kind, change.key, change.slot_index) == ("thread_appended", "t", 0)
+            return got
+
+    assert await asyncio.to_thread(scenario) == [0, 0]
