@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import uuid
 
 from memstore import MemoryStore
+from memstore.core.tenancy import TenantId
+from memstore.repositories.changes import ChangeLogRepository
 
-__all__ = ["GUARD_S", "asleep", "in_other_process"]
+__all__ = ["GUARD_S", "asleep", "in_other_process", "settled"]
 
 # Failure guards only: a test that behaves never comes near them.
 GUARD_S = 60.0
@@ -77,3 +80,30 @@ async def asleep(store: MemoryStore, waiters: int = 1) -> None:
         # Polls a counter the waiters keep; an Event for the test alone would be noise.
         while store.db.signal.sleeping < waiters:  # noqa: ASYNC110
             await asyncio.sleep(0.01)
+
+
+async def settled(store: MemoryStore) -> int:
+    """Until every hint of a commit made before this call has reached ``store``'s waiters.
+
+    Postgres delivers notifications in commit order: once the listener has received
+    the hint of a fresh tenant's commit made now, it has dispatched all earlier ones.
+    SQLite: two polls of data_version after now. Returns the wake-ups the sentinel
+    commit caused (none unless a waiter's tenant has no change log yet).
+    """
+    signal = store.db.signal
+    if store.db.dialect == "sqlite":
+        polls = signal.polls
+        async with asyncio.timeout(GUARD_S):
+            while signal.polls < polls + 2:  # noqa: ASYNC110
+                await asyncio.sleep(0.01)
+        return 0
+    woken = signal.wakeups
+    sentinel = f"zz-sentinel-{uuid.uuid4().hex}"
+    await store.update_block("sentinel", "x", user_id=sentinel)
+    async with store.db.read(sentinel) as session:
+        head = await ChangeLogRepository(session=session).head(TenantId(sentinel))
+    assert head is not None
+    async with asyncio.timeout(GUARD_S):
+        while head.hint not in signal.recent:  # noqa: ASYNC110
+            await asyncio.sleep(0.01)
+    return signal.wakeups - woken

@@ -61,7 +61,8 @@ async def test_changes_are_the_tenants_own_in_commit_order_and_resume_from_a_pos
     await asleep(store)
     await store.update_block("other", "x", user_id="bob")
     await store.update_block("last", "x", user_id="alice")
-    assert (await later).key == "last"
+    async with asyncio.timeout(GUARD_S):
+        assert (await later).key == "last"
     for each in (feed, resumed, only):
         await each.aclose()
 
@@ -74,7 +75,8 @@ async def test_a_change_committed_in_another_process_is_delivered(
     await asleep(store)
     await in_other_process(db_url, "block", "bob", "elsewhere")
     await in_other_process(db_url, "block", "alice", "from-b")
-    change = await first
+    async with asyncio.timeout(GUARD_S):
+        change = await first
     assert (change.kind, change.key, change.user_id) == (K.BLOCK_UPDATED, "from-b", "alice")
     await feed.aclose()
 
@@ -86,7 +88,8 @@ async def test_forget_is_reported_and_leaves_no_log(store: MemoryStore) -> None:
     pending = asyncio.create_task(anext(live))
     await asleep(store)
     await store.forget(user_id="alice")
-    forgot = await pending
+    async with asyncio.timeout(GUARD_S):
+        forgot = await pending
     assert (forgot.kind, forgot.key) == (K.FORGET, None)
     # A position from before the forget is reported the same way when resumed later.
     [again] = await _take(store.changes(user_id="alice", after=seen.position), 1)

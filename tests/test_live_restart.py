@@ -75,7 +75,8 @@ async def test_a_waiter_reconnects_after_a_restart_and_gets_the_next_slot(
         assert await in_other_process(own_server.url, "append", "alice", "t") == "1"
         slots = await waiter
         assert [(s.index, s.payload) for s in slots] == [(1, {"by": "worker"})]
-        change = await pending_change
+        async with asyncio.timeout(GUARD_S):
+            change = await pending_change
         assert (change.kind, change.slot_index) == ("thread_appended", 1)
         assert store.db.signal.reconnects >= 1
         assert store.db.signal.connections == 1

@@ -9,12 +9,9 @@ from sqlalchemy import text
 
 from memstore import InvalidInput, MemoryStore, SyncMemoryStore
 from memstore.db.signal import LISTENER_APPLICATION_NAME
-from tests.live_support import GUARD_S, asleep, in_other_process
+from tests.live_support import GUARD_S, asleep, in_other_process, settled
 
 pytestmark = pytest.mark.slow
-
-# A waiter that must NOT be woken waits this long, then must come back empty.
-QUIET_S = 2.0
 
 
 async def test_a_waiter_is_woken_by_an_append_committed_in_another_process(
@@ -22,9 +19,12 @@ async def test_a_waiter_is_woken_by_an_append_committed_in_another_process(
 ) -> None:
     waiter = asyncio.create_task(store.threads.wait("t", user_id="alice", timeout=GUARD_S))
     await asleep(store)
+    woken = store.db.signal.wakeups
     assert await in_other_process(db_url, "append", "alice", "t") == "0"
     slots = await waiter
     assert [(s.index, s.payload) for s in slots] == [(0, {"by": "worker"})]
+    # Woken by the commit, not found by the last look at the (guard) timeout.
+    assert store.db.signal.wakeups > woken
 
 
 async def test_another_tenants_append_does_not_wake_and_returns_nothing(
@@ -32,28 +32,33 @@ async def test_another_tenants_append_does_not_wake_and_returns_nothing(
 ) -> None:
     # alice has a change log, so her waiter listens for her hint only.
     await store.threads.append("t", {"n": 0}, from_id="a", to_id="b", user_id="alice")
-    waiter = asyncio.create_task(store.threads.wait("t", user_id="alice", timeout=QUIET_S))
+    waiter = asyncio.create_task(store.threads.wait("t", after=0, user_id="alice", timeout=GUARD_S))
     await asleep(store)
     woken = store.db.signal.wakeups
     await in_other_process(db_url, "append", "bob", "t")  # same thread id, other tenant
-    assert await waiter == []
+    assert await settled(store) == 0
+    assert not waiter.done()
     if backend != "sqlite":
         # Postgres dispatches by tenant hint: bob's NOTIFY woke none of alice's waiters.
         # (SQLite's data_version says only "someone committed": all look, find nothing.)
         assert store.db.signal.wakeups == woken
-    assert [s.index for s in await store.threads.get_thread("t", user_id="alice")] == [0]
+    assert await store.threads.wait("t", after=0, user_id="alice", timeout=0) == []
+    # Still waiting, and what wakes it is alice's own next slot, nothing of bob's.
+    await store.threads.append("t", {"n": 1}, from_id="a", to_id="b", user_id="alice")
+    assert [(s.index, s.payload) for s in await waiter] == [(1, {"n": 1})]
 
 
 async def test_a_rolled_back_append_wakes_nobody(store: MemoryStore, db_url: str) -> None:
-    waiter = asyncio.create_task(store.threads.wait("t", user_id="alice", timeout=QUIET_S))
+    # alice has a change log, so her waiter listens for her hint only (not the sentinel's).
+    await store.update_block("notes", "x", user_id="alice")
+    waiter = asyncio.create_task(store.threads.wait("t", user_id="alice", timeout=GUARD_S))
     await asleep(store)
     woken = store.db.signal.wakeups
     assert await in_other_process(db_url, "rollback", "alice", "t") == "rolled back"
-    assert await waiter == []
+    assert await settled(store) == 0
+    assert not waiter.done()
     assert store.db.signal.wakeups == woken
     # The same waiter is woken by a committed append, which got the index given up.
-    waiter = asyncio.create_task(store.threads.wait("t", user_id="alice", timeout=GUARD_S))
-    await asleep(store)
     await in_other_process(db_url, "append", "alice", "t")
     assert [s.index for s in await waiter] == [0]
 
@@ -70,7 +75,8 @@ async def test_wait_returns_what_is_there_and_follow_streams_new_slots(store: Me
     later = asyncio.create_task(anext(follow))
     await asleep(store)
     await threads.append("t", {"n": 3}, from_id="a", to_id="b", user_id="alice")
-    assert (await later).payload == {"n": 3}
+    async with asyncio.timeout(GUARD_S):
+        assert (await later).payload == {"n": 3}
     await follow.aclose()
 
 

@@ -21,6 +21,7 @@ spurious hint costs latency, never correctness.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import hashlib
 import logging
@@ -119,6 +120,9 @@ class ChangeSignal:
         self.reconnects = 0
         self.sleeping = 0
         self.wakeups = 0
+        self.polls = 0  # SQLite: data_version reads so far
+        # Postgres: the latest payloads received (opaque digests), for diagnostics.
+        self.recent: collections.deque[str] = collections.deque(maxlen=256)
 
     # ---- waiters ------------------------------------------------------------------
 
@@ -226,6 +230,7 @@ class ChangeSignal:
         connection.add_termination_listener(lambda _c: lost.set())
 
         def on_notify(_c: Any, _pid: int, _channel: str, payload: str) -> None:
+            self.recent.append(payload)
             self._wake(payload)
 
         await connection.add_listener(CHANNEL, on_notify)
@@ -273,6 +278,7 @@ class ChangeSignal:
         async def version() -> int:
             async with connection.execute("PRAGMA data_version") as cursor:
                 row = await cursor.fetchone()
+            self.polls += 1
             return int(row[0])
 
         last = await version()
