@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import tempfile
 import time
@@ -38,6 +39,10 @@ def minilm_cross_encoder(directory: Path) -> Path:
 
 
 async def run(args: argparse.Namespace) -> None:
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
     data = load(args.data, args.conversations)
     work = Path(tempfile.mkdtemp())
     url = f"sqlite+aiosqlite:///{work}/rerank.db"
@@ -52,7 +57,10 @@ async def run(args: argparse.Namespace) -> None:
         for qa in s["qa"]
         if qa.get("evidence")
     ][: args.questions]
-    print(f"{len(questions)} questions, limit 10, model {reranker!r} (fresh head)")
+    print(
+        f"{len(questions)} questions, limit 10, model {reranker!r} (fresh head), "
+        f"load average {os.getloadavg()[0]:.1f}"
+    )
     for n in args.candidates:
         async with MemoryStore.open(
             url, embedder=embedder, reranker=reranker, rerank_candidates=n
@@ -70,7 +78,7 @@ async def run(args: argparse.Namespace) -> None:
             f"N={n:4d}  median per query: without {m_off * 1000:7.1f} ms   with "
             f"{m_on * 1000:7.1f} ms   stage {(m_on - m_off) * 1000:7.1f} ms   "
             f"ratio {m_on / m_off:5.2f}x   (means {statistics.mean(off) * 1000:.1f} / "
-            f"{statistics.mean(on) * 1000:.1f} ms)"
+            f"{statistics.mean(on) * 1000:.1f} ms), load average {os.getloadavg()[0]:.1f}"
         )
 
 
@@ -80,6 +88,9 @@ def main() -> None:
     parser.add_argument("--conversations", nargs="+", default=list(HALVES["tune"][:1]))
     parser.add_argument("--candidates", nargs="+", type=int, default=[50])
     parser.add_argument("--questions", type=int, default=100)
+    parser.add_argument(
+        "--threads", type=int, help="torch threads (on a loaded machine 1 is faster than 2)"
+    )
     asyncio.run(run(parser.parse_args()))
 
 
