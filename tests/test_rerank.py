@@ -236,3 +236,31 @@ async def test_bad_reranker_answers_are_refused_and_nothing_is_recorded(
 def test_identity() -> None:
     assert reranker_identity(ShortestFirst()) == "test:shortest-first"
     assert reranker_identity(Broken(None)) == f"{__name__}.Broken"
+
+
+def test_rerank_answers_are_read_by_index() -> None:
+    """Both answer shapes (the server test covers Cohere's through Infinity; no TEI server
+    installs from the package index, so its shape is checked here)."""
+    pytest.importorskip("httpx")
+    from memstore.rerankers import HTTPReranker, RerankerEndpointError
+
+    tei = HTTPReranker("m", base_url="http://127.0.0.1:9", flavor="tei")
+    cohere = HTTPReranker("m", base_url="http://127.0.0.1:9")
+    assert tei.scores_from([{"index": 1, "score": 0.2}, {"index": 0, "score": 0.9}], 2) == [
+        0.9,
+        0.2,
+    ]
+    answer = {
+        "results": [{"index": 1, "relevance_score": 0.2}, {"index": 0, "relevance_score": 0.9}]
+    }
+    assert cohere.scores_from(answer, 2) == [0.9, 0.2]
+    for bad in (
+        {"results": [{"index": 0, "relevance_score": 0.9}]},  # one of two scored
+        {"results": [{"index": 0, "relevance_score": 0.9}] * 2},  # repeated
+        {"results": [{"index": 2, "relevance_score": 0.9}, {"index": 0, "relevance_score": 1}]},
+        {"results": [{"index": "0", "relevance_score": 0.9}, {"index": 1, "relevance_score": 1}]},
+        {"data": []},
+        [{"index": 0, "score": 0.9}, {"index": 1, "score": 0.1}],  # TEI's shape
+    ):
+        with pytest.raises(RerankerEndpointError):
+            cohere.scores_from(bad, 2)

@@ -106,12 +106,12 @@ class HTTPReranker:
         key = os.environ.get(self.api_key_env) if self.api_key_env else None
         return {"Authorization": f"Bearer {key}"} if key else {}
 
-    def _scores(self, answer: Any, count: int) -> list[float]:
+    def scores_from(self, answer: Any, count: int) -> list[float]:
         """One score per text from the answer's ``(index, score)`` items."""
-        items: Any = answer if self.flavor == "tei" else (answer or {}).get("results")
         field = "score" if self.flavor == "tei" else "relevance_score"
         scores: list[float | None] = [None] * count
         try:
+            items: Any = answer if self.flavor == "tei" else answer["results"]
             for item in items:
                 index = item["index"]
                 if isinstance(index, bool) or not isinstance(index, int):
@@ -159,7 +159,7 @@ class HTTPReranker:
                         raise RerankerEndpointError(
                             f"rerank endpoint {_public_url(self.url)} answered no JSON"
                         ) from exc
-                    return self._scores(answer, len(texts))
+                    return self.scores_from(answer, len(texts))
                 failure = f"HTTP {response.status_code}"
                 retryable = response.status_code in _RETRIED or response.status_code >= 500
                 if not retryable:
