@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import shutil
 import statistics
 import tempfile
 import time
@@ -43,8 +44,15 @@ async def run(args: argparse.Namespace) -> None:
         import torch
 
         torch.set_num_threads(args.threads)
-    data = load(args.data, args.conversations)
     work = Path(tempfile.mkdtemp())
+    try:
+        await _measure(args, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+async def _measure(args: argparse.Namespace, work: Path) -> None:
+    data = load(args.data, args.conversations)
     url = f"sqlite+aiosqlite:///{work}/rerank.db"
     await upgrade(url)
     embedder = SentenceTransformerEmbedder()
