@@ -30,6 +30,7 @@ from memstore.embeddings.spec import ModelSpec, resolve_embedder
 from memstore.errors import DimensionMismatch
 from memstore.recall import RecallTuning
 from memstore.recall.hybrid import HybridRecall
+from memstore.rerankers.base import DEFAULT_RERANK_CANDIDATES, Reranker
 from memstore.schema.migrate import check_schema, needs_upgrade, upgrade
 from memstore.search.backends import backend_for, episode_search_for, fact_search_for
 from memstore.search.settings import EmbedderGuard, check_embedder, recorded_settings
@@ -79,7 +80,10 @@ class StoreConfig:
     the row-level security policies of ``memstore rls enable``.
     ``allow_embedder_change=True`` opens a database whose vectors another
     embedder made (see :meth:`MemoryStore.open`). ``change_retention_seconds``:
-    how long :meth:`MemoryStore.gc` keeps the change log of ``changes()``.
+    how long :meth:`MemoryStore.gc` keeps the change log of ``changes()``. ``reranker`` (a
+    :class:`~memstore.rerankers.Reranker`, default none) re-orders the top
+    ``rerank_candidates`` rows of every recall that does not say otherwise
+    (``recall(..., rerank=False)``), the agent's context and tools included.
     """
 
     block_char_limit: int = DEFAULT_BLOCK_CHAR_LIMIT
@@ -93,6 +97,8 @@ class StoreConfig:
     recall_tuning: RecallTuning | None = None
     exact_scan_threshold: int | None = None
     allow_embedder_change: bool = False
+    reranker: Reranker | None = None
+    rerank_candidates: int = DEFAULT_RERANK_CANDIDATES
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -159,6 +165,8 @@ class MemoryStore:
                 else episode_search_for(engine, self.search)
             ),
             tuning=config.recall_tuning,
+            reranker=config.reranker,
+            rerank_candidates=config.rerank_candidates,
         )
         self.block_char_limit = config.block_char_limit
         # Thread context buffers (seed 000/001); limits validated there.

@@ -130,7 +130,8 @@ class EpisodeMatch:
     ``min_score`` is compared with, and the same scale as :class:`FactMatch`'s.
     Matches come in ranking order (``parts["ranking"]``, which also weighs
     neighbouring turns, the session and recency), so a row may follow one of
-    lower ``score``. See docs/RECALL.md, "Scores and the relevance floor".
+    lower ``score``. With a reranker, the order is ``parts["rerank"]``'s, the
+    reranker's own score. See docs/RECALL.md, "Scores and the relevance floor".
     """
 
     episode: Episode

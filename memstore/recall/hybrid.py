@@ -1,7 +1,8 @@
 """The recall pipeline, the same for episodes and facts.
 
 query -> terms (tokenised once) -> query vector -> the backend's one ranked
-statement (memstore/search/) -> rows -> relevance and the ``min_score`` cut.
+statement (memstore/search/) -> rows -> [the reranker's order over the top N]
+-> relevance and the ``min_score`` cut.
 
 The pipeline chooses where the statement runs (one statement needs no
 transaction; the HNSW plans and SQLite's cached vectors do) and never builds
@@ -21,8 +22,16 @@ from memstore.core.lexical import query_terms
 from memstore.core.tenancy import TenantId
 from memstore.db.unit import Database
 from memstore.embeddings.base import Embedder, queries_checked
+from memstore.errors import InvalidInput
 from memstore.recall.relevance import relevance
+from memstore.recall.rerank import episode_rerank_text, reranked
 from memstore.repositories.episodes import EpisodeRepository
+from memstore.rerankers.base import (
+    DEFAULT_RERANK_CANDIDATES,
+    Reranker,
+    check_rerank_candidates,
+    check_reranker,
+)
 from memstore.search.facts import FactSearch
 from memstore.search.statement import EpisodeRecall, FactRecall, Recall
 from memstore.search.tables import EpisodeSearchBackend
@@ -72,12 +81,33 @@ class HybridRecall:
         episode_search: EpisodeSearchBackend,
         fact_search: FactSearch,
         tuning: RecallTuning | None = None,
+        reranker: Reranker | None = None,
+        rerank_candidates: int = DEFAULT_RERANK_CANDIDATES,
     ) -> None:
         self.db = db
         self.embedder = embedder
         self.episode_search = episode_search
         self.fact_search = fact_search
         self.tuning = tuning or RecallTuning()
+        self.reranker = check_reranker("reranker", reranker)
+        self.rerank_candidates = check_rerank_candidates(rerank_candidates)
+
+    def reranker_for(self, rerank: Reranker | bool | None) -> Reranker | None:
+        """The reranker a call uses: the store's (``None``), none (``False``) or its own."""
+        if rerank is None:
+            return self.reranker
+        if rerank is False:
+            return None
+        if rerank is True:
+            raise InvalidInput(
+                "rerank=True is not a reranker: pass a Reranker, False (no reranking), or "
+                "None (the store's reranker, set with MemoryStore.open(reranker=...))"
+            )
+        return check_reranker("rerank", rerank)
+
+    def depth(self, limit: int, reranker: Reranker | None) -> int:
+        """Rows to ask the statement for: ``limit``, or the reranker's candidates."""
+        return limit if reranker is None else max(limit, self.rerank_candidates)
 
     async def embed_query(self, query: str) -> np.ndarray:
         # The query form (QueryEmbedder) where the model has one: stored rows are documents.
@@ -95,10 +125,13 @@ class HybridRecall:
         limit: int,
         floor: float | None,
         with_relevance: bool,
+        rerank: Reranker | None = None,
     ) -> list[EpisodeMatch]:
         """The ``limit`` best episodes (fewer under a floor), best first.
 
-        An empty query has no ranking: the newest episodes, score 0.
+        An empty query has no ranking: the newest episodes, score 0 (and no
+        reranking: there is nothing to score the rows against). ``rerank`` (from
+        :meth:`reranker_for`) re-orders the top ``rerank_candidates`` first.
         """
         if not query.strip():
             if floor is not None and floor > 0:
@@ -112,7 +145,7 @@ class HybridRecall:
             user_id=user_id,
             terms=tuple(query_terms(query)),
             qvec=await self.embed_query(query),
-            limit=limit,
+            limit=self.depth(limit, rerank),
             tuning=self.tuning,
             time_range=time_range,
             now=now,
@@ -122,7 +155,9 @@ class HybridRecall:
         one = search.one_statement(user_id, time_range)
         async with self.db.statement(user_id) if one else self.db.read(user_id) as session:
             hits = await search.recall(session, request)
-        ranked = [(h.episode, h.score, h.parts) for h in hits[:limit]]
+        ranked = [(h.episode, h.score, h.parts) for h in hits[: request.limit]]
+        if rerank is not None:
+            ranked = await reranked(rerank, query, ranked, episode_rerank_text)
         kept = _cut(
             ranked,
             request,
@@ -143,6 +178,7 @@ class HybridRecall:
         limit: int,
         floor: float | None,
         with_relevance: bool,
+        rerank: Reranker | None = None,
     ) -> list[FactMatch]:
         """The ``limit`` best facts true at ``valid_at`` as believed at ``known_at``.
 
@@ -162,7 +198,7 @@ class HybridRecall:
             terms=tuple(query_terms(query)),
             qvec=await self.embed_query(query),
             # A floor drops rows after the ranking: look a little further down it.
-            limit=limit if floor is None else limit * 2 + 10,
+            limit=self.depth(limit if floor is None else limit * 2 + 10, rerank),
             tuning=self.tuning,
             valid_at=valid_at,
             known_at=known_at,
@@ -172,6 +208,8 @@ class HybridRecall:
         async with self.db.statement(user_id) if one else self.db.read(user_id) as session:
             hits = await self.fact_search.recall(session, request)
         ranked = [(h.fact, h.score, h.parts) for h in hits]
+        if rerank is not None:
+            ranked = await reranked(rerank, query, ranked, fact_text)
         kept = _cut(
             ranked, request, fact_text, floor=floor, with_relevance=with_relevance, limit=limit
         )

@@ -25,6 +25,7 @@ from memstore.errors import InvalidInput, NotFound
 from memstore.recall.hybrid import HybridRecall
 from memstore.recall.relevance import check_min_score
 from memstore.repositories.episodes import EpisodeRepository
+from memstore.rerankers.base import Reranker
 from memstore.search.settings import EmbedderGuard
 from memstore.services.access import AccessTracker
 from memstore.services.limits import MAX_BATCH, MAX_EPISODE_ID_CHARS
@@ -165,6 +166,7 @@ class EpisodeService:
         time_range: tuple[datetime, datetime] | None = None,
         recency_weight: float = 0.0,
         min_score: float | None = None,
+        rerank: Reranker | bool | None = None,
     ) -> list[EpisodeMatch]:
         """Episodes ranked by hybrid recall, each with its relevance and the ranking's parts.
 
@@ -177,6 +179,13 @@ class EpisodeService:
         ``recency_weight`` is set (added as ``recency_weight * 2^(-age / 30
         days)``); and ``relevance`` (= ``score``). docs/RECALL.md, "Scores and the
         relevance floor". An empty query has no ranking: the newest episodes, score 0.
+
+        ``rerank``: ``None`` uses the store's reranker (``MemoryStore.open(reranker=...)``,
+        none by default), ``False`` none, or a :class:`~memstore.rerankers.Reranker` for
+        this call. With one, the top ``rerank_candidates`` rows of the ranking (the
+        store's, default 50) are re-ordered by its score, which each row carries as
+        ``parts["rerank"]``; rows then come in that order. docs/RECALL.md, "A reranking
+        stage".
         """
         return await self._ranked(
             query,
@@ -186,6 +195,7 @@ class EpisodeService:
             recency_weight=recency_weight,
             min_score=min_score,
             with_relevance=True,
+            rerank=rerank,
         )
 
     async def _ranked(
@@ -198,6 +208,7 @@ class EpisodeService:
         recency_weight: float,
         min_score: float | None,
         with_relevance: bool,
+        rerank: Reranker | bool | None,
     ) -> list[EpisodeMatch]:
         user = storage_user_id(user_id)
         check_text("query", query, allow_empty=True, max_chars=10_000)
@@ -211,6 +222,7 @@ class EpisodeService:
         ):
             raise InvalidInput("recency_weight must be a non-negative number")
         floor = check_min_score(min_score)
+        reranker = self._recall.reranker_for(rerank)
         now = self.db.now()
         matches = await self._recall.episodes(
             user,
@@ -221,6 +233,7 @@ class EpisodeService:
             limit=limit,
             floor=floor,
             with_relevance=with_relevance,
+            rerank=reranker,
         )
         self.access_tracker.record(user, "episode", [m.episode.id for m in matches], now)
         return matches
@@ -234,12 +247,14 @@ class EpisodeService:
         time_range: tuple[datetime, datetime] | None = None,
         recency_weight: float = 0.0,
         min_score: float | None = None,
+        rerank: Reranker | bool | None = None,
     ) -> list[Episode]:
         """The ``limit`` episodes that best match ``query`` (hybrid: vector + keyword).
 
         ``min_score`` (0..1, default none) drops episodes less relevant than that,
         so an unrelated query returns fewer rows or none (0.35 suits the built-in
-        embedders; docs/RECALL.md, "Scores and the relevance floor").
+        embedders; docs/RECALL.md, "Scores and the relevance floor"). ``rerank``
+        re-orders the top candidates by a reranker's score, as in :meth:`recall_scored`.
         """
         matches = await self._ranked(
             query,
@@ -249,6 +264,7 @@ class EpisodeService:
             recency_weight=recency_weight,
             min_score=min_score,
             with_relevance=False,
+            rerank=rerank,
         )
         return [m.episode for m in matches]
 

@@ -22,6 +22,7 @@ from memstore.recall.relevance import check_min_score
 from memstore.repositories.changes import ChangeEntry, ChangeLogRepository
 from memstore.repositories.fact_reads import FactReads
 from memstore.repositories.facts import FactRepository
+from memstore.rerankers.base import Reranker
 from memstore.search.settings import EmbedderGuard
 from memstore.services.access import AccessTracker
 from memstore.types import AssertOutcome, ChangeKind, Fact, FactMatch
@@ -152,11 +153,13 @@ class FactService:
         valid_at: datetime | None = None,
         known_at: datetime | None = None,
         min_score: float | None = None,
+        rerank: Reranker | bool | None = None,
     ) -> list[Fact]:
         """Facts true at ``valid_at`` as believed at ``known_at`` (both default to now).
 
         ``min_score`` (0..1, default none) drops facts less relevant than that, as in
-        :meth:`recall`.
+        :meth:`recall`; ``rerank`` re-orders the top candidates by a reranker's score,
+        as in :meth:`recall_scored`.
         """
         matches = await self._ranked(
             query,
@@ -166,6 +169,7 @@ class FactService:
             known_at=known_at,
             min_score=min_score,
             with_relevance=False,
+            rerank=rerank,
         )
         return [m.fact for m in matches]
 
@@ -178,6 +182,7 @@ class FactService:
         valid_at: datetime | None = None,
         known_at: datetime | None = None,
         min_score: float | None = None,
+        rerank: Reranker | bool | None = None,
     ) -> list[FactMatch]:
         """:meth:`recall_facts` with each fact's relevance and the ranking's parts.
 
@@ -185,7 +190,8 @@ class FactService:
         :meth:`recall_scored`'s (so facts and episodes can be merged by it);
         ``parts["ranking"]`` is what the order follows. Parts: ``dense`` (cosine),
         ``keyword`` (BM25), their z-scores ``dense_z``/``keyword_z`` and sum
-        ``fused``, ``ranking`` and ``relevance`` (= ``score``).
+        ``fused``, ``ranking`` and ``relevance`` (= ``score``); ``rerank`` when a
+        reranker re-ordered the facts (``rerank``, as in :meth:`recall_scored`).
         """
         return await self._ranked(
             query,
@@ -195,6 +201,7 @@ class FactService:
             known_at=known_at,
             min_score=min_score,
             with_relevance=True,
+            rerank=rerank,
         )
 
     async def _ranked(
@@ -207,11 +214,13 @@ class FactService:
         known_at: datetime | None,
         min_score: float | None,
         with_relevance: bool,
+        rerank: Reranker | bool | None,
     ) -> list[FactMatch]:
         user = storage_user_id(user_id)
         check_text("query", query, allow_empty=True, max_chars=10_000)
         check_limit("limit", limit)
         floor = check_min_score(min_score)
+        reranker = self._recall.reranker_for(rerank)
         now = self.db.now()
         valid_at = check_aware("valid_at", valid_at) if valid_at is not None else now
         known_at = check_aware("known_at", known_at) if known_at is not None else now
@@ -223,6 +232,7 @@ class FactService:
             limit=limit,
             floor=floor,
             with_relevance=with_relevance,
+            rerank=reranker,
         )
         self.access_tracker.record(user, "fact", [m.fact.fact_id or "" for m in matches], now)
         return matches

@@ -20,6 +20,7 @@ from sqlalchemy.ext.asyncio.session import AsyncSession
 
 from memstore.embeddings.base import Embedder
 from memstore.embeddings.spec import ModelSpec
+from memstore.rerankers.base import Reranker
 from memstore.search.tuning import RecallTuning
 from memstore.services.agent.context import Context, ContextItem
 from memstore.services.agent.tokens import TokenCounter
@@ -152,9 +153,9 @@ class SyncMemoryStore(SyncStore[MemoryStore]):
         return self._runner.call(self._target.now)
 
     @classmethod
-    def open(cls, url: str | None = None, *, block_char_limit: int = 5000, clock: Callable[[], datetime] = utcnow, max_slots_per_thread: int = 10000, max_threads: int = 1000, thread_idle_ttl_seconds: float | None = None, change_retention_seconds: float = 604800.0, scratchpad_limit: int = 100, rls: bool = False, recall_tuning: RecallTuning | None = None, exact_scan_threshold: int | None = None, allow_embedder_change: bool = False, embedder: Embedder | ModelSpec | str | None = None, auto_migrate: bool | None = None, engine_options: Mapping[str, Any] | None = None) -> SyncMemoryStore:
+    def open(cls, url: str | None = None, *, block_char_limit: int = 5000, clock: Callable[[], datetime] = utcnow, max_slots_per_thread: int = 10000, max_threads: int = 1000, thread_idle_ttl_seconds: float | None = None, change_retention_seconds: float = 604800.0, scratchpad_limit: int = 100, rls: bool = False, recall_tuning: RecallTuning | None = None, exact_scan_threshold: int | None = None, allow_embedder_change: bool = False, reranker: Reranker | None = None, rerank_candidates: int = 50, embedder: Embedder | ModelSpec | str | None = None, auto_migrate: bool | None = None, engine_options: Mapping[str, Any] | None = None) -> SyncMemoryStore:
         """Open a :class:`SyncMemoryStore`: the arguments of :meth:`MemoryStore.open`."""
-        return cls._open(MemoryStore.open(url, block_char_limit=block_char_limit, clock=clock, max_slots_per_thread=max_slots_per_thread, max_threads=max_threads, thread_idle_ttl_seconds=thread_idle_ttl_seconds, change_retention_seconds=change_retention_seconds, scratchpad_limit=scratchpad_limit, rls=rls, recall_tuning=recall_tuning, exact_scan_threshold=exact_scan_threshold, allow_embedder_change=allow_embedder_change, embedder=embedder, auto_migrate=auto_migrate, engine_options=engine_options))
+        return cls._open(MemoryStore.open(url, block_char_limit=block_char_limit, clock=clock, max_slots_per_thread=max_slots_per_thread, max_threads=max_threads, thread_idle_ttl_seconds=thread_idle_ttl_seconds, change_retention_seconds=change_retention_seconds, scratchpad_limit=scratchpad_limit, rls=rls, recall_tuning=recall_tuning, exact_scan_threshold=exact_scan_threshold, allow_embedder_change=allow_embedder_change, reranker=reranker, rerank_candidates=rerank_candidates, embedder=embedder, auto_migrate=auto_migrate, engine_options=engine_options))
 
     def prefetch(self, *, user_id: str | None = None, session_id: str | None = None, limit: int = 5) -> list[ContextItem]:
         return self._runner.run(self._target.prefetch(user_id=user_id, session_id=session_id, limit=limit))
@@ -165,17 +166,17 @@ class SyncMemoryStore(SyncStore[MemoryStore]):
     def reads_unrecorded(self) -> AbstractContextManager[None]:
         return self._runner.call(self._target.reads_unrecorded)
 
-    def recall(self, query: str, *, user_id: str | None = None, limit: int = 5, time_range: tuple[datetime, datetime] | None = None, recency_weight: float = 0.0, min_score: float | None = None) -> list[Episode]:
-        return self._runner.run(self._target.recall(query, user_id=user_id, limit=limit, time_range=time_range, recency_weight=recency_weight, min_score=min_score))
+    def recall(self, query: str, *, user_id: str | None = None, limit: int = 5, time_range: tuple[datetime, datetime] | None = None, recency_weight: float = 0.0, min_score: float | None = None, rerank: Reranker | bool | None = None) -> list[Episode]:
+        return self._runner.run(self._target.recall(query, user_id=user_id, limit=limit, time_range=time_range, recency_weight=recency_weight, min_score=min_score, rerank=rerank))
 
-    def recall_facts(self, query: str, *, user_id: str | None = None, limit: int = 5, valid_at: datetime | None = None, known_at: datetime | None = None, min_score: float | None = None) -> list[Fact]:
-        return self._runner.run(self._target.recall_facts(query, user_id=user_id, limit=limit, valid_at=valid_at, known_at=known_at, min_score=min_score))
+    def recall_facts(self, query: str, *, user_id: str | None = None, limit: int = 5, valid_at: datetime | None = None, known_at: datetime | None = None, min_score: float | None = None, rerank: Reranker | bool | None = None) -> list[Fact]:
+        return self._runner.run(self._target.recall_facts(query, user_id=user_id, limit=limit, valid_at=valid_at, known_at=known_at, min_score=min_score, rerank=rerank))
 
-    def recall_facts_scored(self, query: str, *, user_id: str | None = None, limit: int = 5, valid_at: datetime | None = None, known_at: datetime | None = None, min_score: float | None = None) -> list[FactMatch]:
-        return self._runner.run(self._target.recall_facts_scored(query, user_id=user_id, limit=limit, valid_at=valid_at, known_at=known_at, min_score=min_score))
+    def recall_facts_scored(self, query: str, *, user_id: str | None = None, limit: int = 5, valid_at: datetime | None = None, known_at: datetime | None = None, min_score: float | None = None, rerank: Reranker | bool | None = None) -> list[FactMatch]:
+        return self._runner.run(self._target.recall_facts_scored(query, user_id=user_id, limit=limit, valid_at=valid_at, known_at=known_at, min_score=min_score, rerank=rerank))
 
-    def recall_scored(self, query: str, *, user_id: str | None = None, limit: int = 5, time_range: tuple[datetime, datetime] | None = None, recency_weight: float = 0.0, min_score: float | None = None) -> list[EpisodeMatch]:
-        return self._runner.run(self._target.recall_scored(query, user_id=user_id, limit=limit, time_range=time_range, recency_weight=recency_weight, min_score=min_score))
+    def recall_scored(self, query: str, *, user_id: str | None = None, limit: int = 5, time_range: tuple[datetime, datetime] | None = None, recency_weight: float = 0.0, min_score: float | None = None, rerank: Reranker | bool | None = None) -> list[EpisodeMatch]:
+        return self._runner.run(self._target.recall_scored(query, user_id=user_id, limit=limit, time_range=time_range, recency_weight=recency_weight, min_score=min_score, rerank=rerank))
 
     def record_access(self, kind: str, item_ids: Sequence[str], *, user_id: str | None = None) -> None:
         return self._runner.call(self._target.record_access, kind, item_ids, user_id=user_id)
