@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 from typing import Any, cast
 
@@ -31,6 +31,7 @@ from memstore.errors import DimensionMismatch
 from memstore.recall import RecallTuning
 from memstore.recall.hybrid import HybridRecall
 from memstore.rerankers.base import DEFAULT_RERANK_CANDIDATES, Reranker
+from memstore.rerankers.spec import resolve_reranker
 from memstore.schema.migrate import check_schema, needs_upgrade, upgrade
 from memstore.search.backends import backend_for, episode_search_for, fact_search_for
 from memstore.search.settings import EmbedderGuard, check_embedder, recorded_settings
@@ -81,7 +82,9 @@ class StoreConfig:
     ``allow_embedder_change=True`` opens a database whose vectors another
     embedder made (see :meth:`MemoryStore.open`). ``change_retention_seconds``:
     how long :meth:`MemoryStore.gc` keeps the change log of ``changes()``. ``reranker`` (a
-    :class:`~memstore.rerankers.Reranker`, default none) re-orders the top
+    :class:`~memstore.rerankers.Reranker`, or a name as for ``embedder``:
+    ``"cross-encoder"`` / ``"http"`` or a ``ModelSpec``; unset in ``open``,
+    ``$MEMSTORE_RERANKER`` names it; default none) re-orders the top
     ``rerank_candidates`` rows of every recall that does not say otherwise
     (``recall(..., rerank=False)``), the agent's context and tools included.
     """
@@ -97,7 +100,7 @@ class StoreConfig:
     recall_tuning: RecallTuning | None = None
     exact_scan_threshold: int | None = None
     allow_embedder_change: bool = False
-    reranker: Reranker | None = None
+    reranker: Reranker | ModelSpec | str | None = None
     rerank_candidates: int = DEFAULT_RERANK_CANDIDATES
 
 
@@ -165,7 +168,7 @@ class MemoryStore:
                 else episode_search_for(engine, self.search)
             ),
             tuning=config.recall_tuning,
-            reranker=config.reranker,
+            reranker=resolve_reranker(config.reranker, from_env=False),
             rerank_candidates=config.rerank_candidates,
         )
         self.block_char_limit = config.block_char_limit
@@ -275,6 +278,8 @@ class MemoryStore:
         The other options are :class:`StoreConfig`'s.
         """
         url = options.url
+        # Built before the engine: a bad reranker name or a missing extra opens nothing.
+        reranker = resolve_reranker(options.reranker)
         engine = create_engine(url, **dict(options.engine_options or {}))
         try:
             postgres = engine.dialect.name == "postgresql"
@@ -307,7 +312,8 @@ class MemoryStore:
                 embedder_identity(embedder),
                 allow_change=options.allow_embedder_change,
             )
-            store = cls(engine=engine, config=options.config(), embedder=embedder)
+            config = replace(options.config(), reranker=reranker)
+            store = cls(engine=engine, config=config, embedder=embedder)
             try:
                 yield store
             finally:

@@ -8,7 +8,9 @@ scores computed with transformers alone, beside the store.
 from __future__ import annotations
 
 import math
+import os
 import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +22,7 @@ from rerank_models import build_cross_encoder, model_logits
 from test_rerank import T0, TEXTS
 
 from memstore import ConfigurationError, Episode, MemoryStore
+from memstore.core.model_spec import ModelSpec
 from memstore.recall.rerank import episode_rerank_text
 from memstore.rerankers import CrossEncoderReranker
 
@@ -74,5 +77,49 @@ def test_a_model_with_several_outputs_is_refused() -> None:
     try:
         with pytest.raises(ConfigurationError, match="num_labels=1"):
             CrossEncoderReranker(directory)
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+async def test_a_reranker_named_by_the_environment_orders_recall(
+    db_url: str, model_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The same names as the embedder's: MEMSTORE_RERANKER and its _MODEL.
+    monkeypatch.setenv("MEMSTORE_RERANKER", "cross-encoder")
+    monkeypatch.setenv("MEMSTORE_RERANKER_MODEL", str(model_dir))
+    async with MemoryStore.open(db_url, rerank_candidates=6) as store:
+        assert store.recall_engine.reranker is not None
+        assert getattr(store.recall_engine.reranker, "identity", None) == (
+            f"cross-encoder:{model_dir.name}"
+        )
+        await store.remember_many(
+            [
+                Episode(session_id=f"s{i}", user_id="alice", input=t, occurred_at=T0)
+                for i, t in enumerate(TEXTS)
+            ]
+        )
+        got = await store.recall_scored(QUERY, user_id="alice", limit=6)
+    assert all("rerank" in m.parts for m in got)
+    logits = model_logits(model_dir, QUERY, [episode_rerank_text(m.episode) for m in got])
+    assert logits == sorted(logits, reverse=True)
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("colbert", "unknown reranker"),
+        (ModelSpec("http", model="m"), "needs a base URL"),
+        (ModelSpec("cross-encoder"), "needs a model"),
+        (ModelSpec("cross-encoder", model="m", base_url="http://x"), "takes no base URL"),
+        (ModelSpec("cross-encoder", model="m", dim=3), "no width"),
+    ],
+)
+async def test_a_bad_reranker_name_opens_nothing(spec: object, message: str) -> None:
+    directory = Path(tempfile.mkdtemp(prefix="memstore-rerank-spec-"))
+    try:
+        with pytest.raises(ConfigurationError, match=message):
+            async with MemoryStore.open(f"sqlite+aiosqlite:///{directory}/m.db", reranker=spec):
+                pass
+        assert os.listdir(directory) == []  # not even the database file
     finally:
         shutil.rmtree(directory, ignore_errors=True)

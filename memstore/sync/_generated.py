@@ -18,8 +18,8 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio.session import AsyncSession
 
+from memstore.core.model_spec import ModelSpec
 from memstore.embeddings.base import Embedder
-from memstore.embeddings.spec import ModelSpec
 from memstore.rerankers.base import Reranker
 from memstore.search.tuning import RecallTuning
 from memstore.services.agent.context import Context, ContextItem
@@ -153,7 +153,7 @@ class SyncMemoryStore(SyncStore[MemoryStore]):
         return self._runner.call(self._target.now)
 
     @classmethod
-    def open(cls, url: str | None = None, *, block_char_limit: int = 5000, clock: Callable[[], datetime] = utcnow, max_slots_per_thread: int = 10000, max_threads: int = 1000, thread_idle_ttl_seconds: float | None = None, change_retention_seconds: float = 604800.0, scratchpad_limit: int = 100, rls: bool = False, recall_tuning: RecallTuning | None = None, exact_scan_threshold: int | None = None, allow_embedder_change: bool = False, reranker: Reranker | None = None, rerank_candidates: int = 50, embedder: Embedder | ModelSpec | str | None = None, auto_migrate: bool | None = None, engine_options: Mapping[str, Any] | None = None) -> SyncMemoryStore:
+    def open(cls, url: str | None = None, *, block_char_limit: int = 5000, clock: Callable[[], datetime] = utcnow, max_slots_per_thread: int = 10000, max_threads: int = 1000, thread_idle_ttl_seconds: float | None = None, change_retention_seconds: float = 604800.0, scratchpad_limit: int = 100, rls: bool = False, recall_tuning: RecallTuning | None = None, exact_scan_threshold: int | None = None, allow_embedder_change: bool = False, reranker: Reranker | ModelSpec | str | None = None, rerank_candidates: int = 50, embedder: Embedder | ModelSpec | str | None = None, auto_migrate: bool | None = None, engine_options: Mapping[str, Any] | None = None) -> SyncMemoryStore:
         """Open a :class:`SyncMemoryStore`: the arguments of :meth:`MemoryStore.open`."""
         return cls._open(MemoryStore.open(url, block_char_limit=block_char_limit, clock=clock, max_slots_per_thread=max_slots_per_thread, max_threads=max_threads, thread_idle_ttl_seconds=thread_idle_ttl_seconds, change_retention_seconds=change_retention_seconds, scratchpad_limit=scratchpad_limit, rls=rls, recall_tuning=recall_tuning, exact_scan_threshold=exact_scan_threshold, allow_embedder_change=allow_embedder_change, reranker=reranker, rerank_candidates=rerank_candidates, embedder=embedder, auto_migrate=auto_migrate, engine_options=engine_options))
 

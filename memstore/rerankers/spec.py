@@ -1,0 +1,79 @@
+"""One way to name a reranker: ``MemoryStore.open``, the environment and the CLI.
+
+The same shape as the embedder's (:mod:`memstore.embeddings.spec`): a name and its
+options as a :class:`~memstore.core.model_spec.ModelSpec`, from
+``MemoryStore.open(reranker="cross-encoder")``, ``MEMSTORE_RERANKER`` (with
+``_MODEL`` and ``_BASE_URL``) or ``--reranker``, all built here.
+"""
+
+from __future__ import annotations
+
+from typing import cast
+
+from memstore.core.model_spec import ModelSpec
+from memstore.errors import ConfigurationError
+from memstore.rerankers.base import Reranker
+
+__all__ = ["RERANKER_ENV", "RERANKER_NAMES", "reranker_from_spec", "resolve_reranker"]
+
+# "cross-encoder": a local sentence-transformers CrossEncoder (a directory or hub name);
+# "http": an endpoint speaking the rerank shape Cohere, Jina, vLLM and Infinity share.
+RERANKER_NAMES = ("cross-encoder", "http")
+RERANKER_ENV = "MEMSTORE_RERANKER"
+
+
+def reranker_from_spec(
+    name: str, *, model: str | None = None, base_url: str | None = None
+) -> Reranker:
+    """The reranker ``name`` (one of :data:`RERANKER_NAMES`) with these options.
+
+    Both need ``model``; ``http`` also ``base_url`` (its key comes from
+    ``$MEMSTORE_RERANK_API_KEY``). An unknown name or a missing option is
+    :class:`ConfigurationError`.
+    """
+    kind = name.strip().lower()
+    if kind not in RERANKER_NAMES:
+        raise ConfigurationError(
+            f"unknown reranker {name!r}; choose one of {', '.join(RERANKER_NAMES)}",
+            setting="reranker",
+        )
+    if not model:
+        raise ConfigurationError(
+            f"the {kind} reranker needs a model (--reranker-model, {RERANKER_ENV}_MODEL)",
+            setting="reranker",
+        )
+    if kind == "cross-encoder":
+        if base_url is not None:
+            raise ConfigurationError(
+                "the cross-encoder reranker runs locally and takes no base URL",
+                setting="reranker",
+            )
+        from memstore.rerankers.cross_encoder import CrossEncoderReranker
+
+        return cast(Reranker, CrossEncoderReranker(model))
+    if not base_url:
+        raise ConfigurationError(
+            f"the http reranker needs a base URL (--reranker-base-url, {RERANKER_ENV}_BASE_URL)",
+            setting="reranker",
+        )
+    from memstore.rerankers.http import HTTPReranker
+
+    return cast(Reranker, HTTPReranker(model, base_url=base_url))
+
+
+def resolve_reranker(
+    value: Reranker | ModelSpec | str | None, *, from_env: bool = True
+) -> Reranker | None:
+    """A reranker object as given; a name or :class:`ModelSpec` built; None as
+    ``$MEMSTORE_RERANKER`` names it (``from_env``), else None (no reranking)."""
+    if value is None:
+        value = ModelSpec.from_env(RERANKER_ENV) if from_env else None
+        if value is None:
+            return None
+    if isinstance(value, str):
+        value = ModelSpec(value)
+    if isinstance(value, ModelSpec):
+        if value.dim is not None:
+            raise ConfigurationError("a reranker takes no width (dim)", setting="reranker")
+        return reranker_from_spec(value.name, model=value.model, base_url=value.base_url)
+    return value
