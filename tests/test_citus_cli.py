@@ -226,7 +226,8 @@ def test_status_reports_tables_colocation_shards_and_nodes(citus: CitusCluster) 
         out.stdout
     )
     assert lines[-1] == (
-        f"distributed as planned: {TENANT_TABLES} tenant tables by user_id, co-located; 1 reference table(s)"
+        f"distributed as planned: {TENANT_TABLES} tenant tables by user_id, co-located; "
+        "1 reference table(s)"
     )
 
 
