@@ -31,6 +31,8 @@ _BIN = Path("/usr/lib/postgresql/15/bin")
 _NODES = 3
 # Shards per distributed table in test databases (Citus's default is 32).
 SHARD_COUNT = 4
+# Cluster starts tried on fresh ports before giving up (private_citus_cluster).
+_START_ATTEMPTS = 3
 
 
 def citus_unavailable() -> str | None:
@@ -159,28 +161,43 @@ def private_citus_cluster(prefix: str = "memstore-citus-") -> Iterator[CitusClus
     reason = citus_unavailable()
     if reason is not None:
         raise RuntimeError(reason)
-    directory = Path(tempfile.mkdtemp(prefix=prefix))
-    port = _free_port_run(_NODES)
-    cluster = CitusCluster(directory, port)
-    pids: set[int] = set()
+    # The ports are free when probed, not reserved: a concurrent session (pytest-xdist's
+    # other worker starts its own cluster at the same moment) may take one first, and
+    # then this start fails. Stop what started and try other ports.
+    for attempt in range(_START_ATTEMPTS):
+        cluster = CitusCluster(Path(tempfile.mkdtemp(prefix=prefix)), _free_port_run(_NODES))
+        pids: set[int] = set()
+        try:
+            cluster.run_script("start", str(cluster.directory), str(cluster.port))
+        except subprocess.CalledProcessError:
+            _stop(cluster, pids)
+            if attempt + 1 == _START_ATTEMPTS:
+                raise
+            continue
+        break
     try:
-        cluster.run_script("start", str(directory), str(port))
         pids |= cluster.postmaster_pids()
         yield cluster
     finally:
-        pids |= cluster.postmaster_pids()
-        subprocess.run(
-            ["bash", str(CITUS_DIR / "cluster.sh"), "stop", str(directory)],
-            capture_output=True,
-            timeout=120,
-            check=False,
-        )
-        for pid in pids:
-            if _alive(pid):
-                try:
-                    os.kill(pid, 9)
-                except ProcessLookupError:
-                    pass
-        shutil.rmtree(directory, ignore_errors=True)
-        left = [pid for pid in pids if _alive(pid)]
-        assert not left, f"Citus postmasters outlived their test cluster: {left}"
+        _stop(cluster, pids)
+
+
+def _stop(cluster: CitusCluster, pids: set[int]) -> None:
+    """Stop the cluster's servers, remove its directory, check no postmaster is left."""
+    directory = cluster.directory
+    pids |= cluster.postmaster_pids()
+    subprocess.run(
+        ["bash", str(CITUS_DIR / "cluster.sh"), "stop", str(directory)],
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+    for pid in pids:
+        if _alive(pid):
+            try:
+                os.kill(pid, 9)
+            except ProcessLookupError:
+                pass
+    shutil.rmtree(directory, ignore_errors=True)
+    left = [pid for pid in pids if _alive(pid)]
+    assert not left, f"Citus postmasters outlived their test cluster: {left}"

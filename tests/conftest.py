@@ -91,13 +91,41 @@ def _no_cross_tenant_statement(tenant_audit: TenantAudit) -> Iterator[None]:
         )
 
 
+# Under pytest-xdist (.ci/run) each worker audits its own tests; what it saw reaches the
+# controller in ``workeroutput`` (merged by pytest_testnodedown), which reports and fails
+# the run: xdist ignores a worker's own exit status.
+_LATE: list[str] = []
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     # Statements after the last test's teardown (session fixtures' finalisers).
-    late = _AUDIT.take()
+    late = [*_LATE, *(str(v) for v in _AUDIT.take())]
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:
+        workeroutput["tenant_audit"] = {
+            "statements": _AUDIT.statements,
+            "seconds": _AUDIT.seconds,
+            "allowed": dict(_AUDIT.allowed),
+            "test_own": _AUDIT.test_own,
+            "late": late,
+        }
+        return
     if late:
         for violation in late:
             print(f"tenant audit, after the last test: {violation}")
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    seen = getattr(node, "workeroutput", {}).get("tenant_audit")
+    if seen is None:
+        return
+    _AUDIT.statements += seen["statements"]
+    _AUDIT.seconds += seen["seconds"]
+    _AUDIT.allowed.update(seen["allowed"])
+    _AUDIT.test_own += seen["test_own"]
+    _LATE.extend(seen["late"])
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:

@@ -243,6 +243,12 @@ async def test_imported_sessions_continue_with_fresh_turns(
     assert messages[-1].content == "next"
 
 
+# Rows per dump. 300 keeps the two imports' transactions overlapping: without the
+# import lock (TenantRepository.lock_for_import) both land on Postgres, as seen; with
+# 3000 the first import was done before the second began, and the test passed without it.
+CONCURRENT_ROWS = 300
+
+
 async def test_concurrent_imports_into_one_empty_tenant(db_url: str) -> None:
     async with MemoryStore.open(db_url) as a, MemoryStore.open(db_url) as b:
         dumps = []
@@ -250,7 +256,7 @@ async def test_concurrent_imports_into_one_empty_tenant(db_url: str) -> None:
             await a.remember_many(
                 [
                     Episode(user_id=source, session_id=f"s{i % 7}", input=f"turn {i}")
-                    for i in range(3000)
+                    for i in range(CONCURRENT_ROWS)
                 ]
             )
             dumps.append(await a.export(user_id=source))
@@ -264,4 +270,4 @@ async def test_concurrent_imports_into_one_empty_tenant(db_url: str) -> None:
             conflicts = [r for r in results if isinstance(r, Conflict)]
             landed = [r for r in results if isinstance(r, dict)]
             assert len(landed) == 1 and len(conflicts) == 1, results
-            assert (await a.profile(user_id=target)).episode_count == 3000
+            assert (await a.profile(user_id=target)).episode_count == CONCURRENT_ROWS
