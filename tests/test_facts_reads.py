@@ -89,7 +89,10 @@ async def test_reads_of_one_statement_send_only_that_statement(db_url: str) -> N
         with sent.during() as seen:
             await _two_versions(store)  # unchanged, still one transaction each
         # The loggers see transactions: a write has its BEGIN and COMMIT.
-        assert _queries(seen)[:2] == (["BEGIN", "COMMIT"] if postgres else ["BEGIN", "SELECT"])
+        # (asyncpg's logger shows only executemany among the statements: on Postgres the
+        # change log's rows of a write that supersedes; they are inside its transaction.)
+        bounds = [q for q in _queries(seen) if q != "INSERT"] if postgres else _queries(seen)
+        assert bounds[:2] == (["BEGIN", "COMMIT"] if postgres else ["BEGIN", "SELECT"]), seen
         for read in (
             lambda: store.facts(user_id="alice", subject="alice", predicate="lives_in"),
             lambda: store.fact_history(user_id="alice", subject="alice"),

@@ -186,7 +186,7 @@ async def test_empty_query_is_not_reranked(db_url: str, ranker: ShortestFirst) -
     "options",
     [
         {"reranker": object()},
-        {"reranker": "cross-encoder"},
+        # (A name, "cross-encoder", is a ModelSpec: tests/test_rerank_cross_encoder.py.)
         {"reranker": NotAsync()},
         {"rerank_candidates": 0},
         {"rerank_candidates": 1001},

@@ -251,6 +251,7 @@ async def test_hook_sees_library_statements_and_attributes_them(
     found = strict_audit.take()
     origins = {v.origin.rsplit(":", 1)[0] for v in found}
     assert origins == {
+        "library:memstore/repositories/changes.py",
         "library:memstore/repositories/consolidation.py",
         "library:memstore/repositories/threads.py",
         "library:memstore/repositories/working_memory.py",
