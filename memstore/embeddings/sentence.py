@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -74,19 +75,20 @@ class SentenceTransformerEmbedder:
     library loads, so nothing is ever downloaded implicitly. ``identity`` is
     what the database records as the embedder (default: derived from ``model``).
 
-    A text longer than the model's window (256 word pieces for MiniLM, about 190
-    words) is embedded as the mean of overlapping windows over the whole text, so
-    the end of a long answer counts as much as its start; a model truncates
-    otherwise (``whole_text=False`` keeps that: cheaper to ingest long texts, but
-    their tails are invisible to semantic recall). Shorter texts get exactly the
-    model's own vector.
+    A text longer than one passage (``passage_tokens``, default 128 word pieces,
+    about 95 words: a paragraph) is cut into passages that tile it (equal sizes, no
+    overlap), and each passage is embedded once: recall scores an episode by its
+    best passage too, so a query about one paragraph of a long answer is not
+    diluted by the rest, and the whole-text vector is the normalized mean of the
+    passages' vectors, so the end of a long answer counts as much as its start.
+    Each word piece of a text goes through the model about once. Texts of one
+    passage get exactly the model's own vector and no passages.
 
-    ``embed_passages`` also embeds every text longer than ``passage_tokens`` word
-    pieces (default 128, about 95 words: a paragraph) as overlapping passages of
-    that size, one vector each; recall scores an episode by its best passage too,
-    so a query about one paragraph of a long answer is not diluted by the rest.
-    ``passage_tokens=None`` stores no passages (recall uses the whole-text
-    vector only).
+    ``passage_tokens=None`` stores no passages; the whole-text vector is then the
+    mean of tiles of the model's window (256 word pieces for MiniLM, about 190
+    words). ``whole_text=False`` keeps the model's truncation for the whole-text
+    vector (the tail of a long text is then seen only through its passages, or
+    not at all with ``passage_tokens=None``: the cheapest ingest).
     """
 
     def __init__(
@@ -116,13 +118,16 @@ class SentenceTransformerEmbedder:
         if not dim:
             raise ValueError(f"model {self.model_name!r} does not report its embedding size")
         self._dim = int(dim)
-        window = _window_tokens(self._model)
-        self._window = window if whole_text else None
         if passage_tokens is not None and passage_tokens < 8:
             raise ValueError(f"passage_tokens must be at least 8 (or None), got {passage_tokens}")
+        window = _window_tokens(self._model)
+        self._whole_text = whole_text
         self._passage = (
             None if passage_tokens is None or window is None else min(passage_tokens, window)
         )
+        # The tile the whole-text vector is the mean of: the passage when there are
+        # passages (one model pass serves both), else the model's window.
+        self._tile = self._passage if self._passage is not None else window
 
     @property
     def dim(self) -> int:
@@ -134,36 +139,51 @@ class SentenceTransformerEmbedder:
         return self._identity
 
     def embed_sync(self, texts: Sequence[str]) -> np.ndarray:
-        if not texts:
-            return np.zeros((0, self._dim), dtype=np.float32)
-        pieces: list[str] = []
-        owners: list[int] = []
-        for index, windows in enumerate(self._windows(texts, self._window)):
-            pieces.extend(windows)
-            owners.extend([index] * len(windows))
-        vectors = self._encode(pieces)
-        summed = np.zeros((len(texts), self._dim), dtype=np.float32)
-        np.add.at(summed, np.asarray(owners, dtype=np.intp), vectors)
-        return normalized(summed)
+        return self.embed_with_passages_sync(texts)[0]
 
     def embed_passages_sync(self, texts: Sequence[str]) -> list[np.ndarray]:
         """Per text, its passages' vectors; no rows when the text is one passage."""
+        return self.embed_with_passages_sync(texts)[1]
+
+    def embed_with_passages_sync(self, texts: Sequence[str]) -> tuple[np.ndarray, list[np.ndarray]]:
+        """Whole-text vectors and, per text, its passages' vectors, in one model pass.
+
+        The passages are encoded once and serve both: a text's whole-text vector is
+        the normalized mean of its passages' (or tiles') vectors.
+        """
         empty = np.zeros((0, self._dim), dtype=np.float32)
-        split = self._windows(texts, self._passage)
-        pieces = [piece for windows in split if len(windows) > 1 for piece in windows]
-        vectors = self._encode(pieces) if pieces else empty
-        out: list[np.ndarray] = []
-        start = 0
-        for windows in split:
-            if len(windows) > 1:
-                out.append(vectors[start : start + len(windows)])
-                start += len(windows)
-            else:
-                out.append(empty)
-        return out
+        if not texts:
+            return empty, []
+        tiled = self._tiles(texts, self._tile if self._whole_text else self._passage)
+        pieces: list[str] = []
+        ranges: list[tuple[int, int]] = []
+        cut: dict[int, int] = {}  # text -> position of the model's own cut of it
+        for index, tiles in enumerate(tiled):
+            if not self._whole_text and len(tiles) > 1:
+                cut[index] = len(pieces)
+                pieces.append(texts[index])
+            ranges.append((len(pieces), len(pieces) + len(tiles)))
+            pieces.extend(tiles)
+        vectors = self._encode(pieces)
+        whole = np.stack(
+            [
+                vectors[cut[i]] if i in cut else vectors[start:end].mean(axis=0)
+                for i, (start, end) in enumerate(ranges)
+            ]
+        )
+        passages = [
+            vectors[start:end] if end - start > 1 and self._passage is not None else empty
+            for start, end in ranges
+        ]
+        return normalized(whole), passages
 
     async def embed_passages(self, texts: Sequence[str]) -> list[np.ndarray]:
         return await asyncio.to_thread(self.embed_passages_sync, texts)
+
+    async def embed_with_passages(
+        self, texts: Sequence[str]
+    ) -> tuple[np.ndarray, list[np.ndarray]]:
+        return await asyncio.to_thread(self.embed_with_passages_sync, texts)
 
     def _encode(self, pieces: Sequence[str]) -> np.ndarray:
         vectors = self._model.encode(
@@ -175,8 +195,12 @@ class SentenceTransformerEmbedder:
         )
         return np.asarray(vectors, dtype=np.float32)
 
-    def _windows(self, texts: Sequence[str], size: int | None) -> list[list[str]]:
-        """Each text itself, or overlapping slices of it of ``size`` word pieces."""
+    def _tiles(self, texts: Sequence[str], size: int | None) -> list[list[str]]:
+        """Each text itself, or slices of it of at most ``size`` word pieces that tile it.
+
+        The slices are of equal size (to a piece): a text of 130 pieces is two of
+        65, not 128 and 2, whose vector would be about almost nothing.
+        """
         out = [[text] for text in texts]
         if size is None:
             return out
@@ -190,19 +214,14 @@ class SentenceTransformerEmbedder:
             return_offsets_mapping=True,
             verbose=False,
         )["offset_mapping"]
-        # Half-window steps: a passage cut by one window's edge is whole in the next.
-        step = max(1, size // 2)
         for i, spans in zip(long, encoded, strict=True):
-            if len(spans) <= size:
+            count = len(spans)
+            if count <= size:
                 continue
+            parts = -(-count // size)
+            bounds = [round(k * count / parts) for k in range(parts + 1)]
             text = texts[i]
-            windows = []
-            for start in range(0, len(spans), step):
-                chunk = spans[start : start + size]
-                windows.append(text[chunk[0][0] : chunk[-1][1]])
-                if start + size >= len(spans):
-                    break
-            out[i] = windows
+            out[i] = [text[spans[a][0] : spans[b - 1][1]] for a, b in itertools.pairwise(bounds)]
         return out
 
     async def embed(self, texts: Sequence[str]) -> np.ndarray:
