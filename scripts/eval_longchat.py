@@ -96,10 +96,11 @@ class CachedEmbedder:
         if self._inner is None:
             from memstore.embeddings import SentenceTransformerEmbedder
 
-            options: dict[str, Any] = {
+            variants: dict[str, dict[str, Any]] = {
                 "minilm-truncated": {"whole_text": False, "passage_tokens": None},
                 "minilm-no-passages": {"passage_tokens": None},
-            }.get(self.mode, {})
+            }
+            options = variants.get(self.mode, {})
             self._inner = SentenceTransformerEmbedder(**options)
         return self._inner
 
@@ -174,7 +175,8 @@ async def run(args: argparse.Namespace, data: dict[str, Any]) -> dict[str, float
         embedder.save()
     baseline = bm25_rank(messages, [q["question"] for q in questions], max(KS))
     out: dict[str, float] = {}
-    for name, lists in (("store", ranked), ("bm25", baseline)):
+    runs: list[tuple[str, list[list[Any]]]] = [("store", ranked), ("bm25", baseline)]
+    for name, lists in runs:
         for k in KS:
             fractions, anys = [], []
             for q, top in zip(questions, lists, strict=True):
