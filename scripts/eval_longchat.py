@@ -150,7 +150,12 @@ async def run(args: argparse.Namespace, data: dict[str, Any]) -> dict[str, float
     messages, questions = data["messages"], data["questions"]
     embedder = make_embedder(args.embedder, Path(args.cache) if args.cache else None)
     url = args.url or f"sqlite+aiosqlite:///{tempfile.mkdtemp(prefix='longchat-')}/m.db"
-    async with MemoryStore.open(url, embedder=embedder, auto_migrate=True) as store:
+    from memstore.search.tuning import RecallTuning
+
+    tuning = None if args.margin is None else RecallTuning(passage_margin=args.margin)
+    async with MemoryStore.open(
+        url, embedder=embedder, auto_migrate=True, recall_tuning=tuning
+    ) as store:
         await store.forget(user_id=TENANT)
         episodes = [
             Episode(
@@ -196,6 +201,9 @@ def main() -> None:
     parser.add_argument("--cache", help="directory of cached vectors per embedder mode")
     parser.add_argument("--code", help="import memstore from this source tree")
     parser.add_argument("--label", default="")
+    parser.add_argument(
+        "--margin", type=float, help="RecallTuning.passage_margin (default: as shipped)"
+    )
     args = parser.parse_args()
     sys.path.insert(0, str(Path(args.code).resolve() if args.code else REPO))
     data = json.loads(Path(args.data).read_text())
