@@ -13,6 +13,11 @@ truncates it) and its word pieces summed, per episode.
 
     python scripts/measure_long_cost.py --repeats 3
     python scripts/measure_long_cost.py --code /tmp/older-tree   # another tree's embedder
+    python scripts/measure_long_cost.py --baseline /tmp/older-tree  # + its cut+passages
+
+``--baseline DIR`` adds, in the same run, the ``whole_text=False`` embedder of another
+source tree (its ``memstore/embeddings/sentence.py``): the issue measured its 1.8x
+against that embedder of the release before, whose passages overlapped by half.
 
 Absolute times drift on a shared machine; read the ratio.
 """
@@ -94,6 +99,19 @@ async def remember_all(store: Any, texts: list[str], tenant: str) -> float:
     return time.perf_counter() - started
 
 
+def _baseline(tree: Path) -> Any:
+    """Another tree's sentence-transformers embedder module, loaded beside this one."""
+    import importlib.util
+
+    path = tree.resolve() / "memstore" / "embeddings" / "sentence.py"
+    spec = importlib.util.spec_from_file_location("baseline_sentence", path)
+    if spec is None or spec.loader is None:
+        raise SystemExit(f"no embedder at {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 async def run(args: argparse.Namespace) -> None:
     from memstore import MemoryStore
     from memstore.embeddings import SentenceTransformerEmbedder
@@ -105,6 +123,10 @@ async def run(args: argparse.Namespace) -> None:
         "cut+passages": SentenceTransformerEmbedder(whole_text=False),
         "truncating": SentenceTransformerEmbedder(whole_text=False, passage_tokens=None),
     }
+    if args.baseline:
+        embedders["base cut+pass"] = _baseline(Path(args.baseline)).SentenceTransformerEmbedder(
+            whole_text=False
+        )
     times: dict[str, list[float]] = {name: [] for name in embedders}
     pieces: dict[str, list[int]] = {}
     root = Path(tempfile.mkdtemp(prefix="long-cost-"))
@@ -124,6 +146,7 @@ async def run(args: argparse.Namespace) -> None:
     whole = sum(pieces["truncating"]) / len(texts)
     print(f"{len(texts)} texts, median {statistics.median(map(len, texts)):.0f} characters")
     print(f"{'embedder':<14}{'median s':>10}{'ratio':>8}{'pieces/episode':>16}{'encoded':>9}")
+    print("(ratio: median time / the truncating embedder's)")
     base = statistics.median(times["truncating"])
     for name in embedders:
         median = statistics.median(times[name])
@@ -144,6 +167,9 @@ async def run(args: argparse.Namespace) -> None:
         f"word pieces per text: {length:.0f}; the shipped embedder sends {shipped / length:.2f}x "
         f"of them, the truncating one {whole / length:.2f}x"
     )
+    if "base cut+pass" in times:
+        ratio = statistics.median(times["shipped"]) / statistics.median(times["base cut+pass"])
+        print(f"shipped / baseline's whole_text=False (time): {ratio:.2f}x")
 
 
 def main() -> None:
@@ -153,6 +179,7 @@ def main() -> None:
     parser.add_argument("--count", type=int, default=80)
     parser.add_argument("--chars", type=int, default=4000)
     parser.add_argument("--code", help="import memstore from this source tree")
+    parser.add_argument("--baseline", help="also time this tree's whole_text=False embedder")
     args = parser.parse_args()
     sys.path.insert(0, str(Path(args.code).resolve() if args.code else REPO))
     data = Path(args.data)
