@@ -19,6 +19,8 @@ half-overlapping 254-piece windows, half-overlapping 128-piece passages).
 imports memstore from another source tree (an older commit checked out with ``git
 archive``), so one set of vectors can be replayed through each commit's recall: how
 the regression hunt in docs/RECALL.md bisected the recall code apart from the model.
+Any other ``--embedder`` name is the shipped embedder, cached under that name.
+``--margin M`` asks through ``RecallTuning(passage_margin=M)``.
 """
 
 from __future__ import annotations
