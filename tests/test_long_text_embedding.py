@@ -1,8 +1,10 @@
-"""Long episodes are embedded whole: the mean of overlapping windows, not the model's cut.
+"""Long episodes are read whole, not only up to the model's cut.
 
 MiniLM reads 256 word pieces (about 190 words); a multi-paragraph answer used to be
 embedded from its opening only, so what it said further on was invisible to semantic
-recall. docs/RECALL.md ("Long episodes") has the measured effect.
+recall. Now its passages read the rest (or, without passages, the whole-text vector
+is a mean of windows over all of it). docs/RECALL.md ("Long episodes", "What a long
+text costs") has the measured effect.
 """
 
 from __future__ import annotations
@@ -40,12 +42,14 @@ def test_a_short_text_gets_the_models_own_vector(minilm: Any) -> None:
     assert np.allclose(minilm.embed_sync([text])[0], theirs, atol=1e-5)
 
 
-def test_the_end_of_a_long_text_moves_its_vector(minilm: Any) -> None:
+def test_without_passages_the_end_of_a_long_text_moves_its_vector(minilm: Any) -> None:
     from memstore.embeddings import SentenceTransformerEmbedder
 
     wedding = FILLER + " Then she told me about her sister's wedding in Lisbon next June."
     puppy = FILLER + " Then my daughter showed me the puppy she rescued last week."
-    whole = minilm.embed_sync([wedding, puppy])
+    # With passages (the default) the end is seen through them; without, the
+    # whole-text vector is the mean of windows over all of it.
+    whole = SentenceTransformerEmbedder(passage_tokens=None).embed_sync([wedding, puppy])
     assert float(whole[0] @ whole[1]) < 0.99
     # The premise: cut at the model's limit, the two texts are one vector.
     cut = SentenceTransformerEmbedder(whole_text=False).embed_sync([wedding, puppy])

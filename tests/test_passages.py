@@ -3,7 +3,9 @@
 The whole-text vector of a long answer is a mean over all of it, so a query about
 one paragraph finds it diluted by the rest. ``SentenceTransformerEmbedder`` embeds
 such texts passage by passage too (``episodes.passages``), and recall takes the
-better of the two cosines. docs/RECALL.md ("Passages") has the measured effect.
+better of the whole-text cosine and the best passage's less a margin
+(``RecallTuning.passage_margin``). docs/RECALL.md ("Passages", "What a long text
+costs") has the measured effect.
 """
 
 from __future__ import annotations
@@ -32,8 +34,9 @@ _KITTEN = (
     "says she is about ten weeks old and healthy, and we are buying her a scratching post and "
     "a bed of her own."
 )
-# The kitten paragraph in the middle of about 500 word pieces about a spreadsheet.
-LONG_ANSWER = f"{_FILLER} {_KITTEN} {_FILLER}"
+# The kitten paragraph after about 400 word pieces about a spreadsheet: past the
+# model's cut (254), which is the whole-text vector, so only a passage sees it.
+LONG_ANSWER = f"{_FILLER} {_FILLER} {_KITTEN}"
 # Closer to the query than the long answer's whole-text vector, further than its best passage.
 SHORT_DISTRACTOR = "Our dog is getting old."
 QUERY = "young cat"  # shares no word with any episode: only the vectors can match
@@ -119,7 +122,7 @@ async def test_recall_scores_a_long_episode_by_its_best_passage(
     query = minilm.embed_sync([QUERY])[0]
     text = episode_text(_episodes("alice")[0])
     best = float((minilm.embed_passages_sync([text])[0] @ query).max())
-    assert dense == pytest.approx(best, abs=1e-4)
+    assert dense == pytest.approx(best - DENSE_ONLY.passage_margin, abs=1e-4)
 
     # Without passages the diluted whole-text vector loses to the short distractor.
     async with MemoryStore.open(
@@ -130,6 +133,24 @@ async def test_recall_scores_a_long_episode_by_its_best_passage(
     assert output == SHORT_DISTRACTOR
 
 
+async def test_a_passage_counts_only_by_what_it_beats_the_whole_text_by_less_the_margin(
+    db_url: str, minilm: Any
+) -> None:
+    query = minilm.embed_sync([QUERY])[0]
+    text = episode_text(_episodes("alice")[0])
+    whole = float(minilm.embed_sync([text])[0] @ query)
+    best = float((minilm.embed_passages_sync([text])[0] @ query).max())
+    # A margin wider than the passage's lead: the long answer keeps its whole-text
+    # cosine and the short distractor comes first (the premise test checks the order).
+    wide = replace(DENSE_ONLY, passage_margin=best - whole + 0.01)
+    async with MemoryStore.open(db_url, embedder=minilm, recall_tuning=wide) as store:
+        await store.remember_many(_episodes("alice"))
+        hits = await store.recall_scored(QUERY, user_id="alice", limit=3)
+    assert hits[0].episode.output == SHORT_DISTRACTOR
+    scored = {h.episode.output: h.parts["dense"] for h in hits}
+    assert scored[LONG_ANSWER] == pytest.approx(whole, abs=1e-4)
+
+
 # Postgres only: SQLite always scores exactly, over the cached matrix.
 @pytest.mark.parametrize("backend", [pytest.param("postgres", marks=pytest.mark.postgres)])
 async def test_large_tenants_on_the_ann_plan_use_passages_too(db_url: str, minilm: Any) -> None:
@@ -137,8 +158,12 @@ async def test_large_tenants_on_the_ann_plan_use_passages_too(db_url: str, minil
         db_url, embedder=minilm, recall_tuning=DENSE_ONLY, exact_scan_threshold=1
     ) as store:
         await store.remember_many(_episodes("alice"))
-        output, _ = await _first(store, "alice")
+        output, dense = await _first(store, "alice")
     assert output == LONG_ANSWER
+    query = minilm.embed_sync([QUERY])[0]
+    text = episode_text(_episodes("alice")[0])
+    best = float((minilm.embed_passages_sync([text])[0] @ query).max())
+    assert dense == pytest.approx(best - DENSE_ONLY.passage_margin, abs=1e-4)
 
 
 async def test_reembed_and_import_compute_passages(

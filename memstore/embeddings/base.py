@@ -15,9 +15,11 @@ __all__ = [
     "EMBED_BATCH",
     "EmbedOutput",
     "Embedder",
+    "JointPassageEmbedder",
     "PassageEmbedder",
     "QueryEmbedder",
     "embed_checked",
+    "embed_with_passages_checked",
     "normalized",
     "passages_checked",
     "queries_checked",
@@ -74,6 +76,20 @@ class QueryEmbedder(Embedder, Protocol):
     async def embed_queries(self, texts: Sequence[str]) -> EmbedOutput: ...
 
 
+@runtime_checkable
+class JointPassageEmbedder(PassageEmbedder, Protocol):
+    """A passage embedder that gives whole-text vectors and passages in one pass.
+
+    ``embed_with_passages`` returns what ``embed`` and ``embed_passages`` would,
+    for the cost of one: writers that need both (``remember_many``, ``reembed``)
+    call it so a long text's word pieces go through the model once, not twice.
+    """
+
+    async def embed_with_passages(
+        self, texts: Sequence[str]
+    ) -> tuple[EmbedOutput, Sequence[EmbedOutput]]: ...
+
+
 def _checked_block(block: Any, dim: int, rows: int | None) -> npt.NDArray[np.float64]:
     try:
         array = np.asarray(block, dtype=np.float64)
@@ -110,10 +126,39 @@ async def passages_checked(
             raise InvalidInput(
                 f"the embedder returned passages for {len(found)} of {len(chunk)} texts"
             )
-        for block in found:
-            array = _checked_block(block, dim, None)
-            out.append(normalized(array.astype(np.float32)) if len(array) > 1 else None)
+        out.extend(_passage_block(block, dim) for block in found)
     return out
+
+
+def _passage_block(block: Any, dim: int) -> npt.NDArray[np.float32] | None:
+    array = _checked_block(block, dim, None)
+    return normalized(array.astype(np.float32)) if len(array) > 1 else None
+
+
+async def embed_with_passages_checked(
+    embedder: Embedder, texts: Sequence[str]
+) -> tuple[npt.NDArray[np.float32], list[npt.NDArray[np.float32] | None]]:
+    """:func:`embed_checked` and :func:`passages_checked` of ``texts``, checked alike.
+
+    One call per batch for a :class:`JointPassageEmbedder` (each word piece
+    embedded once); two for any other embedder.
+    """
+    if not isinstance(embedder, JointPassageEmbedder):
+        return await embed_checked(embedder, texts), await passages_checked(embedder, texts)
+    dim = int(embedder.dim)
+    vectors = np.zeros((len(texts), dim), dtype=np.float32)
+    passages: list[npt.NDArray[np.float32] | None] = []
+    for start in range(0, len(texts), EMBED_BATCH):
+        chunk = list(texts[start : start + EMBED_BATCH])
+        whole, found = await embedder.embed_with_passages(chunk)
+        vectors[start : start + len(chunk)] = _checked_block(whole, dim, len(chunk))
+        found = list(found)
+        if len(found) != len(chunk):
+            raise InvalidInput(
+                f"the embedder returned passages for {len(found)} of {len(chunk)} texts"
+            )
+        passages.extend(_passage_block(block, dim) for block in found)
+    return normalized(vectors), passages
 
 
 def normalized(matrix: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:

@@ -44,6 +44,7 @@ from memstore.db.unit import Reader
 from memstore.models import EpisodeRow
 from memstore.models.search import tsvector
 from memstore.search.tables import EPISODES, RecallTable
+from memstore.search.tuning import RecallTuning
 
 __all__ = [
     "DEFAULT_EXACT_THRESHOLD",
@@ -58,6 +59,7 @@ MAX_EF_SEARCH = 1000  # pgvector's upper bound for hnsw.ef_search
 _OVERFETCH = 2.0
 # Floor for ef_search on the ANN paths (pgvector default 40 is tuned for speed).
 _MIN_EF_SEARCH = 100
+_MARGIN = RecallTuning().passage_margin  # for searches without a recall request
 
 
 def full_text_vector(model: RecallTable) -> ColumnElement[Any]:
@@ -130,11 +132,12 @@ class PostgresSearch:
         depth: int,
         tenant_rows: int,
         pool: int | None = None,
+        margin: float = _MARGIN,
     ) -> dict[str, float]:
         """Episodes of a tenant too big to scan on every query: through the HNSW index.
 
         The index returns the ``pool`` rows nearest by whole text (``depth`` when
-        None); those with passages are re-scored by their best one.
+        None); those with passages are re-scored by their best one less ``margin``.
         """
         scan = _Scan.of(session, EPISODES, user_id, query)
         fetch = max(pool or depth, depth)
@@ -143,8 +146,11 @@ class PostgresSearch:
         else:
             found = await self._overfetch(scan, fetch, tenant_rows)
         rows = await session.execute(
-            text(_PG_PASSAGES).bindparams(bindparam("qvec", type_=PgVector())),
+            text(_PG_PASSAGES).bindparams(
+                bindparam("qvec", type_=PgVector()), bindparam("margin", type_=Float())
+            ),
             {
+                "margin": margin,
                 "user_id": user_id,
                 "qvec": query.astype(np.float32),
                 "pool_ids": list(found),
@@ -224,18 +230,19 @@ class PostgresSearch:
 
 
 def _nearer(whole: str, passages: str) -> str:
-    """SQL: the smaller of a row's whole-text distance and its best passage's."""
+    """SQL: the smaller of a row's whole-text distance and its best passage's plus the margin."""
     return (
         f"CASE WHEN {passages} IS NULL THEN {whole} ELSE least({whole}, "
-        f"(SELECT min(p <=> :qvec) FROM unnest({passages}) AS p)) END"
+        f"(SELECT min(p <=> :qvec) FROM unnest({passages}) AS p) + :margin) END"
     )
 
 
 # Of the ``pool`` rows nearest by whole text, a row's distance is that of its whole
-# text or of its best passage, whichever is smaller. Passages are stored out of
-# line and carried as pointers: only the pool's are read, and only rows that have
-# some. (No join back to episodes: with a new tenant's rows not yet analysed, the
-# planner chose a nested loop that compared every pair.)
+# text or of its best passage plus ``RecallTuning.passage_margin``, whichever is
+# smaller. Passages are stored out of line and carried as pointers: only the
+# pool's are read, and only rows that have some. (No join back to episodes: with
+# a new tenant's rows not yet analysed, the planner chose a nested loop that
+# compared every pair.)
 EPISODE_DISTANCE = _nearer("n.d", "n.passages")
 
 # Large tenants (HNSW over whole-text vectors): the passages of the pool the index

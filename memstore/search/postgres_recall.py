@@ -198,7 +198,13 @@ class EpisodeSearch:
         dialect = PG_DIALECT
         if stats.rows > self.vectors.exact_threshold and request.time_range is None:
             nearest = await self.vectors.dense_large(
-                session, request.user_id, request.qvec, request.depth, stats.rows, pool=request.pool
+                session,
+                request.user_id,
+                request.qvec,
+                request.depth,
+                stats.rows,
+                pool=request.pool,
+                margin=request.margin,
             )
             dialect = replace(dialect, dense=_PG_DENSE_GIVEN)
             dense = (

@@ -25,7 +25,13 @@ from memstore.core.documents import episode_text, fact_text
 from memstore.core.langgraph_input import indexed_texts
 from memstore.db.crosstenant import cross_tenant_connection
 from memstore.db.distribution import set_column_storage, set_shard_column_storage
-from memstore.embeddings.base import Embedder, PassageEmbedder, embed_checked, passages_checked
+from memstore.embeddings.base import (
+    Embedder,
+    PassageEmbedder,
+    embed_checked,
+    embed_with_passages_checked,
+    passages_checked,
+)
 from memstore.embeddings.identity import embedder_identity
 from memstore.errors import ConfigurationError, InvalidInput
 from memstore.models import ConfigRow, EpisodeRow, FactRow, LangGraphItemRow
@@ -145,11 +151,11 @@ async def _refresh(
         stmt = stmt.where(model.embedding.is_(None))
     async for rows in _batches(conn, stmt, (model.user_id, model.id)):
         texts = [to_text(r) for r in rows]
-        vectors = await embed_checked(embedder, texts)
         # A row's passages are recomputed with its vector: both must be in one space.
-        passages = (
-            await passages_checked(embedder, texts) if model is EpisodeRow else [None] * len(rows)
-        )
+        if model is EpisodeRow:
+            vectors, passages = await embed_with_passages_checked(embedder, texts)
+        else:
+            vectors, passages = await embed_checked(embedder, texts), [None] * len(rows)
         for row, vector, passage in zip(rows, vectors, passages, strict=True):
             values = {"embedding": vector}
             if model is EpisodeRow:

@@ -124,7 +124,9 @@ class EpisodeSearch:
 
     async def recall(self, session: Reader, request: EpisodeRecall) -> list[RecallHit]:
         vectors = await self.cache.vectors(session, request.user_id)
-        nearest = vectors.nearest(request.qvec, request.depth, request.time_range, request.pool)
+        nearest = vectors.nearest(
+            request.qvec, request.depth, request.time_range, request.pool, request.margin
+        )
         return await ranked(
             session,
             request,

@@ -62,6 +62,11 @@ class Recall:
         """Rows (best by whole-text cosine) whose passages are scored: at least ``depth``."""
         return max(self.tuning.passage_pool, self.depth)
 
+    @property
+    def margin(self) -> float:
+        """What a passage's cosine must beat its episode's whole-text cosine by to count."""
+        return self.tuning.passage_margin
+
 
 @dataclass(frozen=True)
 class EpisodeRecall(Recall):
@@ -190,7 +195,7 @@ def keyword_ctes(dialect: Dialect, depth: int, *, docs: str, chars: str) -> str:
 def binds(sql: str, types: dict[str, Any]) -> list[BindParameter[Any]]:
     """Typed parameters for those of ``types`` (and the shared times) that ``sql`` uses."""
     shared: dict[str, Any] = {k: UTCDateTime() for k in ("t0", "t1", "now", "valid_at", "known_at")}
-    shared |= {"k1": Float(), "b": Float()}
+    shared |= {"k1": Float(), "b": Float(), "margin": Float()}
     return [bindparam(k, type_=t) for k, t in {**shared, **types}.items() if f":{k}" in sql]
 
 
@@ -204,6 +209,7 @@ def fusion_params(request: Recall) -> dict[str, Any]:
         "limit": request.limit,
         "depth": request.depth,
         "pool": request.pool,
+        "margin": request.margin,
         "k1": BM25_K1,
         "b": BM25_B,
     }

@@ -30,3 +30,8 @@ class RecallTuning:
     # similar by whole text (all rows of a tenant that has fewer): bounds the cost
     # of passages in large tenants, the same rule on both backends.
     passage_pool: int = 500
+    # A passage lifts its episode only by what it beats the whole text by, less
+    # this margin: a long text has many passages, so many chances of one matching
+    # by accident (long assistant answers outranked the short user messages that
+    # held the evidence, docs/RECALL.md "What a long text costs").
+    passage_margin: float = 0.05

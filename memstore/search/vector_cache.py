@@ -54,12 +54,13 @@ class TenantVectors:
         depth: int,
         time_range: tuple[datetime, datetime] | None,
         pool: int | None = None,
+        margin: float = 0.0,
     ) -> list[tuple[str, float]]:
         """(id, cosine) of the ``depth`` rows most similar to ``query``, best first.
 
         Of the ``pool`` rows most similar by whole text (all rows when None), a
-        row's cosine is that of its whole text or of its best passage, whichever
-        is higher.
+        row's cosine is that of its whole text or of its best passage less
+        ``margin``, whichever is higher.
         """
         if not self.ids:
             return []
@@ -75,7 +76,7 @@ class TenantVectors:
             scored[best] = True
             mine = scored[self.passage_owners]
             if mine.any():
-                np.maximum.at(sims, self.passage_owners[mine], self.passages[mine] @ q)
+                np.maximum.at(sims, self.passage_owners[mine], self.passages[mine] @ q - margin)
         top = _top(sims, depth)
         top = top[np.isfinite(sims[top])]
         # tolist() converts in C; indexing numpy scalars one by one cost 0.5 ms per recall.

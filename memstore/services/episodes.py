@@ -20,7 +20,7 @@ from memstore.core.validation import (
     check_time_range,
 )
 from memstore.db.unit import Database
-from memstore.embeddings.base import Embedder, embed_checked, passages_checked
+from memstore.embeddings.base import Embedder, embed_with_passages_checked
 from memstore.errors import InvalidInput, NotFound
 from memstore.recall.hybrid import HybridRecall
 from memstore.recall.relevance import check_min_score
@@ -99,8 +99,7 @@ class EpisodeService:
             raise InvalidInput("duplicate episode ids in one batch")
         # Embed before taking the write lock: inference can be slow.
         texts = [episode_text(e) for _, e in checked]
-        vectors = await embed_checked(self.embedder, texts)
-        passages = await passages_checked(self.embedder, texts)
+        vectors, passages = await embed_with_passages_checked(self.embedder, texts)
         now = self.db.now()
         items = [
             (user, e, EpisodeVectors(vector, passage))
