@@ -65,11 +65,14 @@ def test_every_window_and_passage_carries_the_document_prefix(model: Any, formed
 
     (passages,) = formed.embed_passages_sync([LONG])
     assert len(passages) > 1
-    # The first passage is the text's first 128 word pieces, read with the prefix.
+    # The first passage is the first of equal tiles of at most 128 word pieces, read
+    # with the prefix.
     spans = model.tokenizer(LONG, add_special_tokens=False, return_offsets_mapping=True)
-    first = LONG[: spans["offset_mapping"][DEFAULT_PASSAGE_TOKENS - 1][1]]
+    count = len(spans["offset_mapping"])
+    parts = -(-count // DEFAULT_PASSAGE_TOKENS)
+    first = LONG[: spans["offset_mapping"][round(count / parts) - 1][1]]
     assert np.allclose(passages[0], encode(model, f"passage: {first}"), atol=1e-5)
-    # The whole-text vector is made of prefixed windows too.
+    # The whole-text vector (the model's own cut) is read with the prefix too.
     plain_vector = SentenceTransformerEmbedder(document_prefix="").embed_sync([LONG])[0]
     assert not np.allclose(formed.embed_sync([LONG])[0], plain_vector, atol=1e-3)
 

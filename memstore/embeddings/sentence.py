@@ -268,4 +268,9 @@ class SentenceTransformerEmbedder:
         return await asyncio.to_thread(self.embed_sync, texts)
 
     def __repr__(self) -> str:
-        return f"SentenceTransformerEmbedder({self.model_name!r}, dim={self._dim})"
+        forms = ""
+        if self._query_prefix or self._document_prefix:
+            forms = (
+                f", query_prefix={self._query_prefix!r}, document_prefix={self._document_prefix!r}"
+            )
+        return f"SentenceTransformerEmbedder({self.model_name!r}, dim={self._dim}{forms})"
