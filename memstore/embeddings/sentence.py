@@ -162,11 +162,11 @@ class SentenceTransformerEmbedder:
         return self._identity
 
     def embed_sync(self, texts: Sequence[str]) -> np.ndarray:
-        return self.embed_with_passages_sync(texts)[0]
+        return self._embed(texts, whole=True, passages=False)[0]
 
     def embed_passages_sync(self, texts: Sequence[str]) -> list[np.ndarray]:
         """Per text, its passages' vectors; no rows when the text is one passage."""
-        return self.embed_with_passages_sync(texts)[1]
+        return self._embed(texts, whole=False, passages=True)[1]
 
     def embed_with_passages_sync(self, texts: Sequence[str]) -> tuple[np.ndarray, list[np.ndarray]]:
         """Whole-text vectors and, per text, its passages' vectors, in one model pass.
@@ -175,6 +175,13 @@ class SentenceTransformerEmbedder:
         its window): that is its whole-text vector. Without passages a text's
         whole-text vector is the normalized mean of its tiles' vectors.
         """
+        return self._embed(texts, whole=True, passages=True)
+
+    def _embed(
+        self, texts: Sequence[str], *, whole: bool, passages: bool
+    ) -> tuple[np.ndarray, list[np.ndarray]]:
+        """What is asked for, encoding only the pieces it needs: a caller of ``embed``
+        alone does not pay for passages, nor one of ``embed_passages`` for the cut."""
         empty = np.zeros((0, self._dim), dtype=np.float32)
         if not texts:
             return empty, []
@@ -182,23 +189,36 @@ class SentenceTransformerEmbedder:
         pieces: list[str] = []
         ranges: list[tuple[int, int]] = []
         cut: dict[int, int] = {}  # text -> position of the model's own cut of it
+        split: set[int] = set()  # texts stored with passages
         for index, tiles in enumerate(tiled):
             if self._passage is not None and len(tiles) > 1:
-                cut[index] = len(pieces)
-                pieces.append(texts[index])
-            ranges.append((len(pieces), len(pieces) + len(tiles)))
-            pieces.extend(tiles)
-        vectors = self._encode(pieces)
-        whole = np.stack(
-            [
-                vectors[cut[i]] if i in cut else vectors[start:end].mean(axis=0)
-                for i, (start, end) in enumerate(ranges)
-            ]
+                split.add(index)
+                if whole:
+                    cut[index] = len(pieces)
+                    pieces.append(texts[index])
+            # Tiles make a passage, or (one tile, or no passages) the whole-text vector.
+            needed = passages if index in split else whole
+            ranges.append((len(pieces), len(pieces) + (len(tiles) if needed else 0)))
+            if needed:
+                pieces.extend(tiles)
+        vectors = self._encode(pieces) if pieces else empty
+        vectors_whole = (
+            normalized(
+                np.stack(
+                    [
+                        vectors[cut[i]] if i in cut else vectors[start:end].mean(axis=0)
+                        for i, (start, end) in enumerate(ranges)
+                    ]
+                )
+            )
+            if whole
+            else empty
         )
-        passages = [
-            vectors[start:end] if i in cut else empty for i, (start, end) in enumerate(ranges)
+        found = [
+            vectors[start:end] if i in split and passages else empty
+            for i, (start, end) in enumerate(ranges)
         ]
-        return normalized(whole), passages
+        return vectors_whole, found
 
     async def embed_passages(self, texts: Sequence[str]) -> list[np.ndarray]:
         return await asyncio.to_thread(self.embed_passages_sync, texts)
