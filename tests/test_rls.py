@@ -13,10 +13,12 @@ from typing import Any
 import pytest
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from memstore import Episode, Fact, InvalidInput, MemoryStore, PermissionDenied
 from memstore.db.engine import create_engine
 from memstore.repositories.tenants import tenant_tables
+from memstore.schema.citus import apply_citus
 from memstore.schema.migrate import upgrade
 from memstore.schema.rls import rls_status
 from tests.conftest import CITUS_ENABLED, citus_database, migrate_and_distribute, table_counts
@@ -47,29 +49,18 @@ async def _admin(url: str, *statements: str) -> None:
         await engine.dispose()
 
 
-# On Citus too: policies and grants must reach the shards, and rls=True's
-# transaction-local setting the workers that run each routed statement.
+# On Citus too: policies and grants must reach the shards, and the transaction's
+# tenant setting the workers that run each routed statement.
 SERVERS = [
     "postgres",
     *([pytest.param("citus", marks=pytest.mark.citus)] if CITUS_ENABLED else []),
 ]
 
 
-# Known difference (docs/SCALING.md, "Differences on Citus"): Citus sends a routed
-# statement to the worker with the transaction's SET LOCAL settings only when
-# citus.propagate_set_commands = 'local'; set_config(..., true), which rls=True uses,
-# is never propagated, so the shards' policies see no tenant.
-RLS_ON_CITUS = (
-    "Citus does not propagate set_config() to the workers (only SET LOCAL, with "
-    "citus.propagate_set_commands = 'local'): the shards' policies see no tenant"
-)
-
-
 @pytest.fixture(params=SERVERS)
 async def urls(request: pytest.FixtureRequest) -> AsyncIterator[dict[str, str]]:
     """An owner URL and a URL for a separate role that owns nothing."""
     if request.param == "citus":
-        request.applymarker(pytest.mark.xfail(reason=RLS_ON_CITUS, strict=False))
         cluster = request.getfixturevalue("citus_cluster")
         owner = await asyncio.to_thread(citus_database, cluster, "rls")
         await migrate_and_distribute(owner)
@@ -77,6 +68,11 @@ async def urls(request: pytest.FixtureRequest) -> AsyncIterator[dict[str, str]]:
         pg_cluster: Any = request.getfixturevalue("pg_cluster")
         owner = await asyncio.to_thread(pg_cluster.create_database, "rls")
         await upgrade(owner)
+    yield {"owner": owner, "app": await _with_app_role(owner)}
+
+
+async def _with_app_role(owner: str) -> str:
+    """The URL of ``owner``'s database for a role that may use its tables but owns nothing."""
     database = make_url(owner).database
     await _admin(
         owner,
@@ -87,25 +83,39 @@ async def urls(request: pytest.FixtureRequest) -> AsyncIterator[dict[str, str]]:
         f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {APP_ROLE}",
     )
     app = make_url(owner).set(username=APP_ROLE, password=None)
-    yield {"owner": owner, "app": app.render_as_string(hide_password=False)}
+    return app.render_as_string(hide_password=False)
+
+
+async def _name_tenant(conn: AsyncConnection, tenant: str) -> None:
+    """Application SQL naming its transaction's tenant, as a client must on Citus too.
+
+    Citus passes a setting on to the workers only as SET LOCAL with
+    citus.propagate_set_commands = 'local' (on plain PostgreSQL that setting is
+    an inert placeholder).
+    """
+    await conn.execute(text("SET LOCAL citus.propagate_set_commands TO 'local'"))
+    await conn.execute(text(f"SET LOCAL memstore.user_id TO '{tenant}'"))
+
+
+async def _tenants_seen(conn: AsyncConnection | AsyncSession) -> dict[str, set[str]]:
+    """user_id values each tenant table shows to raw SQL without a user_id filter."""
+    seen: dict[str, set[str]] = {}
+    for table in tenant_tables():
+        rows = await conn.execute(text(f'SELECT user_id FROM "{table.name}"'))
+        seen[table.name] = {r[0] for r in rows}
+    return seen
 
 
 async def _visible(url: str, tenant: str | None) -> dict[str, set[str]]:
     """user_id values each tenant table shows to a raw connection as ``tenant``."""
     engine = create_engine(url)
-    seen: dict[str, set[str]] = {}
     try:
         async with engine.begin() as conn:
             if tenant is not None:
-                await conn.execute(
-                    text("SELECT set_config('memstore.user_id', :u, true)"), {"u": tenant}
-                )
-            for table in tenant_tables():
-                rows = await conn.execute(text(f'SELECT user_id FROM "{table.name}"'))
-                seen[table.name] = {r[0] for r in rows}
+                await _name_tenant(conn, tenant)
+            return await _tenants_seen(conn)
     finally:
         await engine.dispose()
-    return seen
 
 
 async def test_policies_isolate_tenants_for_a_non_owner_role(urls: dict[str, str]) -> None:
@@ -133,7 +143,7 @@ async def test_policies_isolate_tenants_for_a_non_owner_role(urls: dict[str, str
     try:
         with pytest.raises(Exception, match="row-level security"):
             async with engine.begin() as conn:
-                await conn.execute(text("SELECT set_config('memstore.user_id', 'bob', true)"))
+                await _name_tenant(conn, "bob")
                 await conn.execute(
                     text(
                         "INSERT INTO blocks (user_id, name, content, pinned_order, version,"
@@ -253,3 +263,63 @@ async def test_fact_reads_of_one_statement_name_their_tenant(urls: dict[str, str
     async with MemoryStore.open(urls["app"]) as blind:
         assert await blind.fact_history(user_id="alice") == []
         assert await blind.facts(user_id="alice") == []
+
+
+# A tenant id that is awkward as an SQL string constant (quote, backslash, bind markers).
+AWKWARD = "o'brien\\' :u $1 %s"
+
+
+async def test_raw_sql_in_a_bound_transaction_sees_only_the_named_tenant(
+    urls: dict[str, str],
+) -> None:
+    """Application SQL without a user_id filter, in the transaction memstore named a tenant in."""
+    async with MemoryStore.open(urls["owner"]) as owner:
+        for user in ("alice", "bob", AWKWARD):
+            await populate(owner, user)
+    done = await asyncio.to_thread(_cli, "rls", "enable", "--url", urls["owner"])
+    assert done.returncode == 0, done.stderr
+
+    engine = create_engine(urls["app"])
+    try:
+        async with (
+            MemoryStore.open(urls["app"], rls=True) as app,
+            AsyncSession(engine) as session,
+            session.begin(),
+        ):
+            view = app.bind(session)
+            assert await view.recall("paris", user_id="bob")
+            seen = await _tenants_seen(session)
+            assert seen["episodes"] == {"bob"} and all(v <= {"bob"} for v in seen.values())
+            # The same transaction switched to another tenant: only that one's rows.
+            assert {f.user_id for f in await view.facts(user_id=AWKWARD)} == {AWKWARD}
+            seen = await _tenants_seen(session)
+            assert seen["facts"] == {AWKWARD} and all(v <= {AWKWARD} for v in seen.values())
+            await view.remember(Episode(user_id=AWKWARD, session_id="s", input="bound"))
+            hits = await view.recall("bound", user_id=AWKWARD)
+            assert hits[0].input == "bound" and {e.user_id for e in hits} == {AWKWARD}
+    finally:
+        await engine.dispose()
+    async with MemoryStore.open(urls["owner"]) as owner:
+        hits = await owner.recall("bound", user_id=AWKWARD)
+        assert hits[0].input == "bound" and {e.user_id for e in hits} == {AWKWARD}
+
+
+@pytest.mark.citus
+@pytest.mark.skipif(not CITUS_ENABLED, reason="needs the Citus stage (MEMSTORE_TEST_CITUS=1)")
+async def test_policies_made_before_distribution_reach_the_shards(citus_cluster: Any) -> None:
+    """`memstore rls enable` before `memstore citus --apply`: the shards get the policies."""
+    owner = await asyncio.to_thread(citus_database, citus_cluster, "rls_first")
+    await upgrade(owner)
+    async with MemoryStore.open(owner) as store:
+        await populate(store, "alice")
+        await populate(store, "bob")
+    done = await asyncio.to_thread(_cli, "rls", "enable", "--url", owner)
+    assert done.returncode == 0, done.stderr
+    await apply_citus(owner)
+    app = await _with_app_role(owner)
+
+    assert all(v == set() for v in (await _visible(app, None)).values())
+    assert all(v == {"bob"} for v in (await _visible(app, "bob")).values())
+    async with MemoryStore.open(app, rls=True) as store:
+        hits = await store.recall("paris", user_id="alice")
+        assert hits and {e.user_id for e in hits} == {"alice"}

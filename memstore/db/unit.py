@@ -230,11 +230,47 @@ class Database:
     async def set_tenant(self, session: AsyncSession, tenant: str) -> None:
         """Name the transaction's tenant for the row-level security policies.
 
-        Transaction-local (``is_local``), so a pooled connection never carries it
-        into the next transaction; may be called again to switch tenant.
+        Transaction-local, so a pooled connection never carries it into the next
+        transaction; may be called again to switch tenant.
         """
-        if self.rls:
+        if not self.rls:
+            return
+        connection = await session.connection()
+        if not await _on_citus(connection):
             await session.execute(select(func.set_config(TENANT_SETTING, tenant, True)))
+            return
+        # The policies run on the workers that hold the shards. Citus passes a
+        # setting on to them (now, and to each worker the transaction reaches
+        # later) only as a SET LOCAL statement, and only while this is on;
+        # set_config() would stay on the coordinator and the shards would see no
+        # tenant. SET takes no bind parameter, hence the literal.
+        await connection.exec_driver_sql("SET LOCAL citus.propagate_set_commands TO 'local'")
+        await connection.exec_driver_sql(f"SET LOCAL {TENANT_SETTING} TO {_literal(tenant)}")
+
+
+# Connection-record entry: whether the connection's database has the citus extension.
+_CITUS = "memstore_citus"
+
+
+async def _on_citus(connection: AsyncConnection) -> bool:
+    """Whether ``connection``'s database is a Citus one (asked once per server connection)."""
+    known = connection.info.get(_CITUS)
+    if known is None:
+        found = await connection.exec_driver_sql(
+            "SELECT 1 FROM pg_extension WHERE extname = 'citus'"
+        )
+        known = connection.info[_CITUS] = found.first() is not None
+    return bool(known)
+
+
+def _literal(value: str) -> str:
+    """``value`` as a PostgreSQL string constant, whatever standard_conforming_strings is.
+
+    An escape string (E'...') reads a backslash as an escape in every
+    configuration, so doubling backslashes and quotes leaves nothing that could
+    end the constant. Tenant ids hold no control characters (core.validation).
+    """
+    return "E'" + value.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
 @asynccontextmanager

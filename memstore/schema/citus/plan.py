@@ -143,12 +143,13 @@ def _notes(anchor: str, tenant_names: list[str]) -> list[str]:
         "for in-flight derived writes).",
         f"Triggers: {triggers or 'none'}. Citus distributes them only with "
         "citus.enable_unsafe_triggers (set above for this transaction); they run per shard.",
-        "Row-level security: `memstore rls enable` after distributing puts the policies on "
-        "every shard, but rls=True does not work on Citus yet: it sets memstore.user_id "
-        "with set_config(..., true) on the coordinator, which Citus does not send to the "
-        "workers (only SET LOCAL, with citus.propagate_set_commands = 'local'), so the "
-        "shards' policies see no tenant and a non-owner role reads nothing. Isolate tenants "
-        "with the library's user_id filters (and a role per service) instead.",
+        "Row-level security: `memstore rls enable`, before or after distributing, puts the "
+        "policies on every shard (Citus copies a table's policies to its shards and "
+        "propagates later changes). On Citus, rls=True names the tenant with SET LOCAL "
+        "memstore.user_id after SET LOCAL citus.propagate_set_commands = 'local', so the "
+        "workers that run each routed statement see it (set_config() would stay on the "
+        "coordinator and the shards would show nothing); application SQL that names a "
+        "tenant itself must do the same.",
         f"Cross-tenant operations are multi-shard (fan out to every shard): {cross}.",
         "Later `memstore migrate` runs go to the coordinator, which propagates DDL "
         "(ADD COLUMN, generated columns, CREATE INDEX) to the shards; revision 0010's SET "
