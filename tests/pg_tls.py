@@ -28,6 +28,7 @@ from typing import Any
 import pytest
 
 __all__ = [
+    "CERT_USER",
     "PASSWORD",
     "Certificates",
     "TlsServer",
@@ -42,6 +43,8 @@ OTHER_HOST = "127.0.0.2"
 # In every URL of the tests, so they can check no message ever shows it (trust ignores it).
 PASSWORD = "url-secret-pw"
 STOP_TIMEOUT_S = 60
+# The role that may log in over TLS only with a client certificate (pg_hba `cert`).
+CERT_USER = "certuser"
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,8 @@ class Certificates:
     other_ca: Path  # an authority that signed nothing the server shows
     server_cert: Path
     server_key: Path
+    client_cert: Path  # signed by ``ca`` for CERT_USER
+    client_key: Path
 
 
 def _key() -> Any:
@@ -100,49 +105,66 @@ def _authority(common_name: str) -> tuple[Any, Any]:
     return key, cert
 
 
-def make_certificates(directory: Path) -> Certificates:
-    """A CA, a server certificate it signed for localhost / 127.0.0.1, and another CA."""
+def _signed(ca: tuple[Any, Any], subject: str, usage: Any, names: list[Any]) -> tuple[Any, Any]:
+    """A key and a certificate for ``subject``, signed by ``ca`` (key, certificate)."""
     from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives import hashes
 
-    ca_key, ca_cert = _authority("memstore test CA")
-    _, other_cert = _authority("memstore other CA")
+    ca_key, ca_cert = ca
     key = _key()
     now = datetime.datetime.now(datetime.UTC)
-    names = [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address(MATCHING_HOST))]
-    cert = (
+    builder = (
         x509.CertificateBuilder()
-        .subject_name(_name("localhost"))
+        .subject_name(_name(subject))
         .issuer_name(ca_cert.subject)
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - datetime.timedelta(days=1))
         .not_valid_after(now + datetime.timedelta(days=30))
-        .add_extension(x509.SubjectAlternativeName(names), critical=False)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(
-            x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]), critical=False
-        )
+        .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
         .add_extension(
             x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()),
             critical=False,
         )
-        .sign(ca_key, hashes.SHA256())
     )
+    if names:
+        builder = builder.add_extension(x509.SubjectAlternativeName(names), critical=False)
+    return key, builder.sign(ca_key, hashes.SHA256())
+
+
+def make_certificates(directory: Path) -> Certificates:
+    """A CA, the server's certificate for localhost / 127.0.0.1 and a client's for
+    :data:`CERT_USER`, both signed by it, and another CA."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.x509.oid import ExtendedKeyUsageOID
+
+    ca = _authority("memstore test CA")
+    _, other_cert = _authority("memstore other CA")
+    names = [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address(MATCHING_HOST))]
+    server = _signed(ca, "localhost", ExtendedKeyUsageOID.SERVER_AUTH, names)
+    client = _signed(ca, CERT_USER, ExtendedKeyUsageOID.CLIENT_AUTH, [])
     pem = serialization.Encoding.PEM
     paths = Certificates(
         ca=directory / "ca.pem",
         other_ca=directory / "other-ca.pem",
         server_cert=directory / "server.crt",
         server_key=directory / "server.key",
+        client_cert=directory / "client.crt",
+        client_key=directory / "client.key",
     )
-    paths.ca.write_bytes(ca_cert.public_bytes(pem))
+    paths.ca.write_bytes(ca[1].public_bytes(pem))
     paths.other_ca.write_bytes(other_cert.public_bytes(pem))
-    paths.server_cert.write_bytes(cert.public_bytes(pem))
-    paths.server_key.write_bytes(
-        key.private_bytes(pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
-    )
-    paths.server_key.chmod(0o600)
+    for (key, cert), cert_path, key_path in (
+        (server, paths.server_cert, paths.server_key),
+        (client, paths.client_cert, paths.client_key),
+    ):
+        cert_path.write_bytes(cert.public_bytes(pem))
+        key_path.write_bytes(
+            key.private_bytes(pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+        )
+        key_path.chmod(0o600)
     return paths
 
 
@@ -168,10 +190,17 @@ class TlsServer:
     certificates: Certificates
     user: str | None  # the system user the server runs as (root may not run it)
 
-    def url(self, query: str = "", *, host: str = MATCHING_HOST, scheme: str = "postgresql") -> str:
+    def url(
+        self,
+        query: str = "",
+        *,
+        host: str = MATCHING_HOST,
+        scheme: str = "postgresql",
+        user: str = "postgres",
+    ) -> str:
         """A TCP URL of the server's ``memstore`` database, with a password trust ignores."""
         tail = f"?{query}" if query else ""
-        return f"{scheme}://postgres:{PASSWORD}@{host}:{self.port}/memstore{tail}"
+        return f"{scheme}://{user}:{PASSWORD}@{host}:{self.port}/memstore{tail}"
 
     def run(self, program: str, *args: str) -> str:
         return subprocess.run(
@@ -215,6 +244,8 @@ def _server_config(port: int, data: Path) -> str:
             "ssl = on",
             "ssl_cert_file = 'server.crt'",
             "ssl_key_file = 'server.key'",
+            # Ask clients for a certificate signed by the test CA (pg_hba's `cert` needs one).
+            "ssl_ca_file = 'ca.pem'",
             "fsync = off",
             "max_connections = 30",
             "",
@@ -246,6 +277,7 @@ def tls_pgserver(bindir: Path) -> Iterator[TlsServer]:
         for source, name in (
             (certificates.server_cert, "server.crt"),
             (certificates.server_key, "server.key"),
+            (certificates.ca, "ca.pem"),
         ):
             shutil.copy(source, data / name)
             (data / name).chmod(0o600)
@@ -253,8 +285,15 @@ def tls_pgserver(bindir: Path) -> Iterator[TlsServer]:
                 shutil.chown(data / name, user=user)
         with open(data / "postgresql.conf", "a", encoding="utf-8") as conf:
             conf.write(_server_config(server.port, data))
+        hba = data / "pg_hba.conf"
+        # First match wins: CERT_USER over TCP needs TLS and a client certificate.
+        hba.write_text(
+            f"hostssl all {CERT_USER} 127.0.0.1/32 cert\n"
+            f"host all {CERT_USER} 0.0.0.0/0 reject\n" + hba.read_text()
+        )
         server.run("pg_ctl", "-D", str(data), "-w", "-l", str(data / "log"), "start")
         server.psql("CREATE DATABASE memstore")
+        server.psql(f"CREATE ROLE {CERT_USER} LOGIN")
         yield server
     finally:
         pid = _postmaster_pid(data)

@@ -21,6 +21,7 @@ from memstore import ConfigurationError, MemoryStore
 from memstore.db.engine import create_engine
 from memstore.db.signal import LISTENER_APPLICATION_NAME, ChangeSignal
 from tests.pg_tls import (
+    CERT_USER,
     OTHER_HOST,
     PASSWORD,
     TlsServer,
@@ -87,6 +88,21 @@ async def test_verify_full_from_the_environment(
     assert await encrypted(tls.url("sslmode=verify-full"))
 
 
+async def test_client_certificate_logs_in(tls: TlsServer) -> None:
+    certs = tls.certificates
+    query = f"sslmode=verify-full&sslrootcert={certs.ca}"
+    url = tls.url(f"{query}&sslcert={certs.client_cert}&sslkey={certs.client_key}", user=CERT_USER)
+    engine = create_engine(url)
+    try:
+        async with engine.connect() as connection:
+            assert await connection.scalar(text("SELECT current_user")) == CERT_USER
+    finally:
+        await engine.dispose()
+    # The same role without the certificate is refused by the server (pg_hba `cert`).
+    error = await open_refused(tls.url(query, user=CERT_USER))
+    assert "certificate" in str(error)
+
+
 async def open_refused(url: str) -> ConfigurationError:
     with pytest.raises(ConfigurationError) as caught:
         async with MemoryStore.open(url):
@@ -124,9 +140,12 @@ async def test_verify_full_refuses_what_it_cannot_verify(tls: TlsServer, tmp_pat
     assert f"certificate is not valid for '{OTHER_HOST}'" in str(error)
     assert "not valid for" in cli_refused(mismatch, tmp_path)
     error = await open_refused(tls.url(f"sslmode=verify-full&sslrootcert={other}"))
-    assert "failed verification (unable to get local issuer certificate)" in str(error)
+    assert "TLS certificate failed verification" in str(error)
     error = await open_refused(tls.url("sslmode=verify-full"))
     assert "needs the certificate of the authority" in str(error)
+    # The machine's trusted roots did not sign the test server's certificate.
+    error = await open_refused(tls.url("sslrootcert=system"))
+    assert "TLS certificate failed verification" in str(error)
 
 
 async def test_require_refuses_a_server_without_tls(tls: TlsServer, tmp_path: Path) -> None:

@@ -153,7 +153,7 @@ def _tls_misconfigured(error: BaseException) -> str | None:
     if isinstance(error, ssl.SSLCertVerificationError):
         return (
             f"the server's TLS certificate failed verification ({error.verify_message}); "
-            "give the authority that signed it as sslrootcert, connect by a host name the "
+            "give the authority that signed it as sslrootcert, or connect by a host name the "
             "certificate names"
         )
     # asyncpg's own refusal, a bare ConnectionError (a refused TCP connect is a subclass).
