@@ -70,6 +70,7 @@ async def encrypted(url: str) -> bool:
 async def test_require_encrypts(tls: TlsServer) -> None:
     for scheme in ("postgres", "postgresql", "postgresql+asyncpg"):
         assert await encrypted(tls.url("sslmode=require", scheme=scheme))
+    assert await encrypted(tls.url("ssl=require"))  # asyncpg's own name, as SQLAlchemy users write
     assert not await encrypted(tls.url("sslmode=disable"))
 
 
