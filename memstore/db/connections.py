@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import math
 import time
+import weakref
 from typing import Any
 
 from sqlalchemy import event
@@ -26,8 +27,10 @@ __all__ = [
     "TENANT_SETTING",
     "configure_postgres",
     "configure_sqlite",
+    "connect_args_of",
     "connect_postgres",
     "register_vector_codec",
+    "remember_connect_args",
 ]
 
 # The Postgres setting the row-level security policies compare user_id with
@@ -142,6 +145,25 @@ def configure_postgres(engine: AsyncEngine) -> None:
     def on_engine_connect(connection: Any) -> None:
         if connection.get_execution_options().get(OWN_CONNECTION):
             connection.connection.info[_FOREIGN] = False
+
+
+# The asyncpg arguments each memstore engine connects with, by its dialect (shared by
+# the engine's execution-option copies, kept across dispose()).
+_CONNECT_ARGS: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
+
+
+def remember_connect_args(engine: AsyncEngine, connect_args: dict[str, Any]) -> None:
+    """Keep the arguments ``engine``'s connections are made with, for :func:`connect_args_of`."""
+    _CONNECT_ARGS[engine.sync_engine.dialect] = dict(connect_args)
+
+
+def connect_args_of(engine: AsyncEngine) -> dict[str, Any]:
+    """The ``connect_args`` of a memstore engine (TLS, timeouts, server settings); else ``{}``.
+
+    A connection made outside the pool (the listener of :mod:`memstore.db.signal`)
+    needs them as much as the pool's do: the URL alone no longer carries them.
+    """
+    return dict(_CONNECT_ARGS.get(engine.sync_engine.dialect, {}))
 
 
 # How often _LoopWatch looks whether the event loop is taking turns.

@@ -12,7 +12,13 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import QueuePool
 
 from memstore.db import jsontext
-from memstore.db.connections import configure_postgres, configure_sqlite, connect_postgres
+from memstore.db.connections import (
+    configure_postgres,
+    configure_sqlite,
+    connect_postgres,
+    remember_connect_args,
+)
+from memstore.db.pgurl import postgres_connect_args, safe_url
 from memstore.db.slowlog import check_threshold, install_slow_query_log, slow_query_ms_from_env
 from memstore.errors import ConfigurationError, NotFound
 
@@ -38,7 +44,10 @@ PG_CONNECT_TIMEOUT_S = 10.0
 PG_COMMAND_TIMEOUT_S = 60.0
 
 
-_URL_HINT = "use sqlite:///path/to/memstore.db or postgresql://user:password@host/dbname"
+_URL_HINT = (
+    "use sqlite:///path/to/memstore.db or postgresql://user:password@host/dbname"
+    "[?sslmode=require&connect_timeout=10]"
+)
 
 
 def _parse(raw: str) -> URL:
@@ -61,16 +70,16 @@ def _redacted_text(raw: str) -> str:
 
 
 def redacted(url: str | URL) -> str:
-    """``url`` with its password hidden, for messages."""
-    parsed = url if isinstance(url, URL) else _parse(url)
-    return parsed.render_as_string(hide_password=True)
+    """``url`` with its password hidden (also a ``password`` query parameter), for messages."""
+    return safe_url(url if isinstance(url, URL) else _parse(url))
 
 
 def resolve_url(url: str | None) -> str:
     """Argument, else ``$MEMSTORE_URL``, else the embedded SQLite file; driver added if missing.
 
     Raises :class:`ConfigurationError` for anything that is not a URL of a
-    supported backend.
+    supported backend, or a Postgres URL with a parameter memstore cannot
+    honour (:mod:`memstore.db.pgurl`).
     """
     raw = url or os.environ.get("MEMSTORE_URL") or DEFAULT_URL
     parsed = _parse(raw)
@@ -85,6 +94,8 @@ def resolve_url(url: str | None) -> str:
         parsed = parsed.set(drivername="postgresql+asyncpg")
     elif parsed.drivername == "sqlite":
         parsed = parsed.set(drivername="sqlite+aiosqlite")
+    if backend != "sqlite":
+        postgres_connect_args(parsed)  # refuses what no connection could honour, now
     return parsed.render_as_string(hide_password=False)
 
 
@@ -117,12 +128,17 @@ def create_engine(
     url: str | None = None,
     *,
     sqlite_busy_timeout_ms: int = SQLITE_BUSY_TIMEOUT_MS,
-    connect_timeout: float = PG_CONNECT_TIMEOUT_S,
+    connect_timeout: float | None = None,
     command_timeout: float | None = PG_COMMAND_TIMEOUT_S,
     slow_query_ms: float | None = None,
     **kwargs: Any,
 ) -> AsyncEngine:
     """An engine for ``url``; the timeouts apply to their backend only.
+
+    ``connect_timeout`` (seconds) wins over the URL's; with neither it is
+    :data:`PG_CONNECT_TIMEOUT_S`. A Postgres URL's libpq parameters (``sslmode``,
+    ``application_name``...) become the driver's arguments (:mod:`memstore.db.pgurl`);
+    ``connect_args`` given here win over them.
 
     ``slow_query_ms`` (default ``$MEMSTORE_SLOW_QUERY_MS``, else off) logs each
     statement that takes at least that long (see :mod:`memstore.db.slowlog`).
@@ -155,7 +171,7 @@ def _create(
     resolved: str,
     *,
     sqlite_busy_timeout_ms: int,
-    connect_timeout: float,
+    connect_timeout: float | None,
     command_timeout: float | None,
     **kwargs: Any,
 ) -> AsyncEngine:
@@ -172,19 +188,30 @@ def _create(
         # that fails on a dead connection, and the pool then replaces it.
         kwargs.setdefault("pool_recycle", 1800)
         kwargs.setdefault("json_serializer", jsontext.dumps)
-        connect_args = dict(kwargs.pop("connect_args", None) or {})
-        connect_args.setdefault("timeout", connect_timeout)
-        connect_args.setdefault("command_timeout", command_timeout)
-        connect_args.setdefault("async_creator_fn", connect_postgres)
+        parsed, from_url = postgres_connect_args(parsed)
+        given = dict(kwargs.pop("connect_args", None) or {})
         # asyncpg prepares every statement; after five runs Postgres may switch
         # to a generic plan that ignores the tenant's size, which made recall on
         # a 400-row tenant 2x slower (docs/bench-notes.md). Planning per call
         # costs well under a millisecond.
-        server_settings = dict(connect_args.get("server_settings") or {})
-        server_settings.setdefault("plan_cache_mode", "force_custom_plan")
-        connect_args["server_settings"] = server_settings
-        engine = create_async_engine(resolved, connect_args=connect_args, **kwargs)
+        server_settings = {
+            "plan_cache_mode": "force_custom_plan",
+            **from_url.get("server_settings", {}),
+            **(given.get("server_settings") or {}),
+        }
+        connect_args = {
+            "timeout": PG_CONNECT_TIMEOUT_S,
+            "command_timeout": command_timeout,
+            "async_creator_fn": connect_postgres,
+            **from_url,
+            **given,
+            "server_settings": server_settings,
+        }
+        if connect_timeout is not None and "timeout" not in given:
+            connect_args["timeout"] = connect_timeout
+        engine = create_async_engine(parsed, connect_args=connect_args, **kwargs)
         configure_postgres(engine)
+        remember_connect_args(engine, connect_args)
     else:  # resolve_url refused every other backend
         raise AssertionError(backend)
     return engine

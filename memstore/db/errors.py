@@ -8,6 +8,7 @@ which the naming convention lets us map back).
 from __future__ import annotations
 
 import re
+import ssl
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -147,6 +148,23 @@ def _unavailable_state(code: str | None) -> bool:
     )
 
 
+def _tls_misconfigured(error: BaseException) -> str | None:
+    """What to fix when connecting failed on TLS itself: no retry helps, only the URL."""
+    if isinstance(error, ssl.SSLCertVerificationError):
+        return (
+            f"the server's TLS certificate failed verification ({error.verify_message}); "
+            "give the authority that signed it as sslrootcert, or connect by a host name the "
+            "certificate names"
+        )
+    # asyncpg's own refusal, a bare ConnectionError (a refused TCP connect is a subclass).
+    if type(error) is ConnectionError and "rejected SSL upgrade" in str(error):
+        return (
+            f"{error}: the server does not accept TLS, which the URL's sslmode requires; "
+            "turn ssl on in the server's configuration, or lower sslmode (prefer)"
+        )
+    return None
+
+
 def _key_conflict(what: str, error: sa_exc.DBAPIError) -> Conflict:
     name = constraint_name(error)
     table = constraint_table(error, name)
@@ -189,6 +207,8 @@ def translated(what: str) -> Iterator[None]:
         if isinstance(orig, ValueError | TypeError) and not isinstance(error, sa_exc.DBAPIError):
             raise InvalidInput(f"{what}: {orig}") from error
         if not isinstance(error, sa_exc.DBAPIError):
+            if orig is not None and (tls := _tls_misconfigured(orig)) is not None:
+                raise ConfigurationError(f"{what}: {tls}") from error
             if isinstance(orig, OSError | ConnectionError):  # TimeoutError is an OSError
                 raise Unavailable(f"{what}: database unreachable ({orig!r})") from error
             raise
@@ -221,4 +241,6 @@ def translated(what: str) -> Iterator[None]:
             "(engine_options pool_size / max_overflow / pool_timeout)"
         ) from error
     except (OSError, ConnectionError) as error:
+        if (tls := _tls_misconfigured(error)) is not None:
+            raise ConfigurationError(f"{what}: {tls}") from error
         raise Unavailable(f"{what}: database unreachable ({error!r})") from error

@@ -30,7 +30,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from memstore.db.connections import connect_postgres
+from memstore.db.connections import connect_args_of, connect_postgres
 from memstore.errors import Unavailable
 
 __all__ = [
@@ -219,11 +219,14 @@ class ChangeSignal:
 
     async def _connect_postgres(self) -> Any:
         args, params = self._engine.dialect.create_connect_args(self._engine.url)
+        # The pool's own arguments (TLS, connect timeout, the URL's settings).
+        params.update(connect_args_of(self._engine))
+        params.setdefault("timeout", _CONNECT_TIMEOUT_S)
+        for dialect_only in ("async_creator_fn", "prepared_statement_cache_size"):
+            params.pop(dialect_only, None)
         settings = dict(params.pop("server_settings", None) or {})
         settings["application_name"] = LISTENER_APPLICATION_NAME
-        return await connect_postgres(
-            *args, **params, server_settings=settings, timeout=_CONNECT_TIMEOUT_S
-        )
+        return await connect_postgres(*args, **params, server_settings=settings)
 
     async def _serve(self, connection: Any) -> None:
         lost = asyncio.Event()
