@@ -6,8 +6,9 @@ store's change signal (memstore.db.signal) between reads. The signal is only a
 wake-up hint; what is delivered is always read back with a tenant-filtered query.
 
 A position is ``"<epoch>:<seq>"``: the tenant's log epoch (random, new after a
-``forget`` and after an import) and the number of the change. Numbers are claimed in commit order
-(see the repository), so resuming after number n misses nothing committed.
+``forget`` and after an import) and the number of the change. Numbers are
+claimed in commit order (see the repository), so resuming after number n misses
+nothing committed; a number past the log's end is reported, never waited past.
 """
 
 from __future__ import annotations
