@@ -184,6 +184,11 @@ class ChangeKind(StrEnum):
     # Not stored: gc's retention dropped changes after the caller's position;
     # re-read whatever state you track. key: None.
     CHANGES_PRUNED = "changes_pruned"
+    # Not stored: the caller's position is past the end of the tenant's log, so
+    # the log cannot have served it (the database was restored from an older
+    # copy, or the position is not one this store yielded); what the caller
+    # knew may not exist. Re-read whatever state you track. key: None.
+    CHANGES_RESET = "changes_reset"
 
 
 @dataclass(frozen=True, kw_only=True)

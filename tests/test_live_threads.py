@@ -7,8 +7,9 @@ import asyncio
 import pytest
 from sqlalchemy import text
 
-from memstore import InvalidInput, MemoryStore, SyncMemoryStore
+from memstore import InvalidInput, MemoryStore, NotFound, SyncMemoryStore
 from memstore.db.signal import LISTENER_APPLICATION_NAME
+from memstore.services.thread_watch import MAX_SLOT_INDEX
 from tests.live_support import GUARD_S, asleep, in_other_process, settled
 
 pytestmark = pytest.mark.slow
@@ -126,6 +127,27 @@ async def test_bad_wait_arguments_are_refused(
     with pytest.raises(InvalidInput):
         await store.threads.wait("bad thread id\x00", user_id="alice", timeout=0)
     assert store.db.signal.waiter_count == 0
+
+
+@pytest.mark.parametrize("after", [MAX_SLOT_INDEX + 1, 2**63 - 1, 2**63, 2**64])
+async def test_a_slot_index_past_32_bits_is_refused(store: MemoryStore, after: int) -> None:
+    # Slot indexes are 32-bit on both backends; a larger one is a caller's error,
+    # not a driver's overflow (nor, on SQLite, a wait for a slot that cannot come).
+    await store.threads.append("t", 0, from_id="a", to_id="b", user_id="alice")
+    with pytest.raises(InvalidInput, match=f"between -1 and {MAX_SLOT_INDEX}"):
+        await store.threads.wait("t", after=after, timeout=0, user_id="alice")
+    follow = store.threads.follow("t", after=after, user_id="alice")
+    with pytest.raises(InvalidInput, match=f"between -1 and {MAX_SLOT_INDEX}"):
+        async with asyncio.timeout(GUARD_S):
+            await anext(follow)
+    assert store.db.signal.waiter_count == 0
+    # The largest index a thread can have is a position like any other.
+    assert await store.threads.wait("t", after=MAX_SLOT_INDEX, timeout=0, user_id="alice") == []
+    # Reads by index keep Python's slice semantics for any integer.
+    assert await store.threads.get_slice("t", after, after + 1, user_id="alice") == []
+    assert await store.threads.get_slice("t", -after, user_id="alice") != []
+    with pytest.raises(NotFound):
+        await store.threads.get_slot("t", after, user_id="alice")
 
 
 async def test_the_sync_store_blocks_in_wait_and_iterates_follow(db_url: str) -> None:

@@ -263,6 +263,23 @@ def test_cli_refuses_bad_setups(sqlite_url: str) -> None:
     )
     assert public.returncode == 2
     assert "non-loopback host '0.0.0.0' without a bearer token" in public.stderr
+    for per_tenant, total in (("0", "4"), ("5", "4")):
+        limits = _run_cli(
+            "--url",
+            sqlite_url,
+            "--transport",
+            "http",
+            "--port",
+            "1",
+            "--allow-user",
+            "alice",
+            "--max-listen-streams-per-tenant",
+            per_tenant,
+            "--max-listen-streams",
+            total,
+        )
+        assert limits.returncode == 2
+        assert "--max-listen-streams-per-tenant must be between 1 and" in limits.stderr
     bad_tenant = _run_cli("--url", sqlite_url, "--user-id", "__reserved")
     assert bad_tenant.returncode == 1 and "InvalidInput" in bad_tenant.stderr
     assert "Traceback" not in bad_tenant.stderr

@@ -20,7 +20,7 @@ import sys
 import tempfile
 import warnings
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -224,3 +224,70 @@ async def test_listen_over_http_is_per_tenant(sqlite_url: str, private_dir: Path
                 assert caps is not None and caps.subscribe is False
     finally:
         server.stop()
+
+
+async def _one_tenant_cannot_lock_out_another(url: str, private_dir: Path) -> None:
+    # Room for four streams on the server, two per tenant.
+    limits = ("--max-listen-streams", "4", "--max-listen-streams-per-tenant", "2")
+    server = HttpServer(url, private_dir, "--allow-user", "alice", "--allow-user", "bob", *limits)
+    try:
+        async with (
+            MemoryStore.open(url) as writer,
+            server.client({"X-Memstore-User": "alice"}) as alice,
+            server.client({"X-Memstore-User": "bob"}) as bob,
+            AsyncExitStack() as streams,
+        ):
+            # alice asks for as many streams as the whole server holds.
+            alice_subs: list[Subscription] = []
+            refused: MCPError | None = None
+            for _ in range(4):
+                try:
+                    listen = alice.listen(resource_subscriptions=[PERSONA])
+                    alice_subs.append(await streams.enter_async_context(listen))
+                except MCPError as exc:
+                    refused = exc
+                    break
+            # bob still gets his: both of them, and they deliver.
+            bob_subs = [
+                await streams.enter_async_context(bob.listen(resource_subscriptions=[PERSONA]))
+                for _ in range(2)
+            ]
+            assert len(alice_subs) == 2
+            assert refused is not None and "this tenant has 2 listen streams" in str(refused)
+            with pytest.raises(MCPError, match="this tenant has 2 listen streams"):
+                async with bob.listen(resource_subscriptions=[PERSONA]):
+                    pass
+            await writer.update_block("persona", "Bob likes prose.", user_id="bob")
+            for sub in bob_subs:
+                assert await _next_uri(sub) == PERSONA
+            await writer.update_block("persona", "Alice likes haiku.", user_id="alice")
+            for sub in alice_subs:
+                assert await _next_uri(sub) == PERSONA
+        # Closed streams are given back: alice can listen again.
+        async with (
+            server.client({"X-Memstore-User": "alice"}) as alice,
+            alice.listen(resource_subscriptions=[PERSONA]) as again,
+            MemoryStore.open(url) as writer,
+        ):
+            await writer.update_block("persona", "Alice, later.", user_id="alice")
+            assert await _next_uri(again) == PERSONA
+    finally:
+        server.stop()
+
+
+@pytest.mark.sqlite
+async def test_one_tenant_cannot_lock_out_another_sqlite(
+    sqlite_url: str, private_dir: Path
+) -> None:
+    await _one_tenant_cannot_lock_out_another(sqlite_url, private_dir)
+
+
+@pytest.mark.postgres
+def test_one_tenant_cannot_lock_out_another_postgres(pg_cluster: Any, private_dir: Path) -> None:
+    url = pg_cluster.create_database("mcplimits")
+
+    async def run() -> None:
+        await upgrade(url)
+        await _one_tenant_cannot_lock_out_another(url, private_dir)
+
+    asyncio.run(run())

@@ -17,6 +17,7 @@ from typing import Any
 # Thin wrapper: the ``mcp`` SDK is imported only when this command runs.
 from memstore.cli.command import add_command
 from memstore.cli.user_args import add_user_argument
+from memstore.mcp.limits import MAX_LISTEN_STREAMS, MAX_LISTEN_STREAMS_PER_TENANT
 from memstore.schema.database import require_existing_database
 from memstore.web.asgi import is_loopback
 
@@ -47,6 +48,21 @@ def register(subparsers: Any) -> None:
         help="http: a tenant clients may name in X-Memstore-User (repeatable)",
     )
     mcp.add_argument(
+        "--max-listen-streams",
+        type=int,
+        default=MAX_LISTEN_STREAMS,
+        metavar="N",
+        help=f"http: listen streams open at once, all tenants ({MAX_LISTEN_STREAMS})",
+    )
+    mcp.add_argument(
+        "--max-listen-streams-per-tenant",
+        type=int,
+        default=MAX_LISTEN_STREAMS_PER_TENANT,
+        metavar="N",
+        help="http: listen streams one tenant may hold open, so that no tenant "
+        f"locks the others out ({MAX_LISTEN_STREAMS_PER_TENANT})",
+    )
+    mcp.add_argument(
         "--token",
         default=os.environ.get("MEMSTORE_MCP_TOKEN"),
         help="http: bearer token clients must send (default: "
@@ -75,6 +91,10 @@ def run(args: argparse.Namespace) -> int:
             )
         if not 0 <= args.port <= 65535:
             return _usage_error("--port must be between 0 and 65535")
+        if not 1 <= args.max_listen_streams_per_tenant <= args.max_listen_streams:
+            return _usage_error(
+                "--max-listen-streams-per-tenant must be between 1 and --max-listen-streams"
+            )
     require_existing_database(args.url)  # never create one behind a mistyped path
     from memstore.mcp.server import serve_http, serve_stdio
 
@@ -98,6 +118,8 @@ def run(args: argparse.Namespace) -> int:
             allowed_users=args.allow_user,
             token=args.token,
             on_ready=ready,
+            max_listen_streams=args.max_listen_streams,
+            max_listen_streams_per_tenant=args.max_listen_streams_per_tenant,
         )
     )
     return 0

@@ -27,6 +27,7 @@ from mcp_types.jsonrpc import INVALID_PARAMS
 from memstore.core.tenancy import storage_user_id
 from memstore.errors import MemstoreError
 from memstore.mcp.gate import PostOnly, TenantGate, tenant_from_scope
+from memstore.mcp.limits import MAX_LISTEN_STREAMS, MAX_LISTEN_STREAMS_PER_TENANT
 from memstore.mcp.resources import (
     BLOCK_URI_PREFIX,
     THREAD_URI_PREFIX,
@@ -77,11 +78,15 @@ def build_server(
     tenant: TenantResolver,
     *,
     sessions: SessionSubscriptions | None = None,
+    max_listen_streams: int = MAX_LISTEN_STREAMS,
+    max_listen_streams_per_tenant: int = MAX_LISTEN_STREAMS_PER_TENANT,
 ) -> Server[Any]:
     """The MCP server for ``store``; ``tenant(ctx)`` names each request's tenant.
 
-    ``subscriptions/listen`` is always served; ``resources/subscribe`` only with
-    ``sessions`` (a transport whose connection outlives a request).
+    ``subscriptions/listen`` is always served (at most ``max_listen_streams``
+    streams at once, ``max_listen_streams_per_tenant`` of one tenant);
+    ``resources/subscribe`` only with ``sessions`` (a transport whose connection
+    outlives a request).
     """
     tools = [
         types.Tool(name=d["name"], description=d["description"], input_schema=d["input_schema"])
@@ -181,7 +186,12 @@ def build_server(
         on_read_resource=read_resource,
         on_subscribe_resource=sessions.subscribe if sessions is not None else None,
         on_unsubscribe_resource=sessions.unsubscribe if sessions is not None else None,
-        on_subscriptions_listen=ListenStreams(store, tenant),
+        on_subscriptions_listen=ListenStreams(
+            store,
+            tenant,
+            max_streams=max_listen_streams,
+            max_per_tenant=max_listen_streams_per_tenant,
+        ),
     )
 
 
@@ -217,6 +227,8 @@ async def serve_http(
     allowed_users: Iterable[str],
     token: str | None,
     on_ready: Callable[[], None] | None = None,
+    max_listen_streams: int = MAX_LISTEN_STREAMS,
+    max_listen_streams_per_tenant: int = MAX_LISTEN_STREAMS_PER_TENANT,
 ) -> None:
     """Serve streamable HTTP at ``http://host:port/mcp`` until SIGINT/SIGTERM."""
     import uvicorn
@@ -231,7 +243,12 @@ async def serve_http(
             scope = ctx.request.scope if ctx.request is not None else None
             return tenant_from_scope(scope, allowed)
 
-        server = build_server(store, tenant)
+        server = build_server(
+            store,
+            tenant,
+            max_listen_streams=max_listen_streams,
+            max_listen_streams_per_tenant=max_listen_streams_per_tenant,
+        )
         # Stateless: every request is authenticated and resolved on its own, so no
         # session outlives the header that opened it.
         app = server.streamable_http_app(

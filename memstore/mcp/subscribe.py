@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -38,16 +39,20 @@ from mcp.shared.subscriptions import SUBSCRIPTION_ID_META_KEY
 from mcp_types.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST
 
 from memstore.errors import MemstoreError
+from memstore.mcp.limits import MAX_LISTEN_STREAMS, MAX_LISTEN_STREAMS_PER_TENANT
 from memstore.mcp.resources import ResourceRef, parse_uri
 from memstore.mcp.watch import TenantWatch, touched
 from memstore.store import MemoryStore
 
-__all__ = ["MAX_LISTEN_STREAMS", "ListenStreams", "SessionSubscriptions"]
+__all__ = [
+    "MAX_LISTEN_STREAMS",
+    "MAX_LISTEN_STREAMS_PER_TENANT",
+    "ListenStreams",
+    "SessionSubscriptions",
+]
 
 logger = logging.getLogger(__name__)
 
-# Each stream holds a watch (one change-stream consumer) until its client leaves.
-MAX_LISTEN_STREAMS = 256
 Tenant = Callable[[ServerRequestContext[Any, Any]], str | None]
 
 
@@ -135,15 +140,31 @@ class SessionSubscriptions:
 
 
 class ListenStreams:
-    """``subscriptions/listen``: one watch per stream, for as long as the request is open."""
+    """``subscriptions/listen``: one watch per stream, for as long as the request is open.
+
+    At most ``max_streams`` streams are open at once, at most ``max_per_tenant``
+    of them for one tenant. Over stdio the server has one connection, so these
+    are that connection's limits; over HTTP every stream is a request of its own,
+    and the tenant is what one client can multiply.
+    """
 
     def __init__(
-        self, store: MemoryStore, tenant: Tenant, *, max_streams: int = MAX_LISTEN_STREAMS
+        self,
+        store: MemoryStore,
+        tenant: Tenant,
+        *,
+        max_streams: int = MAX_LISTEN_STREAMS,
+        max_per_tenant: int = MAX_LISTEN_STREAMS_PER_TENANT,
     ) -> None:
         self._store = store
         self._tenant = tenant
         self._max_streams = max_streams
-        self.open_streams = 0
+        self._max_per_tenant = max_per_tenant
+        self._per_tenant: Counter[str | None] = Counter()
+
+    @property
+    def open_streams(self) -> int:
+        return self._per_tenant.total()
 
     async def __call__(
         self,
@@ -158,11 +179,21 @@ class ListenStreams:
         # not (this server publishes none of those events), so the ack leaves them out.
         requested = params.notifications.resource_subscriptions or []
         uris = {uri: _ref(uri) for uri in requested}
+        if self._per_tenant[user] >= self._max_per_tenant:
+            raise MCPError(
+                INTERNAL_ERROR,
+                f"subscription limit reached: this tenant has {self._max_per_tenant} listen "
+                "streams open; close one first",
+            )
         if self.open_streams >= self._max_streams:
-            raise MCPError(INTERNAL_ERROR, "subscription limit reached")
+            raise MCPError(
+                INTERNAL_ERROR,
+                f"subscription limit reached: the server has {self._max_streams} listen "
+                "streams open; retry later",
+            )
         meta: dict[str, Any] = {SUBSCRIPTION_ID_META_KEY: subscription_id}
         honored = types.SubscriptionFilter(resource_subscriptions=list(uris) or None)
-        self.open_streams += 1
+        self._per_tenant[user] += 1
         try:
             async with TenantWatch(self._store, user) as changes:
                 await ctx.session.send_notification(
@@ -185,6 +216,8 @@ class ListenStreams:
                                 related_request_id=subscription_id,
                             )
         finally:
-            self.open_streams -= 1
+            self._per_tenant[user] -= 1
+            if not self._per_tenant[user]:
+                del self._per_tenant[user]  # no count kept for a tenant gone quiet
         # Nothing honoured (an immediate graceful close), or the feed ended.
         return types.SubscriptionsListenResult(_meta=meta)

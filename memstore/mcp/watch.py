@@ -21,13 +21,16 @@ if TYPE_CHECKING:
 
 __all__ = ["WATCHED_KINDS", "TenantWatch", "touched"]
 
-# The kinds that make a block or thread resource stale. FORGET and CHANGES_PRUNED
-# are always reported by the feed: after either, every subscribed URI may be stale.
+# The kinds that make a block or thread resource stale. FORGET, CHANGES_PRUNED and
+# CHANGES_RESET are always reported by the feed: after any, every subscribed URI may be stale.
 WATCHED_KINDS = (
     ChangeKind.BLOCK_UPDATED,
     ChangeKind.BLOCK_DELETED,
     ChangeKind.THREAD_APPENDED,
     ChangeKind.THREAD_DELETED,
+)
+_EVERYTHING_STALE = frozenset(
+    {ChangeKind.FORGET, ChangeKind.CHANGES_PRUNED, ChangeKind.CHANGES_RESET}
 )
 _KIND_OF = {
     ChangeKind.BLOCK_UPDATED: "block",
@@ -41,7 +44,7 @@ def touched(subscribed: Mapping[str, ResourceRef], change: Change) -> list[str]:
     """The URIs in ``subscribed`` that ``change`` (of the same tenant) makes stale."""
     kind = _KIND_OF.get(change.kind)
     if kind is None:
-        if change.kind in (ChangeKind.FORGET, ChangeKind.CHANGES_PRUNED):
+        if change.kind in _EVERYTHING_STALE:
             return list(subscribed)
         return []  # facts: no fact resource
     return [uri for uri, ref in subscribed.items() if ref.kind == kind and ref.key == change.key]

@@ -23,8 +23,9 @@ __all__ = ["ChangeHeadRow", "ChangeRow"]
 class ChangeHeadRow(Base):
     """A tenant's change counter, the epoch of its positions, and what gc pruned.
 
-    ``epoch`` is random, drawn when the row is created: ``forget`` deletes the
-    row with the log, so positions handed out before a forget name an epoch
+    ``epoch`` is random, drawn when the row is created and again by an import
+    (which restores the row from a dump): ``forget`` deletes the row with the
+    log, so positions handed out before a forget or an import name an epoch
     that no longer exists and an iterator resuming from one is told so.
     ``last_seq`` is the last number claimed (0: none); rows with ``seq <=
     pruned_through`` were removed by the retention of gc.

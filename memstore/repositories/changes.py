@@ -109,6 +109,33 @@ class ChangeLogRepository:
         row = (await self._session.execute(stmt)).first()
         return None if row is None else ChangeHead(str(row[0]), int(row[1]), int(row[2]))
 
+    async def new_epoch(self, user_id: TenantId) -> None:
+        """Give the tenant's log (restored by an import) an epoch of its own.
+
+        A dump carries the log's head: kept as is, the restored log would reuse
+        the source's epoch and numbers, and a position taken from the source
+        after the dump would silently skip the new changes that reuse them. With
+        a new epoch every older position is reported as ``forget``. The counter
+        is also moved past every restored change, so the next number is unused.
+        Wakes the tenant's waiters on commit: the restored changes are theirs to read.
+        """
+        head = await self.head(user_id)
+        if head is None:
+            return
+        newest = await self._session.scalar(
+            select(func.max(ChangeRow.seq)).where(ChangeRow.user_id == user_id)
+        )
+        epoch = new_id()
+        await self._session.execute(
+            update(ChangeHeadRow)
+            .where(ChangeHeadRow.user_id == user_id)
+            .values(
+                epoch=epoch,
+                last_seq=max(head.last_seq, head.pruned_through, int(newest or 0)),
+            )
+        )
+        await self.hint(epoch)
+
     async def read(
         self,
         user_id: TenantId,

@@ -6,8 +6,9 @@ store's change signal (memstore.db.signal) between reads. The signal is only a
 wake-up hint; what is delivered is always read back with a tenant-filtered query.
 
 A position is ``"<epoch>:<seq>"``: the tenant's log epoch (random, new after a
-``forget``) and the number of the change. Numbers are claimed in commit order
-(see the repository), so resuming after number n misses nothing committed.
+``forget`` and after an import) and the number of the change. Numbers are
+claimed in commit order (see the repository), so resuming after number n misses
+nothing committed; a number past the log's end is reported, never waited past.
 """
 
 from __future__ import annotations
@@ -90,7 +91,8 @@ class _Feed:
             return None
         out: list[Change] = []
         if self.epoch is not None and (head is None or head.epoch != self.epoch):
-            # The epoch of our position is gone: the tenant was forgotten since.
+            # The epoch of our position is gone: the tenant was forgotten (and
+            # perhaps restored by an import, which draws a new epoch) since.
             self.epoch, self.seq = (head.epoch if head is not None else None), 0
             position = f"{self.epoch}:0" if self.epoch is not None else ""
             out.append(
@@ -105,6 +107,19 @@ class _Feed:
         if head is None:
             return out or None
         self.epoch = head.epoch
+        if self.seq > head.last_seq:
+            # A number this epoch has not handed out: resuming past it would skip
+            # every change until the log caught up, so the caller is told instead.
+            self.seq = head.last_seq
+            out.append(
+                Change(
+                    kind=ChangeKind.CHANGES_RESET,
+                    key=None,
+                    at=self.clock(),
+                    position=f"{head.epoch}:{head.last_seq}",
+                    user_id=public,
+                )
+            )
         if self.seq < head.pruned_through:
             if not self.skip_pruned:
                 out.append(
@@ -158,7 +173,8 @@ class ChangeService(Service):
         value is a :attr:`Change.position` yielded before, and the iteration
         resumes right after it: at-least-once, in commit order, nothing skipped
         (a tenant's changes are numbered in commit order). ``kinds`` keeps only
-        those kinds (``FORGET`` and ``CHANGES_PRUNED`` are always reported).
+        those kinds (``FORGET``, ``CHANGES_PRUNED`` and ``CHANGES_RESET`` are always
+        reported).
         Stop by leaving the ``async for`` (or ``aclose()``).
         """
         user = storage_user_id(user_id)

@@ -25,17 +25,24 @@ if TYPE_CHECKING:
     from memstore.db.unit import Database
     from memstore.repositories.changes import ChangeHead
 
-__all__ = ["ThreadWatch"]
+__all__ = ["MAX_SLOT_INDEX", "ThreadWatch"]
 
 # Slots per read of follow(); wait() returns every slot after ``after``.
 _FOLLOW_BATCH = 256
+# Slot indexes are 32-bit on both backends (``slot_index`` and ``next_slot_index``
+# are INTEGER columns, int4 on Postgres): the last index a thread can hand out
+# is one below the largest counter value.
+MAX_SLOT_INDEX = 2**31 - 2
 
 
 def _check_after(after: object) -> int | None:
     if after is None:
         return None
-    if isinstance(after, bool) or not isinstance(after, int) or after < -1:
-        raise InvalidInput("after must be a slot index >= -1 (or None: after the last slot)")
+    if isinstance(after, bool) or not isinstance(after, int) or not -1 <= after <= MAX_SLOT_INDEX:
+        raise InvalidInput(
+            f"after must be a slot index between -1 and {MAX_SLOT_INDEX} "
+            "(or None: after the last slot)"
+        )
     return after
 
 

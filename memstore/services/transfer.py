@@ -10,6 +10,7 @@ from memstore.embeddings.base import Embedder
 from memstore.embeddings.identity import embedder_identity
 from memstore.errors import Conflict, InvalidImportRow, InvalidInput
 from memstore.recall.row_embeddings import fill_embeddings
+from memstore.repositories.changes import ChangeLogRepository
 from memstore.repositories.episodes import EpisodeRepository
 from memstore.repositories.tenants import TenantRepository, tenant_table, tenant_tables
 from memstore.schema.migrate import current_revision
@@ -178,6 +179,8 @@ class TransferService(Service):
                 await repo.advance_sequences(tenant_table(name))
             # Dumps without (or with stale) turn counters: move them past every turn.
             await EpisodeRepository(session=session).resync_turn_counters(user)
+            # A restored log is a new log to its readers (docs/threads.md).
+            await ChangeLogRepository(session=session).new_epoch(user)
 
 
 class _SlotCounters:
