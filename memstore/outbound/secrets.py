@@ -50,12 +50,12 @@ class Scrubber:
     def __call__(self, text: object, limit: int = 300) -> str:
         """``text`` as a string without any key, at most ``limit`` characters."""
         shown = str(text)[: limit * 4]  # bounded work on an endless body
+        for shape in _SHAPES:
+            shown = shape.sub(lambda m: (m.group(1) if m.groups() else "") + REDACTED, shown)
         for key in self._keys:
             shown = shown.replace(key, REDACTED)
         if self._pieces:
             shown = _WORD.sub(self._word, shown)
-        for shape in _SHAPES:
-            shown = shape.sub(lambda m: (m.group(1) if m.groups() else "") + REDACTED, shown)
         return shown if len(shown) <= limit else shown[:limit] + "..."
 
     def _word(self, match: re.Match[str]) -> str:

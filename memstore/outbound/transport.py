@@ -5,12 +5,15 @@ context variable, so concurrent calls on one client keep their own); past it the
 answer is dropped and :class:`ResponseTooLarge` raised, before anything parses it.
 The bound holds on the decoded body: the transport asks for gzip or deflate only and
 decodes them itself, a chunk at a time, so a small compressed answer cannot expand
-without bound. The answer's status line and headers reach the client (and its debug
-log) with any echo of the request's credentials removed.
+without bound. The answer's status line and headers reach the client (and its log
+lines) with any echo of the request's credentials removed; httpcore, below, logs the
+raw status line and headers at DEBUG, so its records made during a request through
+this transport go through the same scrubbing (:class:`_ScrubbedRecords`).
 """
 
 from __future__ import annotations
 
+import logging
 import zlib
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
@@ -32,6 +35,30 @@ __all__ = [
 DEFAULT_LIMIT = 4 * 1024 * 1024
 _limit: ContextVar[int | None] = ContextVar("memstore_response_limit", default=None)
 _DECODED = ("gzip", "x-gzip", "deflate")
+_scrubbing: ContextVar[Scrubber | None] = ContextVar("memstore_scrubbing", default=None)
+# httpcore's loggers that write what the server sent (status line, headers).
+_RAW_LOGGERS = ("httpcore.http11", "httpcore.http2", "httpcore.connection", "httpcore.proxy")
+
+
+class _ScrubbedRecords(logging.Filter):
+    """Rewrites a record made while this transport waits for an answer, without keys."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        scrub = _scrubbing.get()
+        if scrub is not None:
+            record.msg = scrub(record.getMessage(), limit=2000)
+            record.args = None
+        return True
+
+
+def _install_filter() -> None:
+    for name in _RAW_LOGGERS:
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _ScrubbedRecords) for f in logger.filters):
+            logger.addFilter(_ScrubbedRecords())
+
+
+_install_filter()
 
 
 class BadAnswer(Exception):
@@ -77,7 +104,11 @@ class BoundedTransport(httpx.AsyncBaseTransport):
         request.headers["accept-encoding"] = "gzip, deflate"
         credential = request.headers.get("authorization", "").partition(" ")[2]
         scrub = Scrubber([credential])
-        response = await self._inner.handle_async_request(request)
+        token = _scrubbing.set(scrub)
+        try:
+            response = await self._inner.handle_async_request(request)
+        finally:
+            _scrubbing.reset(token)
         encoding = response.headers.get("content-encoding", "identity").strip().lower()
         declared = response.headers.get("content-length", "")
         if encoding not in ("identity", "", *_DECODED):
