@@ -66,6 +66,7 @@ def _caused(error: EmbedderError, cause: BaseException, scrub: Scrubber) -> Embe
 
 def failure_of(error: BaseException, where: str, scrub: Scrubber, timeout: float) -> Failure:
     """The typed failure for what the SDK (or the deadline around it) raised."""
+    import httpx
     import openai
 
     from memstore.outbound.transport import bad_answer_in
@@ -77,7 +78,7 @@ def failure_of(error: BaseException, where: str, scrub: Scrubber, timeout: float
     if isinstance(error, TimeoutError | openai.APITimeoutError):
         late = EmbedderUnavailable(f"{said} timed out (the whole request took over {timeout} s)")
         return Failure(_caused(late, error, scrub), retry=True)
-    if isinstance(error, openai.APIConnectionError):
+    if isinstance(error, openai.APIConnectionError | httpx.HTTPError):
         reason = scrub(error.__cause__ or error, limit=200)
         away = EmbedderUnavailable(f"{said} is unreachable: {reason}")
         return Failure(_caused(away, error, scrub), retry=True)

@@ -279,6 +279,7 @@ class OpenAIEmbedder:
     async def _attempt(
         self, client: openai.AsyncOpenAI, batch: list[str], body: dict[str, str] | None
     ) -> npt.NDArray[np.float32] | Failure:
+        import httpx
         import openai
 
         from memstore.outbound.transport import BadAnswer, response_limit
@@ -297,7 +298,8 @@ class OpenAIEmbedder:
                         extra_body=body,
                     )
                     content = answer.content
-        except (TimeoutError, openai.OpenAIError, BadAnswer) as error:
+        # httpx's own errors: the SDK reads an error's body outside its own handlers.
+        except (TimeoutError, openai.OpenAIError, httpx.HTTPError, BadAnswer) as error:
             return failure_of(error, where, self._scrub, self._timeout)
         return vectors_of(content, len(batch), where)
 

@@ -230,7 +230,7 @@ class HTTPReranker:
             with response_limit(limit):
                 async with asyncio.timeout(self.timeout):
                     response = await client.post(self.url, content=body, headers=headers)
-        except (TimeoutError, httpx.TransportError, BadAnswer) as exc:
+        except (TimeoutError, httpx.HTTPError, BadAnswer) as exc:
             fault = ProviderFault.of(exc, scrub)
             if isinstance(exc, BadAnswer) or isinstance(exc.__cause__, BadAnswer):
                 failed = RerankerEndpointError(f"rerank endpoint {where} answered badly: {fault}")

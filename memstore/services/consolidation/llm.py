@@ -217,6 +217,7 @@ class LLMExtractor:
         ]
 
     async def _call_once(self, client: AsyncOpenAI, episodes: Sequence[Episode]) -> str | Failure:
+        import httpx
         import openai
 
         from memstore.outbound.transport import BadAnswer, bad_answer_in
@@ -237,7 +238,8 @@ class LLMExtractor:
                     extra_headers=no_auth,
                 )
                 content = raw.content
-        except (TimeoutError, openai.OpenAIError, BadAnswer) as error:
+        # httpx's own errors: the SDK reads an error's body outside its own handlers.
+        except (TimeoutError, openai.OpenAIError, httpx.HTTPError, BadAnswer) as error:
             if (
                 structured
                 and isinstance(error, openai.APIStatusError)

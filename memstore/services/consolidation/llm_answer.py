@@ -27,13 +27,14 @@ def failure_of(
     error: BaseException, scrub: Scrubber, timeout: float, refused: Exception | None
 ) -> Failure:
     """The typed failure for what the SDK (or the deadline around it) raised."""
+    import httpx
     import openai
 
     if refused is not None:
         return Failure(LLMResponseError(f"LLM endpoint answered badly: {refused}"), retry=False)
     if isinstance(error, TimeoutError | openai.APITimeoutError):
         return Failure(LLMEndpointError(f"LLM endpoint timed out after {timeout}s"))
-    if isinstance(error, openai.APIConnectionError):
+    if isinstance(error, openai.APIConnectionError | httpx.HTTPError):
         reason = scrub(error.__cause__ or error, limit=200)
         return Failure(LLMEndpointError(f"LLM endpoint unreachable: {reason}"))
     if isinstance(error, openai.APIStatusError):
