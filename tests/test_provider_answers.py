@@ -95,6 +95,7 @@ async def test_embedder_answers_are_typed_and_keyless(
     with pytest.raises(EmbedderError) as raised:
         await model.embed(["hello"])
     assert hostile.authorizations[-1] == f"Bearer {KEY}"
+    assert f"{hostile.url}/v1" in str(raised.value)
     assert_no_key(raised.value, caplog, watched)
 
 
@@ -105,6 +106,7 @@ async def test_the_width_probe_is_typed_and_keyless(
     hostile.mode = mode
     with pytest.raises(EmbedderError) as raised:
         embedder(hostile)
+    assert f"{hostile.url}/v1" in str(raised.value)
     assert_no_key(raised.value, caplog, watched)
 
 
@@ -131,6 +133,7 @@ async def test_reranker_answers_are_typed_and_keyless(
     finally:
         await ranker.aclose()
     assert hostile.authorizations[-1] == f"Bearer {KEY}"
+    assert f"{hostile.url}/rerank" in str(raised.value)
     assert_no_key(raised.value, caplog, watched)
 
 
