@@ -103,6 +103,8 @@ class HostileServer:
         self.width = WIDTH
         self.requests = 0
         self.authorizations: list[str] = []
+        # Texts per rerank request.
+        self.documents: list[int] = []
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -117,6 +119,7 @@ class HostileServer:
                 server.requests += 1
                 auth = self.headers.get("Authorization", "")
                 server.authorizations.append(auth)
+                server.documents.append(len(request.get("documents") or []))
                 try:
                     server.answer(self, request, auth)
                 except (BrokenPipeError, ConnectionResetError):

@@ -137,6 +137,16 @@ async def test_reranker_answers_are_typed_and_keyless(
     assert_no_key(raised.value, caplog, watched)
 
 
+async def test_a_reranker_asks_about_at_most_max_texts_at_a_time(hostile: HostileServer) -> None:
+    ranker = reranker(hostile)
+    try:
+        scores = await ranker.rerank("q", [f"text {i}" for i in range(1200)])
+    finally:
+        await ranker.aclose()
+    assert hostile.documents == [1000, 200]  # Cohere refuses more than 1,000
+    assert len(scores) == 1200 and scores[1000] == pytest.approx(0.1)
+
+
 @pytest.mark.parametrize("mode", LLM_MODES)
 async def test_llm_answers_are_typed_and_keyless(
     hostile: HostileServer, mode: str, caplog: pytest.LogCaptureFixture, watched: list[Any]
