@@ -189,7 +189,10 @@ class OpenAIEmbedder:
 
         from memstore.outbound.transport import BoundedTransport
 
-        http = httpx.AsyncClient(transport=BoundedTransport(), timeout=self._timeout)
+        # Redirects followed, as the SDK's own client does (each within the deadline).
+        http = httpx.AsyncClient(
+            transport=BoundedTransport(), timeout=self._timeout, follow_redirects=True
+        )
         # An httpx client: every supported SDK version takes one (3.x's own is httpx2).
         return openai.AsyncOpenAI(**self._settings, http_client=cast(Any, http))
 

@@ -185,6 +185,7 @@ class LLMExtractor:
         http = httpx.AsyncClient(
             transport=BoundedTransport(self.config.max_response_bytes),
             timeout=self.config.timeout,
+            follow_redirects=True,  # as the SDK's own client does
         )
         return AsyncOpenAI(
             base_url=self.config.base_url,
