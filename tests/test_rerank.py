@@ -18,7 +18,7 @@ from sqlalchemy import event
 
 from memstore import Episode, Fact, InvalidInput, MemoryStore
 from memstore.recall.rerank import episode_rerank_text
-from memstore.rerankers import reranker_identity
+from memstore.rerankers import MAX_RERANK_CANDIDATES, reranker_identity
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 TEXTS = [
@@ -264,3 +264,20 @@ def test_rerank_answers_are_read_by_index() -> None:
     ):
         with pytest.raises(RerankerEndpointError):
             cohere.scores_from(bad, 2)
+
+
+async def test_a_recall_past_the_candidate_limit_asks_in_batches(store: MemoryStore) -> None:
+    # 1,200 rows reranked: no call holds more than the 1,000 a rerank endpoint takes,
+    # and every row is still scored and ordered by its score.
+    await store.remember_many(
+        [
+            Episode(session_id="s", user_id="alice", input=f"Lisbon note {'x' * (i % 97)} {i}")
+            for i in range(1200)
+        ]
+    )
+    ranker = ShortestFirst()
+    got = await store.recall_scored("Lisbon note", user_id="alice", limit=1200, rerank=ranker)
+    assert [len(texts) for _, texts in ranker.calls] == [MAX_RERANK_CANDIDATES, 200]
+    assert len(got) == 1200
+    scores = [m.parts["rerank"] for m in got]
+    assert scores == sorted(scores, reverse=True)

@@ -1,32 +1,48 @@
 """Embeddings from any OpenAI-compatible endpoint (optional extra ``memstore[openai]``).
 
 OpenAI itself, Azure OpenAI's v1 API, Ollama, vLLM, LM Studio and Hugging Face TEI all
-serve ``POST /v1/embeddings``; the official ``openai`` SDK speaks it, with its own
-timeouts, retries (connection errors, 408/409/429/5xx, exponential backoff) and
-connection pool. This module adds what a store needs on top: a fixed width known
-before anything is written, batches within the provider's limits, the query form of
-asymmetric models, an identity for the database, and failures as
-:class:`~memstore.errors.MemstoreError` subclasses.
+serve ``POST /v1/embeddings``; the official ``openai`` SDK speaks it (URL, headers,
+error classes, connection pool). This module adds what a store needs on top: a fixed
+width known before anything is written, batches within the provider's limits, the
+query form of asymmetric models, an identity for the database, a deadline on each
+whole request, a bound on the answer's size, the answer checked here
+(:mod:`memstore.embeddings.openai_answer`), and failures as
+:class:`~memstore.errors.MemstoreError` subclasses that never hold the key.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
+import math
 import os
 import weakref
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urlsplit
 
 import numpy as np
+import numpy.typing as npt
 
 from memstore.embeddings.forms import with_forms
-from memstore.errors import DimensionMismatch, EmbedderError, EmbedderUnavailable, InvalidInput
+from memstore.embeddings.openai_answer import (
+    Failure,
+    answer_bytes,
+    failure_of,
+    shown,
+    vectors_of,
+)
+from memstore.errors import DimensionMismatch, InvalidInput
+from memstore.outbound.retry import next_delay
+from memstore.outbound.secrets import Scrubber
 
 if TYPE_CHECKING:
     import openai
 
 __all__ = ["MAX_BATCH_INPUTS", "MAX_BATCH_TOKENS", "OpenAIEmbedder"]
+
+log = logging.getLogger(__name__)
 
 _MISSING = "OpenAIEmbedder needs the optional extra: pip install 'memstore[openai]'"
 # OpenAI's limits per request: 2048 inputs, 300,000 tokens summed over them.
@@ -76,10 +92,16 @@ class OpenAIEmbedder:
 
     Requests hold at most ``max_batch_inputs`` texts and about ``max_batch_tokens``
     tokens (estimated from UTF-8 bytes); TEI's default limit is 32 inputs a request.
-    ``timeout`` (seconds per request) and ``max_retries`` go to the SDK; after its
-    retries a connection error, timeout, 429 or 5xx is
-    :class:`~memstore.errors.EmbedderUnavailable`, any other refusal (bad key, unknown
-    model, text too long) :class:`~memstore.errors.EmbedderError`.
+    ``timeout`` bounds each attempt whole (connect, send, every read of the answer,
+    parsing it); a timed-out attempt, a connection error, 408, 409, 429 or 5xx is tried
+    again up to ``max_retries`` times, after the server's ``Retry-After`` (when it is a
+    number of seconds or a date) or ``backoff * 2**attempt`` seconds, either at most 30.
+    A call therefore ends within ``(max_retries + 1) * timeout`` plus those waits. Then
+    :class:`~memstore.errors.EmbedderUnavailable`; any other refusal (bad key, unknown
+    model, text too long) or an answer of another shape, with values that are not
+    finite float32 numbers, or larger than an honest one for the batch could be, is
+    :class:`~memstore.errors.EmbedderError` at once. No message, cause or log line
+    holds the key, whatever the endpoint echoes.
 
     Query form (for asymmetric models): ``query_prefix`` / ``document_prefix`` are
     prepended to queries / stored texts (a server that does not add e5's or nomic's
@@ -99,6 +121,7 @@ class OpenAIEmbedder:
         dimensions: int | None = None,
         timeout: float = 30.0,
         max_retries: int = 2,
+        backoff: float = 0.5,
         max_batch_inputs: int = MAX_BATCH_INPUTS,
         max_batch_tokens: int = MAX_BATCH_TOKENS,
         query_prefix: str = "",
@@ -117,28 +140,40 @@ class OpenAIEmbedder:
             raise InvalidInput(f"dimensions must be a positive integer, got {dimensions!r}")
         if max_batch_inputs < 1 or max_batch_tokens < 1:
             raise InvalidInput("max_batch_inputs and max_batch_tokens must be positive")
+        if not _seconds(timeout) or timeout == 0:
+            raise InvalidInput(f"timeout must be a positive number of seconds, got {timeout!r}")
+        if not _seconds(backoff):
+            raise InvalidInput(f"backoff must be a non-negative number of seconds, got {backoff!r}")
+        if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
+            raise InvalidInput(f"max_retries must be a non-negative integer, got {max_retries!r}")
         self.model = model
         self._dimensions = dimensions
         self._limits = (max_batch_inputs, max_batch_tokens)
         self._prefixes = (query_prefix, document_prefix)
         self._input_types = (query_input_type, document_input_type)
+        self._timeout = float(timeout)
+        self._attempts = max_retries + 1
+        self._backoff = float(backoff)
         key = api_key or os.environ.get("OPENAI_API_KEY")
         # A keyless endpoint gets no bearer header at all; the SDK insists on a key string.
-        self._headers: Mapping[str, Any] = {} if key else {"Authorization": openai.Omit()}
-        settings: dict[str, Any] = {
-            "base_url": base_url or os.environ.get("OPENAI_BASE_URL") or None,
+        self._headers: dict[str, Any] = {} if key else {"Authorization": openai.Omit()}
+        self.base_url = str(
+            base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+        )
+        # Retries are this class's (one deadline per attempt), not the SDK's.
+        self._settings: dict[str, Any] = {
+            "base_url": self.base_url,
             "api_key": key or "unused",
-            "timeout": timeout,
-            "max_retries": max_retries,
+            "timeout": self._timeout,
+            "max_retries": 0,
         }
-        self._settings = settings
+        self._scrub = Scrubber([key, os.environ.get("OPENAI_API_KEY"), _password(self.base_url)])
         # One async client per event loop: its pooled connections belong to the loop that
         # opened them (asyncio.run twice, or a SyncMemoryStore's own loop thread).
         self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = (
             weakref.WeakKeyDictionary()
         )
-        self.base_url = str(settings["base_url"] or "https://api.openai.com/v1")
-        self._dim = dimensions if dimensions is not None else self._measure_width(settings)
+        self._dim = dimensions if dimensions is not None else self._measure_width()
         host = urlsplit(self.base_url).hostname or self.base_url
         query_form = query_prefix + (f"<input_type={query_input_type}>" if query_input_type else "")
         document_form = document_prefix + (
@@ -148,26 +183,35 @@ class OpenAIEmbedder:
             identity or f"openai:{host}/{model}/{self._dim}", query_form, document_form
         )
 
-    def _measure_width(self, settings: Mapping[str, Any]) -> int:
+    def _new_client(self) -> openai.AsyncOpenAI:
+        import httpx
         import openai
 
-        with openai.OpenAI(**settings) as client:
-            try:
-                answer = client.embeddings.create(
-                    model=self.model, input=["width"], extra_headers=self._headers
-                )
-            except openai.OpenAIError as error:
-                raise _translated(error, self.base_url) from error
-        rows = _rows(answer, 1)
-        return len(rows[0])
+        from memstore.outbound.transport import BoundedTransport
+
+        # Redirects followed, as the SDK's own client does (each within the deadline).
+        http = httpx.AsyncClient(
+            transport=BoundedTransport(), timeout=self._timeout, follow_redirects=True
+        )
+        # An httpx client: every supported SDK version takes one (3.x's own is httpx2).
+        return openai.AsyncOpenAI(**self._settings, http_client=cast(Any, http))
+
+    def _measure_width(self) -> int:
+        async def probe() -> int:
+            async with self._new_client() as client:
+                rows = await self._request(client, ["width"], None)
+            return int(rows.shape[1])
+
+        # A loop of its own, on a thread of its own: the constructor may be called on a
+        # running loop (MemoryStore.open with a name), which cannot wait for a coroutine.
+        with ThreadPoolExecutor(1, thread_name_prefix="memstore-embedder-width") as pool:
+            return pool.submit(asyncio.run, probe()).result()
 
     def _client(self) -> openai.AsyncOpenAI:
-        import openai
-
         loop = asyncio.get_running_loop()
         client = self._clients.get(loop)
         if client is None:
-            client = self._clients[loop] = openai.AsyncOpenAI(**self._settings)
+            client = self._clients[loop] = self._new_client()
         return cast("openai.AsyncOpenAI", client)
 
     @property
@@ -186,8 +230,6 @@ class OpenAIEmbedder:
         return await self._embed(texts, query=True)
 
     async def _embed(self, texts: Sequence[str], *, query: bool) -> np.ndarray:
-        import openai
-
         prefix = self._prefixes[0 if query else 1]
         input_type = self._input_types[0 if query else 1]
         body = {"input_type": input_type} if input_type else None
@@ -196,74 +238,91 @@ class OpenAIEmbedder:
         out = np.zeros((len(sent), self._dim), dtype=np.float32)
         done = 0
         for batch in batches(sent, *self._limits):
-            try:
-                answer = await self._client().embeddings.create(
-                    model=self.model,
-                    input=batch,
-                    dimensions=self._dimensions if self._dimensions is not None else openai.omit,
-                    extra_headers=self._headers,
-                    extra_body=body,
-                )
-            except openai.OpenAIError as error:
-                raise _translated(error, self.base_url) from error
-            rows = _rows(answer, len(batch))
-            if any(len(row) != self._dim for row in rows):
-                width = next(len(row) for row in rows if len(row) != self._dim)
+            rows = await self._request(self._client(), batch, body)
+            if rows.shape[1] != self._dim:
                 raise DimensionMismatch(
-                    f"the endpoint returned vectors of dimension {width}; "
+                    f"the endpoint returned vectors of dimension {rows.shape[1]}; "
                     f"this embedder declares (and the store uses) {self._dim}"
                 )
-            out[done : done + len(batch)] = np.asarray(rows, dtype=np.float32)
+            out[done : done + len(batch)] = rows
             done += len(batch)
         return out
 
+    async def _request(
+        self, client: openai.AsyncOpenAI, batch: list[str], body: dict[str, str] | None
+    ) -> npt.NDArray[np.float32]:
+        """One batch's vectors, with this embedder's attempts; every failure typed."""
+        where = shown(self.base_url)
+        outcome: Failure | None = None
+        for attempt in range(self._attempts):
+            answer = await self._attempt(client, batch, body)
+            if not isinstance(answer, Failure):
+                return answer
+            outcome = answer
+            if not outcome.retry or attempt + 1 == self._attempts:
+                break
+            delay = next_delay(self._backoff, attempt, outcome.retry_after)
+            log.warning(
+                "embeddings request %d of %d to %s failed (%s); retrying in %.2f s",
+                attempt + 1,
+                self._attempts,
+                where,
+                outcome.error,
+                delay,
+            )
+            await asyncio.sleep(delay)
+        assert outcome is not None  # at least one attempt
+        error = outcome.error
+        if outcome.retry and self._attempts > 1:
+            error.args = (f"{error} (after {self._attempts} attempts)",)
+        # Raised outside any handler: the SDK's exception (which may quote the key) is no
+        # context of it; its cause is the scrubbed copy.
+        raise error from error.__cause__
+
+    async def _attempt(
+        self, client: openai.AsyncOpenAI, batch: list[str], body: dict[str, str] | None
+    ) -> npt.NDArray[np.float32] | Failure:
+        import httpx
+        import openai
+
+        from memstore.outbound.transport import BadAnswer, response_limit
+
+        where = shown(self.base_url)
+        try:
+            with response_limit(answer_bytes(len(batch), self._dimensions or self._dim_known)):
+                async with asyncio.timeout(self._timeout):
+                    answer = await client.embeddings.with_raw_response.create(
+                        model=self.model,
+                        input=batch,
+                        dimensions=self._dimensions
+                        if self._dimensions is not None
+                        else openai.omit,
+                        extra_headers=self._headers,
+                        extra_body=body,
+                    )
+                    content = answer.content
+        # httpx's own errors: the SDK reads an error's body outside its own handlers.
+        except (TimeoutError, openai.OpenAIError, httpx.HTTPError, BadAnswer) as error:
+            return failure_of(error, where, self._scrub, self._timeout)
+        return vectors_of(content, len(batch), where)
+
+    @property
+    def _dim_known(self) -> int | None:
+        return getattr(self, "_dim", None)
+
     def __repr__(self) -> str:
-        where = _shown(self.base_url)
+        where = shown(self.base_url)
         return f"OpenAIEmbedder({self.model!r}, base_url={where!r}, dim={self._dim})"
 
 
-def _rows(answer: object, count: int) -> list[list[float]]:
-    """The answer's vectors in input order, or EmbedderError for any other shape."""
-    data = getattr(answer, "data", None)
-    if not isinstance(data, list) or len(data) != count:
-        got = len(data) if isinstance(data, list) else type(data).__name__
-        raise EmbedderError(f"the embeddings endpoint answered {got} vectors for {count} texts")
-    try:
-        ordered = sorted(data, key=lambda item: int(item.index))
-        rows = [list(item.embedding) for item in ordered]
-    except (AttributeError, TypeError, ValueError) as error:
-        raise EmbedderError(f"the embeddings endpoint answered another shape: {error}") from error
-    if sorted(int(item.index) for item in ordered) != list(range(count)):
-        raise EmbedderError("the embeddings endpoint answered indices other than its inputs'")
-    return rows
+def _seconds(value: object) -> bool:
+    return (
+        not isinstance(value, bool)
+        and isinstance(value, int | float)
+        and math.isfinite(value)
+        and value >= 0
+    )
 
 
-def _shown(url: str) -> str:
-    """The URL without any user:password part."""
-    parts = urlsplit(url)
-    if parts.username is None and parts.password is None:
-        return url
-    host = parts.hostname or ""
-    netloc = f"{host}:{parts.port}" if parts.port else host
-    return parts._replace(netloc=netloc).geturl()
-
-
-def _translated(error: openai.OpenAIError, base_url: str) -> EmbedderError:
-    import openai
-
-    where = _shown(base_url)
-    if isinstance(error, openai.APITimeoutError):
-        return EmbedderUnavailable(f"the embeddings endpoint {where} timed out")
-    if isinstance(error, openai.APIConnectionError):
-        reason = error.__cause__ or error
-        return EmbedderUnavailable(f"the embeddings endpoint {where} is unreachable: {reason}")
-    if isinstance(error, openai.APIStatusError):
-        # The body says why (unknown model, input too long); a refused key's may quote
-        # part of the key, so that one is not repeated.
-        refused = error.status_code in (401, 403)
-        detail = "the API key was refused" if refused else error.response.text[:300]
-        kind = EmbedderError
-        if error.status_code in (408, 409, 429) or error.status_code >= 500:
-            kind = EmbedderUnavailable
-        return kind(f"the embeddings endpoint {where} answered HTTP {error.status_code}: {detail}")
-    return EmbedderError(f"the embeddings endpoint {where} answered another shape: {error}")
+def _password(url: str) -> str | None:
+    return urlsplit(url).password

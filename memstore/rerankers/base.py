@@ -88,15 +88,28 @@ def check_rerank_candidates(value: object) -> int:
 
 
 async def scores_checked(reranker: Reranker, query: str, texts: Sequence[str]) -> list[float]:
-    """The reranker's scores for ``texts``: exactly one finite number each, else InvalidInput."""
-    if not texts:
-        return []
-    found = await reranker.rerank(query, list(texts))
+    """The reranker's scores for ``texts``: exactly one finite number each, else InvalidInput.
+
+    A reranker is asked about at most :data:`MAX_RERANK_CANDIDATES` texts at a time
+    (a recall whose ``limit`` is above it asks several times): rerank endpoints refuse
+    more in one request, and a reranker's score of a text does not depend on the
+    others asked with it.
+    """
+    scores: list[float] = []
+    for start in range(0, len(texts), MAX_RERANK_CANDIDATES):
+        scores += await _checked(
+            reranker, query, list(texts[start : start + MAX_RERANK_CANDIDATES])
+        )
+    return scores
+
+
+async def _checked(reranker: Reranker, query: str, texts: list[str]) -> list[float]:
+    found = await reranker.rerank(query, texts)
     if isinstance(found, str | bytes):
         raise InvalidInput("the reranker returned text, not one score per text")
     try:
         scores = [float(s) for s in found]
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, OverflowError) as exc:
         raise InvalidInput(f"the reranker returned something that is not numbers: {exc}") from exc
     if len(scores) != len(texts):
         raise InvalidInput(f"the reranker returned {len(scores)} scores for {len(texts)} texts")

@@ -5,23 +5,29 @@
 ``/v2``), Jina (``/v1``), vLLM and Infinity; Hugging Face's text-embeddings-
 inference takes ``{query, texts}`` and answers a bare list of ``{index, score}``
 (``flavor="tei"``). The client follows the SDKs' conventions: the API key is read
-from an environment variable at each request (never stored, logged or shown),
-a timeout per request, and retries with exponential backoff on 408/429/5xx and
-transport failures, honouring ``Retry-After``. httpx is imported when a reranker
-is constructed (extra ``rerank``).
+from an environment variable at each request (never stored, logged or shown, nor
+any echo of it in an answer), a deadline on each whole request, retries with
+exponential backoff on 408/409/429/5xx and transport failures, honouring a usable
+``Retry-After``. An answer is read up to a size bound and checked: anything but one
+finite score per text is :class:`RerankerEndpointError`. httpx is imported when a
+reranker is constructed (extra ``rerank``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+import math
 import os
 from collections.abc import Sequence
 from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
 from memstore.errors import InvalidInput
-from memstore.rerankers.base import RerankerEndpointError
+from memstore.outbound.retry import next_delay
+from memstore.outbound.secrets import ProviderFault, Scrubber
+from memstore.rerankers.base import MAX_RERANK_CANDIDATES, RerankerEndpointError
 
 __all__ = ["HTTPReranker"]
 
@@ -29,7 +35,10 @@ log = logging.getLogger(__name__)
 
 _MISSING = "HTTPReranker needs the optional extra: pip install 'memstore[rerank]' (httpx)"
 _RETRIED = frozenset({408, 409, 429})
-_MAX_RETRY_AFTER = 30.0
+# An answer's bytes: an item ({"index": 999, "relevance_score": -1.2345e-05}) takes
+# under 100; some endpoints (Jina) echo each document back, hence the request's size.
+_ITEM_BYTES = 256
+_ENVELOPE_BYTES = 64 * 1024
 
 
 def _public_url(url: str) -> str:
@@ -46,9 +55,11 @@ class HTTPReranker:
 
     ``api_key_env`` names the environment variable holding the key, sent as
     ``Authorization: Bearer``; when it is unset no key is sent (local servers).
-    ``timeout`` is per attempt, in seconds; ``max_retries`` further attempts
-    follow a retryable failure after ``backoff * 2**attempt`` seconds (or the
-    server's ``Retry-After``, at most 30). Then :class:`RerankerEndpointError`.
+    ``timeout`` bounds each attempt whole (connect, send, every read, parsing), in
+    seconds; ``max_retries`` further attempts follow a retryable failure after
+    ``backoff * 2**attempt`` seconds (or the server's ``Retry-After`` in seconds or as
+    a date; either at most 30). Then :class:`RerankerEndpointError`. A request holds
+    at most ``max_texts`` texts (Cohere's limit is 1,000): more are sent in several.
     """
 
     def __init__(
@@ -61,6 +72,7 @@ class HTTPReranker:
         timeout: float = 30.0,
         max_retries: int = 2,
         backoff: float = 0.5,
+        max_texts: int = MAX_RERANK_CANDIDATES,
         identity: str | None = None,
     ) -> None:
         try:
@@ -74,12 +86,18 @@ class HTTPReranker:
             raise InvalidInput("HTTPReranker base_url must start with http:// or https://")
         if flavor not in ("cohere", "tei"):
             raise InvalidInput(f"HTTPReranker flavor must be 'cohere' or 'tei', got {flavor!r}")
-        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
+        if (
+            isinstance(timeout, bool)
+            or not isinstance(timeout, int | float)
+            or not 0 < timeout < math.inf
+        ):
             raise InvalidInput("HTTPReranker timeout must be a positive number of seconds")
         if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
             raise InvalidInput("HTTPReranker max_retries must be a non-negative integer")
-        if isinstance(backoff, bool) or not isinstance(backoff, int | float) or backoff < 0:
+        if isinstance(backoff, bool) or not isinstance(backoff, int | float) or not 0 <= backoff:
             raise InvalidInput("HTTPReranker backoff must be a non-negative number of seconds")
+        if isinstance(max_texts, bool) or not isinstance(max_texts, int) or max_texts < 1:
+            raise InvalidInput("HTTPReranker max_texts must be a positive integer")
         self.model = model
         self.flavor = flavor
         self.url = base_url.rstrip("/") + "/rerank"
@@ -87,6 +105,7 @@ class HTTPReranker:
         self.timeout = float(timeout)
         self.max_retries = max_retries
         self.backoff = float(backoff)
+        self.max_texts = max_texts
         self._identity = identity or f"http-rerank:{_public_url(self.url)}#{model}"
         # One client (and its connection pool) per event loop: a pool's connections
         # belong to the loop that opened them.
@@ -102,12 +121,14 @@ class HTTPReranker:
             return {"query": query, "texts": list(texts), "truncate": True}
         return {"model": self.model, "query": query, "documents": list(texts), "top_n": len(texts)}
 
-    def _headers(self) -> dict[str, str]:
-        key = os.environ.get(self.api_key_env) if self.api_key_env else None
-        return {"Authorization": f"Bearer {key}"} if key else {}
+    def _key(self) -> str | None:
+        return os.environ.get(self.api_key_env) if self.api_key_env else None
+
+    def _scrubber(self, key: str | None) -> Scrubber:
+        return Scrubber([key, self._key(), urlsplit(self.url).password])
 
     def scores_from(self, answer: Any, count: int) -> list[float]:
-        """One score per text from the answer's ``(index, score)`` items."""
+        """One finite score per text from the answer's ``(index, score)`` items."""
         field = "score" if self.flavor == "tei" else "relevance_score"
         scores: list[float | None] = [None] * count
         try:
@@ -118,68 +139,137 @@ class HTTPReranker:
                     raise TypeError(f"index {index!r}")
                 if not 0 <= index < count or scores[index] is not None:
                     raise ValueError(f"index {index} out of range or repeated")
-                scores[index] = float(item[field])
-        except (AttributeError, KeyError, TypeError, ValueError) as exc:
-            raise RerankerEndpointError(
+                score = item[field]
+                if isinstance(score, bool) or not isinstance(score, int | float):
+                    raise TypeError(f"score {score!r}")
+                try:
+                    value = float(score)
+                except OverflowError:  # an integer past float's range: 10**400
+                    value = math.inf
+                if not math.isfinite(value):
+                    raise ValueError("a score that is not a finite number")
+                scores[index] = value
+        except (AttributeError, KeyError, TypeError, ValueError, IndexError) as exc:
+            why = self._scrubber(None)(f"{type(exc).__name__}: {exc}", limit=200)
+            failed = RerankerEndpointError(
                 f"rerank endpoint {_public_url(self.url)} answered in another shape than "
-                f"flavor {self.flavor!r} ({type(exc).__name__}: {exc})"
-            ) from exc
-        missing = [i for i, s in enumerate(scores) if s is None]
-        if missing:
-            raise RerankerEndpointError(
+                f"flavor {self.flavor!r} ({why})"
+            )
+        else:
+            missing = [i for i, s in enumerate(scores) if s is None]
+            if not missing:
+                return [s for s in scores if s is not None]
+            failed = RerankerEndpointError(
                 f"rerank endpoint {_public_url(self.url)} scored {count - len(missing)} of "
                 f"{count} texts"
             )
-        return [s for s in scores if s is not None]
+        # Raised outside the handler: the answer's text is in no exception's context.
+        raise failed from None
 
     def _client_here(self) -> Any:
         loop = asyncio.get_running_loop()
         if self._client is None or self._loop is not loop:
-            self._client = self._httpx.AsyncClient(timeout=self.timeout)
+            from memstore.outbound.transport import BoundedTransport
+
+            transport = BoundedTransport()
+            self._client = self._httpx.AsyncClient(timeout=self.timeout, transport=transport)
             self._loop = loop
         return self._client
 
     async def rerank(self, query: str, texts: Sequence[str]) -> list[float]:
-        if not texts:
-            return []
+        scores: list[float] = []
+        for start in range(0, len(texts), self.max_texts):
+            scores += await self._request(query, texts[start : start + self.max_texts])
+        return scores
+
+    async def _request(self, query: str, texts: Sequence[str]) -> list[float]:
+        """One request's scores, with this reranker's attempts; every failure typed."""
         client = self._client_here()
-        body = self._body(query, texts)
+        body = json.dumps(self._body(query, texts), ensure_ascii=False).encode()
+        limit = _ENVELOPE_BYTES + 2 * len(body) + _ITEM_BYTES * len(texts)
         attempts = self.max_retries + 1
         for attempt in range(attempts):
-            wait = self.backoff * 2**attempt
-            try:
-                response = await client.post(self.url, json=body, headers=self._headers())
-            except self._httpx.TransportError as exc:
-                failure = f"{type(exc).__name__}"
-            else:
-                if response.status_code < 300:
-                    try:
-                        answer = response.json()
-                    except ValueError as exc:
-                        raise RerankerEndpointError(
-                            f"rerank endpoint {_public_url(self.url)} answered no JSON"
-                        ) from exc
-                    return self.scores_from(answer, len(texts))
-                failure = f"HTTP {response.status_code}"
-                retryable = response.status_code in _RETRIED or response.status_code >= 500
-                if not retryable:
-                    raise RerankerEndpointError(
-                        f"rerank endpoint {_public_url(self.url)} refused the request: "
-                        f"{failure} {response.text[:200]!r}"
-                    )
-                wait = _retry_after(response.headers.get("retry-after"), wait)
-            if attempt + 1 < attempts:
-                log.warning(
-                    "rerank attempt %d of %d failed (%s); retrying in %.2f s",
-                    attempt + 1,
-                    attempts,
-                    failure,
-                    wait,
-                )
-                await asyncio.sleep(wait)
+            outcome = await self._attempt(client, body, limit, len(texts))
+            if isinstance(outcome, list):
+                return outcome
+            failed, retryable, retry_after = outcome
+            if not retryable or attempt + 1 == attempts:
+                break
+            wait = next_delay(self.backoff, attempt, retry_after)
+            log.warning(
+                "rerank attempt %d of %d failed (%s); retrying in %.2f s",
+                attempt + 1,
+                attempts,
+                failed,
+                wait,
+            )
+            await asyncio.sleep(wait)
+        if not retryable:
+            raise failed from failed.__cause__
         raise RerankerEndpointError(
-            f"rerank endpoint {_public_url(self.url)} failed after {attempts} attempts ({failure})"
-        )
+            f"rerank endpoint {_public_url(self.url)} failed after {attempts} attempts ({failed})"
+        ) from failed.__cause__
+
+    async def _attempt(
+        self, client: Any, body: bytes, limit: int, count: int
+    ) -> list[float] | tuple[RerankerEndpointError, bool, str | None]:
+        """Scores, or the failure, whether another attempt may help, and the server's
+        ``Retry-After``."""
+        from memstore.outbound.transport import BadAnswer, response_limit
+
+        httpx = self._httpx
+        key = self._key()
+        headers = {"Content-Type": "application/json"}
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        where = _public_url(self.url)
+        scrub = self._scrubber(key)
+        fault: ProviderFault | None = None
+        retry_after: str | None = None
+        try:
+            with response_limit(limit):
+                async with asyncio.timeout(self.timeout):
+                    response = await client.post(self.url, content=body, headers=headers)
+        except (TimeoutError, httpx.HTTPError, BadAnswer) as exc:
+            fault = ProviderFault.of(exc, scrub)
+            if isinstance(exc, BadAnswer) or isinstance(exc.__cause__, BadAnswer):
+                failed = RerankerEndpointError(f"rerank endpoint {where} answered badly: {fault}")
+                retryable = False
+            else:
+                late = isinstance(exc, TimeoutError | httpx.TimeoutException)
+                kind = f"timed out after {self.timeout} s" if late else type(exc).__name__
+                failed, retryable = RerankerEndpointError(kind), True
+        else:
+            status = response.status_code
+            if status < 300:
+                return self._scores(response.content, count)
+            retryable = status in _RETRIED or status >= 500
+            if retryable:
+                failed = RerankerEndpointError(f"HTTP {status}")
+                retry_after = response.headers.get("retry-after")
+            else:
+                detail = "the API key was refused" if status in (401, 403) else response.text
+                failed = RerankerEndpointError(
+                    f"rerank endpoint {where} refused the request: HTTP {status} "
+                    f"{scrub(detail, limit=200)!r}"
+                )
+        failed.__cause__ = fault
+        return failed, retryable, retry_after
+
+    def _scores(
+        self, content: bytes, count: int
+    ) -> list[float] | tuple[RerankerEndpointError, bool, None]:
+        try:
+            answer = json.loads(content)
+        except (ValueError, RecursionError):
+            failed = RerankerEndpointError(
+                f"rerank endpoint {_public_url(self.url)} answered no JSON"
+            )
+            return failed, False, None
+        try:
+            return self.scores_from(answer, count)
+        except RerankerEndpointError as exc:
+            return exc, False, None
 
     async def aclose(self) -> None:
         """Close the connection pool (a later call opens a new one)."""
@@ -190,11 +280,3 @@ class HTTPReranker:
     def __repr__(self) -> str:
         url = _public_url(self.url)
         return f"HTTPReranker({self.model!r}, url={url!r}, flavor={self.flavor!r})"
-
-
-def _retry_after(header: str | None, default: float) -> float:
-    """The server's ``Retry-After`` in seconds (capped), else ``default``."""
-    try:
-        return min(max(float(header), 0.0), _MAX_RETRY_AFTER) if header else default
-    except ValueError:
-        return default

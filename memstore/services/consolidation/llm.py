@@ -1,7 +1,9 @@
 """LLM extractor for any OpenAI-compatible chat-completions endpoint (``memstore[llm]``).
 
-The official ``openai`` SDK does the HTTP: connection pooling, timeouts, auth,
-the wire format and its error classes. The model is asked for
+The official ``openai`` SDK does the HTTP: connection pooling, auth, the wire
+format and its error classes; the answer is read raw, up to a size bound, and
+parsed here. Each attempt has one deadline, ``timeout``, for the whole request.
+The model is asked for
 ``{"facts": [{"episode_id", "subject", "predicate", "object", "confidence"}]}``
 as JSON-schema structured output; an endpoint that rejects ``json_schema``
 (HTTP 400/422) is asked for a plain JSON object from then on. Either way every
@@ -11,7 +13,8 @@ one bad item rejects the whole answer. Timeouts, connection errors, HTTP
 exponential backoff; then :class:`LLMEndpointError` (transport/HTTP) or
 :class:`LLMResponseError` (content) is raised and the batch stays
 unconsolidated — nothing of it is written. Other 4xx answers (bad key, unknown
-model) fail at once. The API key is only ever sent as the bearer token, never logged.
+model) fail at once. The API key is only ever sent as the bearer token: no log
+line, message or exception cause holds it, whatever the endpoint echoes.
 """
 
 from __future__ import annotations
@@ -22,12 +25,16 @@ import logging
 import math
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, cast
+from urllib.parse import urlsplit
 
 from memstore.core.predicates import normalize_predicate
 from memstore.errors import InvalidInput
-from memstore.services.consolidation.errors import LLMEndpointError, LLMResponseError
+from memstore.outbound.retry import next_delay
+from memstore.outbound.secrets import ProviderFault, Scrubber
+from memstore.services.consolidation.errors import LLMResponseError
+from memstore.services.consolidation.llm_answer import Failure, content_of, failure_of
 from memstore.services.consolidation.rules import ANONYMOUS_SUBJECT
 from memstore.services.consolidation.types import CandidateFact
 from memstore.types import Episode
@@ -41,6 +48,8 @@ __all__ = ["SYSTEM_PROMPT", "LLMConfig", "LLMExtractor"]
 
 MAX_FIELD_CHARS = 2_000
 MAX_FACTS_PER_EPISODE = 25
+# An answer's bytes: a model's output is a few thousand tokens; the envelope little.
+MAX_RESPONSE_BYTES = 4 * 1024 * 1024
 logger = logging.getLogger(__name__)
 _SPEAKER_WORDS = frozenset({"user", "the user", "i", "me", "speaker", "the speaker"})
 
@@ -68,10 +77,11 @@ class LLMConfig:
 
     base_url: str
     model: str
-    api_key: str | None = None
+    api_key: str | None = field(default=None, repr=False)
     timeout: float = 30.0
     max_retries: int = 2
     backoff: float = 0.5
+    max_response_bytes: int = MAX_RESPONSE_BYTES
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> LLMConfig:
@@ -103,14 +113,10 @@ class LLMConfig:
             raise InvalidInput("LLM base URL must start with http:// or https://")
         if not (self.timeout > 0 and math.isfinite(self.timeout)):
             raise InvalidInput("LLM timeout must be a positive number of seconds")
-        if self.max_retries < 0 or self.backoff < 0:
+        if self.max_retries < 0 or not 0 <= self.backoff < math.inf:
             raise InvalidInput("LLM max_retries and backoff must not be negative")
-
-
-class _Retryable(Exception):
-    def __init__(self, error: Exception) -> None:
-        super().__init__(str(error))
-        self.error = error
+        if self.max_response_bytes < 1:
+            raise InvalidInput("LLM max_response_bytes must be positive")
 
 
 def _facts_schema(episode_ids: Sequence[str]) -> ResponseFormatJSONSchema:
@@ -169,10 +175,18 @@ class LLMExtractor:
     # ---- HTTP ----------------------------------------------------------------------
 
     def _client(self) -> AsyncOpenAI:
+        import httpx
         from openai import AsyncOpenAI
+
+        from memstore.outbound.transport import BoundedTransport
 
         # Retries stay in _call, not in the SDK (max_retries=0): an unparseable answer
         # must share one budget, backoff and log line with a 503, and the SDK sees only HTTP.
+        http = httpx.AsyncClient(
+            transport=BoundedTransport(self.config.max_response_bytes),
+            timeout=self.config.timeout,
+            follow_redirects=True,  # as the SDK's own client does
+        )
         return AsyncOpenAI(
             base_url=self.config.base_url,
             # Never None: the SDK would fall back to $OPENAI_API_KEY; without a key the
@@ -180,7 +194,13 @@ class LLMExtractor:
             api_key=self.config.api_key or "unused",
             timeout=self.config.timeout,
             max_retries=0,
+            # An httpx client: every supported SDK version takes one (3.x's own is httpx2).
+            http_client=cast(Any, http),
         )
+
+    def _scrubber(self) -> Scrubber:
+        password = urlsplit(self.config.base_url).password
+        return Scrubber([self.config.api_key, password])
 
     def _messages(self, episodes: Sequence[Episode]) -> list[ChatCompletionMessageParam]:
         turns = [
@@ -197,78 +217,77 @@ class LLMExtractor:
             {"role": "user", "content": json.dumps({"turns": turns}, ensure_ascii=False)},
         ]
 
-    async def _call_once(self, client: AsyncOpenAI, episodes: Sequence[Episode]) -> str:
+    async def _call_once(self, client: AsyncOpenAI, episodes: Sequence[Episode]) -> str | Failure:
+        import httpx
         import openai
+
+        from memstore.outbound.transport import BadAnswer, bad_answer_in
 
         # A keyless local endpoint gets no bearer header at all.
         no_auth = {} if self.config.api_key else {"Authorization": openai.Omit()}
         structured = self.structured_output is not False
         response_format: ResponseFormatJSONSchema | ResponseFormatJSONObject
         response_format = _facts_schema([e.id for e in episodes]) if structured else _JSON_OBJECT
+        scrub = self._scrubber()
         try:
-            completion = await client.chat.completions.create(
-                model=self.config.model,
-                temperature=0,
-                messages=self._messages(episodes),
-                response_format=response_format,
-                extra_headers=no_auth,
-            )
-        except openai.APIStatusError as error:
-            if structured and error.status_code in (400, 422):
+            async with asyncio.timeout(self.config.timeout):
+                raw = await client.chat.completions.with_raw_response.create(
+                    model=self.config.model,
+                    temperature=0,
+                    messages=self._messages(episodes),
+                    response_format=response_format,
+                    extra_headers=no_auth,
+                )
+                content = raw.content
+        # httpx's own errors: the SDK reads an error's body outside its own handlers.
+        except (TimeoutError, openai.OpenAIError, httpx.HTTPError, BadAnswer) as error:
+            if (
+                structured
+                and isinstance(error, openai.APIStatusError)
+                and error.status_code in (400, 422)
+            ):
                 # This endpoint does not take json_schema: plain JSON mode from now on.
                 logger.info("LLM endpoint refused json_schema output; using json_object")
                 self.structured_output = False
-                return await self._call_once(client, episodes)
-            detail = error.response.text[:300]
-            failure = LLMEndpointError(f"LLM endpoint answered HTTP {error.status_code}: {detail}")
-            if error.status_code == 429 or error.status_code >= 500:
-                raise _Retryable(failure) from error
-            raise failure from error
-        except openai.APITimeoutError as error:
-            raise _Retryable(
-                LLMEndpointError(f"LLM endpoint timed out after {self.config.timeout}s")
-            ) from error
-        except openai.APIConnectionError as error:
-            reason = error.__cause__ or error
-            raise _Retryable(LLMEndpointError(f"LLM endpoint unreachable: {reason}")) from error
-        except openai.OpenAIError as error:  # e.g. a 200 whose body is not a completion
-            raise _Retryable(
-                LLMResponseError("LLM endpoint did not answer in the chat-completions format")
-            ) from error
-        if structured:
-            self.structured_output = True
-        choices = getattr(completion, "choices", None)
-        message = getattr(choices[0], "message", None) if choices else None
-        content = getattr(message, "content", None)
-        if not isinstance(choices, list) or message is None:
-            raise _Retryable(
-                LLMResponseError("LLM endpoint did not answer in the chat-completions format")
-            )
-        if not isinstance(content, str):
-            raise _Retryable(LLMResponseError("LLM answer has no text content"))
-        return content
+                failure = None
+            else:
+                failure = failure_of(error, scrub, self.config.timeout, bad_answer_in(error))
+                failure.error.__cause__ = ProviderFault.of(error, scrub)
+        else:
+            if structured:
+                self.structured_output = True
+            return content_of(content)
+        if failure is None:
+            return await self._call_once(client, episodes)
+        return failure
 
     async def _call(self, episodes: Sequence[Episode]) -> list[CandidateFact]:
         attempts = self.config.max_retries + 1
         async with self._client() as client:
             for attempt in range(attempts):
-                try:
-                    return self._parse(await self._call_once(client, episodes), episodes)
-                except _Retryable as retry:
-                    if attempt + 1 >= attempts:
-                        error = retry.error
-                        raise type(error)(f"{error} (after {attempts} attempts)") from retry
-                    delay = self.config.backoff * 2**attempt
-                    logger.warning(
-                        "LLM extractor attempt %d of %d failed (%s: %s); retrying in %.2f s",
-                        attempt + 1,
-                        attempts,
-                        type(retry.error).__name__,
-                        retry.error,
-                        delay,
-                    )
-                    await asyncio.sleep(delay)
-        raise AssertionError("unreachable")
+                answer = await self._call_once(client, episodes)
+                outcome = self._parse(answer, episodes) if isinstance(answer, str) else answer
+                if not isinstance(outcome, Failure):
+                    return outcome
+                failure = outcome
+                if not failure.retry or attempt + 1 >= attempts:
+                    break
+                delay = next_delay(self.config.backoff, attempt, failure.retry_after)
+                logger.warning(
+                    "LLM extractor attempt %d of %d failed (%s: %s); retrying in %.2f s",
+                    attempt + 1,
+                    attempts,
+                    type(failure.error).__name__,
+                    failure.error,
+                    delay,
+                )
+                await asyncio.sleep(delay)
+        error = failure.error
+        if failure.retry:
+            error.args = (f"{error} (after {attempts} attempts)",)
+        # Raised outside any handler: the SDK's exception (which may quote the key) is no
+        # context of it; its cause is the scrubbed copy.
+        raise error from error.__cause__
 
     async def extract(self, episodes: Sequence[Episode]) -> list[CandidateFact]:
         if not episodes:
@@ -277,13 +296,14 @@ class LLMExtractor:
 
     # ---- validation ----------------------------------------------------------------
 
-    def _parse(self, content: str, episodes: Sequence[Episode]) -> list[CandidateFact]:
+    def _parse(self, content: str, episodes: Sequence[Episode]) -> list[CandidateFact] | Failure:
         try:
             document = json.loads(content)
-        except ValueError as error:
-            raise _Retryable(LLMResponseError(f"LLM answer is not valid JSON: {error}")) from error
+        except (ValueError, RecursionError) as error:
+            why = self._scrubber()(error, limit=200)
+            return Failure(LLMResponseError(f"LLM answer is not valid JSON: {why}"))
         if not isinstance(document, dict) or not isinstance(document.get("facts"), list):
-            raise _Retryable(LLMResponseError('LLM answer is not an object with a "facts" list'))
+            return Failure(LLMResponseError('LLM answer is not an object with a "facts" list'))
         items = document["facts"]
         if len(items) > MAX_FACTS_PER_EPISODE * len(episodes):
             raise LLMResponseError(f"LLM answer has {len(items)} facts; too many for the batch")
@@ -292,7 +312,8 @@ class LLMExtractor:
 
     def _candidate(self, index: int, item: object, by_id: Mapping[str, Episode]) -> CandidateFact:
         def bad(why: str) -> LLMResponseError:
-            return LLMResponseError(f"LLM fact #{index} {why}: {json.dumps(item)[:200]}")
+            shown = self._scrubber()(json.dumps(item), limit=200)
+            return LLMResponseError(f"LLM fact #{index} {why}: {shown}")
 
         if not isinstance(item, dict):
             raise bad("is not an object")
