@@ -16,6 +16,11 @@ from typing import Any
 
 # Thin wrapper: the ``mcp`` SDK is imported only when this command runs.
 from memstore.cli.command import add_command
+from memstore.cli.embedder_args import (
+    add_model_arguments,
+    reranker_spec_from_args,
+    store_embedder_from_args,
+)
 from memstore.cli.user_args import add_user_argument
 from memstore.schema.database import require_existing_database
 from memstore.web.asgi import is_loopback
@@ -52,6 +57,10 @@ def register(subparsers: Any) -> None:
         help="http: bearer token clients must send (default: "
         "$MEMSTORE_MCP_TOKEN); required unless --host is loopback",
     )
+    add_model_arguments(
+        mcp,
+        purpose="embedder of the tools' queries and remembered texts; must be the database's",
+    )
 
 
 def _usage_error(message: str) -> int:
@@ -78,8 +87,11 @@ def run(args: argparse.Namespace) -> int:
     require_existing_database(args.url)  # never create one behind a mistyped path
     from memstore.mcp.server import serve_http, serve_stdio
 
+    # The embedder is built here, the reranker by open before the engine: a model that
+    # is not there fails in one line, before anything is served.
+    embedder, reranker = store_embedder_from_args(args), reranker_spec_from_args(args)
     if args.transport == "stdio":
-        asyncio.run(serve_stdio(args.url, args.user_id))
+        asyncio.run(serve_stdio(args.url, args.user_id, embedder=embedder, reranker=reranker))
         return 0
 
     def ready() -> None:
@@ -98,6 +110,8 @@ def run(args: argparse.Namespace) -> int:
             allowed_users=args.allow_user,
             token=args.token,
             on_ready=ready,
+            embedder=embedder,
+            reranker=reranker,
         )
     )
     return 0
