@@ -30,6 +30,7 @@ from memstore.rerankers.spec import RERANKER_NAMES
 __all__ = [
     "add_embedder_arguments",
     "add_model_arguments",
+    "add_reranker_arguments",
     "embedder_from_args",
     "reranker_spec_from_args",
     "spec_from_args",
