@@ -26,7 +26,7 @@ from memstore.db.unit import Clock, Database
 from memstore.embeddings.base import Embedder
 from memstore.embeddings.hashing import HashingEmbedder
 from memstore.embeddings.identity import embedder_identity
-from memstore.embeddings.spec import ModelSpec, resolve_embedder
+from memstore.embeddings.spec import ModelSpec, prepare_embedder, resolve_embedder
 from memstore.errors import DimensionMismatch
 from memstore.recall import RecallTuning
 from memstore.recall.hybrid import HybridRecall
@@ -278,8 +278,10 @@ class MemoryStore:
         The other options are :class:`StoreConfig`'s.
         """
         url = options.url
-        # Built before the engine: a bad reranker name or a missing extra opens nothing.
+        # The models are built before the engine: a bad name, a missing extra or a model
+        # that is not there opens nothing (and creates no SQLite file).
         reranker = resolve_reranker(options.reranker)
+        prepared = prepare_embedder(options.embedder)
         engine = create_engine(url, **dict(options.engine_options or {}))
         try:
             postgres = engine.dialect.name == "postgresql"
@@ -298,7 +300,7 @@ class MemoryStore:
                     await engine.dispose()
             await check_schema(engine)
             dim, recorded = await recorded_settings(engine)
-            embedder = resolve_embedder(options.embedder, recorded_dim=dim)
+            embedder = None if prepared is None else resolve_embedder(prepared, recorded_dim=dim)
             if embedder is None:
                 embedder = cast(Embedder, HashingEmbedder(dim))
             elif int(embedder.dim) != dim:

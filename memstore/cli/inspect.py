@@ -13,7 +13,11 @@ import sys
 from typing import Any
 
 from memstore.cli.command import add_command
-from memstore.cli.embedder_args import add_embedder_arguments, store_embedder_from_args
+from memstore.cli.embedder_args import (
+    add_model_arguments,
+    reranker_spec_from_args,
+    store_embedder_from_args,
+)
 from memstore.schema.database import require_existing_database
 
 
@@ -34,7 +38,7 @@ def register(subparsers: Any) -> None:
         default=2000,
         help="rows per table a page shows, newest first (default 2000)",
     )
-    add_embedder_arguments(
+    add_model_arguments(
         inspect,
         purpose="embedder of the search box's queries, compared with the stored vectors; "
         "must be the database's (inspect never writes)",
@@ -52,6 +56,7 @@ def run(args: argparse.Namespace) -> int:
         port=args.port,
         token=token,
         embedder=store_embedder_from_args(args),
+        reranker=reranker_spec_from_args(args),
         max_rows=args.max_rows,
     )
     # Before "serving": the page opens an existing store only, and says so in one line.

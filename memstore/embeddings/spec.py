@@ -11,19 +11,20 @@ from __future__ import annotations
 import os
 from typing import cast
 
-from memstore.core.model_spec import ModelSpec
-from memstore.embeddings.base import DEFAULT_DIM, Embedder
+from memstore.core.model_spec import EMBEDDER, ModelSpec
+from memstore.embeddings.base import DEFAULT_DIM, Embedder, check_dim
 from memstore.errors import ConfigurationError
 
 __all__ = [
     "EMBEDDER_NAMES",
     "ModelSpec",
     "embedder_from_spec",
+    "prepare_embedder",
     "resolve_embedder",
 ]
 
 # The names the three places accept. "minilm" is sentence-transformers with the
-# bundled all-MiniLM-L6-v2 (what --model defaults to anyway).
+# bundled all-MiniLM-L6-v2 (what its model defaults to anyway).
 EMBEDDER_NAMES = ("hashing", "sentence-transformers", "minilm", "openai")
 
 
@@ -40,8 +41,9 @@ def embedder_from_spec(
     ``hashing``: ``dim`` (default 384). ``sentence-transformers``: ``model`` (default
     the bundled all-MiniLM-L6-v2), its family's query form. ``openai``: ``model``
     (required), ``base_url``, ``dim`` as ``dimensions``, ``api_key`` (default
-    ``$MEMSTORE_EMBEDDER_API_KEY``, else ``$OPENAI_API_KEY``). An unknown name, or an
-    option the kind does not take, is :class:`ConfigurationError`.
+    ``$MEMSTORE_EMBEDDER_API_KEY``, else ``$OPENAI_API_KEY``). An unknown name, an
+    option the kind does not take, or a width outside 1 to 2000
+    (:data:`~memstore.embeddings.base.MAX_DIM`) is :class:`ConfigurationError`.
     """
     kind = name.strip().lower()
     if kind not in EMBEDDER_NAMES:
@@ -53,6 +55,8 @@ def embedder_from_spec(
         raise ConfigurationError(
             f"embedder {kind!r} takes no base URL or API key", setting="embedder"
         )
+    if dim is not None:
+        check_dim(dim, what=f"the embedder's width ({EMBEDDER.where('dim')})")
     if kind == "hashing":
         if model is not None:
             raise ConfigurationError("the hashing embedder takes no model", setting="embedder")
@@ -74,7 +78,7 @@ def embedder_from_spec(
         return cast(Embedder, SentenceTransformerEmbedder(model))
     if not model:
         raise ConfigurationError(
-            "the openai embedder needs a model name (--model, MEMSTORE_EMBEDDER_MODEL)",
+            f"the openai embedder needs a model name ({EMBEDDER.where('model')})",
             setting="embedder",
         )
     from memstore.embeddings.openai_api import OpenAIEmbedder
@@ -88,6 +92,29 @@ def _built(spec: ModelSpec, recorded_dim: int | None) -> Embedder:
     if dim is None and spec.name.strip().lower() == "hashing":
         dim = recorded_dim  # hashing fits any width: take the database's
     return embedder_from_spec(spec.name, model=spec.model, base_url=spec.base_url, dim=dim)
+
+
+def _deferred(spec: ModelSpec) -> bool:
+    # A hashing embedder without a width takes the database's: built once that is read.
+    return spec.name.strip().lower() == "hashing" and spec.dim is None
+
+
+def prepare_embedder(value: Embedder | ModelSpec | str | None) -> Embedder | ModelSpec | None:
+    """What :meth:`MemoryStore.open` builds before it touches the database.
+
+    As :func:`resolve_embedder` (``None``: ``$MEMSTORE_EMBEDDER``'s, else None), except
+    that a hashing embedder without a width stays a :class:`ModelSpec`, its options
+    checked, for :func:`resolve_embedder` to build at the recorded width. So a bad name,
+    a missing extra or a model that is not there fails before a database file exists.
+    """
+    if value is None:
+        value = ModelSpec.from_env()
+    if isinstance(value, str):
+        value = ModelSpec(value)
+    if isinstance(value, ModelSpec) and _deferred(value):
+        _built(value, DEFAULT_DIM)  # checks the options now; the width is the database's
+        return value
+    return resolve_embedder(value)
 
 
 def resolve_embedder(

@@ -12,6 +12,7 @@ from memstore.embeddings.base import Embedder
 from memstore.embeddings.spec import ModelSpec
 from memstore.errors import InvalidInput
 from memstore.inspect.auth import is_loopback
+from memstore.rerankers.base import Reranker
 from memstore.schema.database import require_existing_database, resolve_url
 
 __all__ = ["TOKEN_PATTERN", "Inspector", "check_bind"]
@@ -50,6 +51,7 @@ class Inspector:
         port: int = 8765,
         token: str | None = None,
         embedder: Embedder | ModelSpec | None = None,
+        reranker: Reranker | ModelSpec | None = None,
         max_rows: int = 2000,
     ) -> None:
         check_bind(host, token)
@@ -59,6 +61,7 @@ class Inspector:
         self.port = port
         self.token = token
         self.embedder = embedder
+        self.reranker = reranker
         self._server: Any = None
         self._stop = False
 
@@ -82,7 +85,9 @@ class Inspector:
         require_existing_database(self.url)
         # Never migrates (the page must not write); the embedder must be the
         # database's, since searches compare query vectors with stored ones.
-        async with MemoryStore.open(self.url, embedder=self.embedder, auto_migrate=False) as store:
+        async with MemoryStore.open(
+            self.url, embedder=self.embedder, reranker=self.reranker, auto_migrate=False
+        ) as store:
             app = create_app(store, token=self.token, max_rows=self.max_rows)
             config = uvicorn.Config(
                 app,

@@ -24,7 +24,9 @@ from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp_types.jsonrpc import INVALID_PARAMS
 
+from memstore.core.model_spec import ModelSpec
 from memstore.core.tenancy import storage_user_id
+from memstore.embeddings.base import Embedder
 from memstore.errors import MemstoreError
 from memstore.mcp.gate import PostOnly, TenantGate, tenant_from_scope
 from memstore.mcp.limits import MAX_LISTEN_STREAMS, MAX_LISTEN_STREAMS_PER_TENANT
@@ -37,6 +39,7 @@ from memstore.mcp.resources import (
 )
 from memstore.mcp.subscribe import ListenStreams, SessionSubscriptions
 from memstore.mcp.tools import call_mcp_tool, mcp_tool_definitions
+from memstore.rerankers.base import Reranker
 from memstore.store import MemoryStore
 
 __all__ = [
@@ -195,13 +198,24 @@ def build_server(
     )
 
 
-async def serve_stdio(url: str | None, user_id: str | None) -> None:
-    """Serve one client over stdin/stdout as tenant ``user_id`` until stdin closes."""
+async def serve_stdio(
+    url: str | None,
+    user_id: str | None,
+    *,
+    embedder: Embedder | ModelSpec | None = None,
+    reranker: Reranker | ModelSpec | None = None,
+) -> None:
+    """Serve one client over stdin/stdout as tenant ``user_id`` until stdin closes.
+
+    ``embedder`` and ``reranker`` as for :meth:`MemoryStore.open`.
+    """
     from mcp.server.stdio import stdio_server
 
     storage_user_id(user_id)
     # Serves an existing store: `memstore migrate` creates and upgrades schemas.
-    async with MemoryStore.open(url, auto_migrate=False) as store:
+    async with MemoryStore.open(
+        url, embedder=embedder, reranker=reranker, auto_migrate=False
+    ) as store:
         async with _session_subscriptions(store, lambda ctx: user_id) as sessions:
             server = build_server(store, lambda ctx: user_id, sessions=sessions)
             async with stdio_server() as (read, write):
@@ -229,14 +243,21 @@ async def serve_http(
     on_ready: Callable[[], None] | None = None,
     max_listen_streams: int = MAX_LISTEN_STREAMS,
     max_listen_streams_per_tenant: int = MAX_LISTEN_STREAMS_PER_TENANT,
+    embedder: Embedder | ModelSpec | None = None,
+    reranker: Reranker | ModelSpec | None = None,
 ) -> None:
-    """Serve streamable HTTP at ``http://host:port/mcp`` until SIGINT/SIGTERM."""
+    """Serve streamable HTTP at ``http://host:port/mcp`` until SIGINT/SIGTERM.
+
+    ``embedder`` and ``reranker`` as for :meth:`MemoryStore.open`.
+    """
     import uvicorn
 
     allowed = frozenset(allowed_users)
     # Validate the allow-list, token and bind address before touching the database.
     TenantGate(_unused_app, allowed_users=allowed, token=token, host=host)
-    async with MemoryStore.open(url, auto_migrate=False) as store:
+    async with MemoryStore.open(
+        url, embedder=embedder, reranker=reranker, auto_migrate=False
+    ) as store:
 
         def tenant(ctx: ServerRequestContext[Any, Any]) -> str:
             # The gate decoded and checked the header; never decode it a second way here.

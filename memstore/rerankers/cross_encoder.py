@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from memstore.core.model_spec import RERANKER, unloadable_model
 from memstore.errors import ConfigurationError
 
 __all__ = ["CrossEncoderReranker"]
@@ -45,7 +46,24 @@ class CrossEncoderReranker:
         except ImportError as exc:
             raise ImportError(_MISSING) from exc
         self.model_name = str(model)
-        self._model: Any = CrossEncoder(self.model_name, device=device, max_length=max_length)
+        if not self.model_name.strip():
+            raise ConfigurationError(
+                f"the cross-encoder model name is empty ({RERANKER.where('model')})",
+                setting="reranker",
+            )
+        try:
+            self._model: Any = CrossEncoder(self.model_name, device=device, max_length=max_length)
+        except (OSError, ValueError) as error:
+            from huggingface_hub import constants
+
+            raise unloadable_model(
+                "cross-encoder",
+                self.model_name,
+                setting="reranker",
+                cache=str(constants.HF_HUB_CACHE),
+                offline=bool(constants.HF_HUB_OFFLINE),
+                cause=error,
+            ) from error
         labels = getattr(self._model, "num_labels", 1)
         if labels != 1:
             raise ConfigurationError(

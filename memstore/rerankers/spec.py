@@ -3,14 +3,15 @@
 The same shape as the embedder's (:mod:`memstore.embeddings.spec`): a name and its
 options as a :class:`~memstore.core.model_spec.ModelSpec`, from
 ``MemoryStore.open(reranker="cross-encoder")``, ``MEMSTORE_RERANKER`` (with
-``_MODEL`` and ``_BASE_URL``) or ``--reranker``, all built here.
+``_MODEL`` and ``_BASE_URL``) or ``--reranker`` (with ``--reranker-model`` and
+``--reranker-base-url``), all built here.
 """
 
 from __future__ import annotations
 
 from typing import cast
 
-from memstore.core.model_spec import ModelSpec
+from memstore.core.model_spec import RERANKER, ModelSpec
 from memstore.errors import ConfigurationError
 from memstore.rerankers.base import Reranker
 
@@ -19,7 +20,7 @@ __all__ = ["RERANKER_ENV", "RERANKER_NAMES", "reranker_from_spec", "resolve_rera
 # "cross-encoder": a local sentence-transformers CrossEncoder (a directory or hub name);
 # "http": an endpoint speaking the rerank shape Cohere, Jina, vLLM and Infinity share.
 RERANKER_NAMES = ("cross-encoder", "http")
-RERANKER_ENV = "MEMSTORE_RERANKER"
+RERANKER_ENV = RERANKER.env
 
 
 def reranker_from_spec(
@@ -39,7 +40,7 @@ def reranker_from_spec(
         )
     if not model:
         raise ConfigurationError(
-            f"the {kind} reranker needs a model (--reranker-model, {RERANKER_ENV}_MODEL)",
+            f"the {kind} reranker needs a model ({RERANKER.where('model')})",
             setting="reranker",
         )
     if kind == "cross-encoder":
@@ -53,7 +54,7 @@ def reranker_from_spec(
         return cast(Reranker, CrossEncoderReranker(model))
     if not base_url:
         raise ConfigurationError(
-            f"the http reranker needs a base URL (--reranker-base-url, {RERANKER_ENV}_BASE_URL)",
+            f"the http reranker needs a base URL ({RERANKER.where('base_url')})",
             setting="reranker",
         )
     from memstore.rerankers.http import HTTPReranker

@@ -8,6 +8,7 @@ pay for it even when nothing is migrated.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from functools import lru_cache
 from pathlib import Path
@@ -19,8 +20,12 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from memstore.db.distribution import shards_follow_column_storage
 from memstore.db.engine import create_engine
 from memstore.db.errors import translated
+from memstore.embeddings.base import check_dim
 from memstore.errors import ConfigurationError, SchemaOutOfDate
 from memstore.models.search import VECTOR_TABLES
+
+# The width migration 0003 records (its own copy reads the same variable).
+EMBEDDING_DIM_ENV = "MEMSTORE_EMBEDDING_DIM"
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -165,6 +170,15 @@ async def _shards_follow_vector_storage(engine: AsyncEngine) -> None:
 
 
 async def upgrade(target: AsyncEngine | str | None = None, revision: str = "head") -> None:
+    """Upgrade the schema; a ``$MEMSTORE_EMBEDDING_DIM`` no store could use is
+    :class:`ConfigurationError` before the database is touched (or created)."""
+    width = (os.environ.get(EMBEDDING_DIM_ENV) or "").strip()
+    if width:
+        try:
+            value: object = int(width)
+        except ValueError:
+            value = width
+        check_dim(value, what=f"${EMBEDDING_DIM_ENV}", setting=EMBEDDING_DIM_ENV)
     await _with_engine(target, "upgrade", revision)
 
 

@@ -28,6 +28,7 @@ from memstore.db.distribution import set_column_storage, set_shard_column_storag
 from memstore.embeddings.base import (
     Embedder,
     PassageEmbedder,
+    check_dim,
     embed_checked,
     embed_with_passages_checked,
     passages_checked,
@@ -57,6 +58,14 @@ class ReembedResult:
     passages: int = 0
     # LangGraph store items whose vectors were recomputed.
     langgraph_items: int = 0
+
+
+def _recorded_dim(value: str | None) -> int:
+    """The recorded width; 0 when none or not a number (re-embedding every row sets it)."""
+    try:
+        return int(value or 0)
+    except ValueError:
+        return 0
 
 
 def _episode_text(row: Any) -> str:
@@ -265,14 +274,15 @@ async def reembed(
             f"{embedder!r} computes no passages; pass an embedder with embed_passages "
             "(e.g. SentenceTransformerEmbedder) or leave passages off"
         )
-    dim = int(embedder.dim)
+    # Refused before anything changes: a width the vector column, its index or a later
+    # open could not take would leave a database no store can open.
+    dim = check_dim(embedder.dim, what=f"the width of {embedder!r}")
     identity = embedder_identity(embedder)
     distributed: list[str] = []
     async with engine.begin() as conn:
         await conn.run_sync(cross_tenant_connection, "reembed")
-        recorded = int(
+        recorded = _recorded_dim(
             await conn.scalar(select(ConfigRow.value).where(ConfigRow.key == EMBEDDING_DIM_KEY))
-            or 0
         )
         previous = await conn.scalar(select(ConfigRow.value).where(ConfigRow.key == EMBEDDER_KEY))
         if dim != recorded or (previous is not None and previous != identity):

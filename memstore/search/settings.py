@@ -13,7 +13,8 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession
 
 from memstore.db.upsert import insert_for
-from memstore.errors import DimensionMismatch, EmbedderMismatch
+from memstore.embeddings.base import MAX_DIM, MIN_DIM
+from memstore.errors import ConfigurationError, DimensionMismatch, EmbedderMismatch
 from memstore.models import ConfigRow
 from memstore.models.config import EMBEDDER_KEY, EMBEDDING_DIM_KEY
 
@@ -36,9 +37,22 @@ async def recorded_settings(engine: AsyncEngine) -> tuple[int, str | None]:
             )
         )
         rows = {key: value for key, value in result.all()}
-    if rows.get(EMBEDDING_DIM_KEY) is None:
+    raw = rows.get(EMBEDDING_DIM_KEY)
+    if raw is None:
         raise DimensionMismatch("the database records no embedding dimension; run migrations")
-    return int(rows[EMBEDDING_DIM_KEY]), rows.get(EMBEDDER_KEY)
+    try:
+        dim = int(raw)
+    except ValueError:
+        dim = None
+    if dim is None or not MIN_DIM <= dim <= MAX_DIM:
+        raise ConfigurationError(
+            f"this database records embedding width {raw!r}, which no store can use (a "
+            f"width is {MIN_DIM} to {MAX_DIM}); set a valid one with `memstore reembed "
+            "--embedder NAME` (and --embedder-dim N for hashing or openai), which "
+            "re-embeds every row",
+            setting="embedding_dim",
+        )
+    return dim, rows.get(EMBEDDER_KEY)
 
 
 async def recorded_embedding_dim(engine: AsyncEngine) -> int:
