@@ -128,6 +128,8 @@ class TenantService(Service):
                 if deleted:
                     await purge_full_text(session, ["episodes"])
         self.episode_search.drop(user)
-        if deleted:
+        # On a bound store nothing is committed yet (the caller commits later) and
+        # a checkpoint would only wait for the caller's own write lock.
+        if deleted and self.db.joined_session is None:
             await truncate_wal(self.db.engine)
         return deleted
