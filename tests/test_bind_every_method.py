@@ -156,3 +156,31 @@ async def test_gathered_calls_take_turns_on_the_callers_session(
                 inner = await view.context(user_id=USER, query="lamp")
                 assert f"episode:{episode}" in inner.ids
             assert "episodes" in seen
+
+
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+async def test_a_bound_forget_does_not_wait_for_a_flush_behind_the_callers_lock(
+    db_url: str, app_engine: AsyncEngine
+) -> None:
+    """A background flush of access counts waits for the caller's write lock (SQLite
+    has one); a forget in the caller's transaction must not wait for that flush."""
+    async with MemoryStore.open(db_url, engine_options={"sqlite_busy_timeout_ms": 60_000}) as store:
+        episode = await store.remember(Episode(user_id=USER, session_id="s1", input="a lamp"))
+        async with async_sessionmaker(app_engine)() as session:
+            await session.begin()
+            await session.execute(ledger.insert().values(id=1))
+            # Enough accesses for a background flush, which now waits for the lock.
+            store.record_access("episode", [episode] * 256, user_id=USER)
+            (flush,) = [
+                t
+                for t in asyncio.all_tasks()
+                if t.get_coro().__qualname__.endswith("_background_flush")  # type: ignore[union-attr]
+            ]
+            await asyncio.sleep(0)  # the flush's first step: it takes the counts
+            assert store.access_tracker.pending(USER, "episode", [episode]) == {}
+            assert await store.bind(session).forget(user_id=USER) > 0
+            assert not flush.done()
+            await session.rollback()
+        assert await store.access_tracker.background_flush_done()
+        # The rollback kept the episode, so the flush counted its accesses.
+        assert await store.access_counts("episode", [episode], user_id=USER) == {episode: 256}

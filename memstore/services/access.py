@@ -91,14 +91,17 @@ class AccessTracker:
                 out[item_id] = entry[0]
         return out
 
-    async def discard(self, user_id: str) -> None:
+    async def discard(self, user_id: str, *, wait: bool = True) -> None:
         """Drop buffered increments of a tenant (its memory is being erased).
 
         Waits for a flush in flight first, so it cannot write them back after
-        the erase.
+        the erase. ``wait=False`` for an erase in a caller's transaction, which
+        that flush may be waiting for (its locks, SQLite's write lock): the
+        flush then writes only counts of items that still exist, read under
+        the erasure guard.
         """
         task = self._task
-        if task is not None and not task.done():
+        if wait and task is not None and not task.done():
             await asyncio.gather(task, return_exceptions=True)
         for key in [k for k in self._pending if k[0] == user_id]:
             del self._pending[key]

@@ -105,7 +105,7 @@ class TenantService(Service):
         if before is not None:
             check_aware("before", before)
         if session_id is None and before is None:
-            await self.access_tracker.discard(user)
+            await self.access_tracker.discard(user, wait=self.db.joined_session is None)
         async with self.db.write(user) as session:
             # Waits for an in-flight consolidation batch or access flush of this
             # tenant and keeps new ones out until the erase commits.
