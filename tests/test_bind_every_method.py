@@ -1,11 +1,12 @@
 """Every public method works on a store bound to the caller's session (``store.bind``).
 
 Each method (the store's, ``threads``' and working memory's; tests/bound_cases.py)
-is called as the first thing in the caller's fresh transaction: it must work (or,
-by its nature, raise :class:`~memstore.Unsupported`), never a raw SQLAlchemy
-error; what it writes must be in the caller's transaction (visible through the
-session) and gone with its rollback; and the session must stay usable. A public
-method added without a case fails :func:`test_every_public_method_has_a_case`.
+is called in the caller's fresh transaction, as its first statement or (SQLite)
+after the application's own row: it must work (or, by its nature, raise
+:class:`~memstore.Unsupported`), never a raw SQLAlchemy error; what it writes must
+be in the caller's transaction (visible through the session) and gone with its
+rollback; and the session must stay usable. A public method added without a case
+fails :func:`test_every_public_method_has_a_case`.
 """
 
 from __future__ import annotations
