@@ -17,6 +17,7 @@ from memstore.errors import (
     PermissionDenied,
     SchemaOutOfDate,
     Unavailable,
+    Unsupported,
     WrongThread,
 )
 from memstore.services.agent import (
@@ -114,6 +115,7 @@ __all__ = [
     "ThreadInfo",
     "TokenCounter",
     "Unavailable",
+    "Unsupported",
     "WorkingMemory",
     "WrongThread",
     "__version__",

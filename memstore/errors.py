@@ -23,6 +23,7 @@ __all__ = [
     "PermissionDenied",
     "SchemaOutOfDate",
     "Unavailable",
+    "Unsupported",
     "WrongThread",
 ]
 
@@ -123,6 +124,21 @@ class SchemaOutOfDate(MemstoreError):
 
 class Unavailable(MemstoreError):
     """The database could not be reached; the call may be retried."""
+
+
+class Unsupported(MemstoreError):
+    """The operation cannot run the way the store is used, by its nature; nothing was done.
+
+    E.g. a live feed (``changes()``, ``threads.wait`` / ``follow``) on a store
+    bound to the application's transaction (``store.bind``), which would see its
+    own uncommitted rows as changes and hold the transaction open while it
+    sleeps. ``operation`` names the refused operation; the message says what to
+    call instead.
+    """
+
+    def __init__(self, message: str, *, operation: str) -> None:
+        super().__init__(message)
+        self.operation = operation
 
 
 class PermissionDenied(MemstoreError):

@@ -239,6 +239,9 @@ class MemoryStore:
         commits or rolls back its own transaction, and memstore's rows with it.
         The session may come from the application's own engine on the same
         database. Accesses recorded through the view are buffered by this store.
+        Calls through the view take turns on the session, however many tasks
+        make them; the live feeds (``changes()``, ``threads.wait`` and
+        ``threads.follow``) raise :class:`Unsupported` there (docs/bind.md).
         """
         return MemoryStore(
             engine=self.engine,

@@ -9,17 +9,20 @@ hand the sessions it yields to repositories, which never commit.
 
 :meth:`Database.joined` gives a view whose transactions are the caller's own:
 an application that keeps its rows in the same database passes its
-``AsyncSession`` and memstore's writes commit or roll back with them.
+``AsyncSession`` and memstore's writes commit or roll back with them. That one
+session allows no concurrent operations, so memstore's transactions on it take
+turns (:func:`_session_turn`) however many tasks run them.
 """
 
 from __future__ import annotations
 
 import asyncio
 import weakref
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from contextvars import ContextVar
 from datetime import datetime
+from types import MappingProxyType
 from typing import Any
 
 from sqlalchemy import func, select
@@ -36,7 +39,7 @@ from memstore.db.connections import (
 from memstore.db.engine import pool_capacity
 from memstore.db.errors import translated
 from memstore.db.signal import HINTS_KEY, ChangeSignal
-from memstore.errors import InvalidInput
+from memstore.errors import InvalidInput, Unsupported
 from memstore.types import utcnow
 
 __all__ = ["Clock", "Database", "Reader"]
@@ -55,6 +58,8 @@ Reader = AsyncSession | AsyncConnection
 _HOLDS_PERMIT: ContextVar[bool] = ContextVar("memstore_holds_permit", default=False)
 # Set while this task holds the SQLite write permit (same reason).
 _HOLDS_WRITE: ContextVar[bool] = ContextVar("memstore_holds_write", default=False)
+# Session.info entry: the gate of a caller's session (see _SessionGate).
+_GATE_KEY = "memstore_session_gate"
 
 
 class Database:
@@ -143,6 +148,19 @@ class Database:
             self.engine, clock=self.clock, rls=self.rls, joined=session, signal=self.signal
         )
 
+    def refuse_joined(self, what: str, why: str) -> None:
+        """Raise :class:`Unsupported` if this view runs in a caller's transaction.
+
+        For operations that need transactions of memstore's own: ``what`` is
+        named in the message, ``why`` says what the caller's transaction prevents.
+        """
+        if self.joined_session is not None:
+            raise Unsupported(
+                f"{what} cannot run on a store bound to your session (store.bind): {why}; "
+                "call it on the store itself",
+                operation=what,
+            )
+
     @asynccontextmanager
     async def write(self, tenant: str | None = None) -> AsyncIterator[AsyncSession]:
         """A write transaction, committed when the block ends without error."""
@@ -201,12 +219,15 @@ class Database:
         with translated(what):
             if self.joined_session is not None:
                 session = self.joined_session
-                if self.postgres:
-                    await _with_vector_codec(session)
-                if tenant is not None:
-                    await self.set_tenant(session, tenant)
-                yield session
-                await session.flush()
+                async with _session_turn(session):
+                    if self.postgres:
+                        await _with_vector_codec(session)
+                    elif write:
+                        await _sqlite_begun(session)
+                    if tenant is not None:
+                        await self.set_tenant(session, tenant)
+                    yield session
+                    await session.flush()
                 return
             async with (
                 self._permit(),
@@ -273,6 +294,47 @@ def _literal(value: str) -> str:
     return "E'" + value.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
+class _SessionGate:
+    """Turns on a caller's session: one of memstore's transactions on it at a time.
+
+    An ``AsyncSession`` refuses concurrent operations, and memstore runs
+    independent reads concurrently (the context builder gathers four); an
+    application may gather calls of a bound store too. On a bound store they
+    all share the caller's one session, so each transaction waits for its turn
+    (:func:`_session_turn`). The task whose transaction has the turn, and the
+    tasks it starts meanwhile, take turns at an inner gate instead: a nested
+    call, or a call made while ``export_stream`` holds its transaction open,
+    must not wait for the turn its own caller holds.
+    """
+
+    def __init__(self) -> None:
+        self.lock = asyncio.Lock()
+
+
+# The inner gate of each caller's session whose turn this task (or the task
+# that started it) holds: root gate -> inner gate.
+_INSIDE: ContextVar[Mapping[_SessionGate, _SessionGate]] = ContextVar(
+    "memstore_session_turns", default=MappingProxyType({})
+)
+
+
+@asynccontextmanager
+async def _session_turn(session: AsyncSession) -> AsyncIterator[None]:
+    """Wait for this task's turn on ``session``, and hold it for the block."""
+    root = session.info.get(_GATE_KEY)
+    if not isinstance(root, _SessionGate):
+        root = session.info[_GATE_KEY] = _SessionGate()
+    outer = _INSIDE.get()
+    async with outer.get(root, root).lock:
+        _INSIDE.set({**outer, root: _SessionGate()})
+        try:
+            yield
+        finally:
+            # Not reset(token): an async generator's transaction may be left
+            # in another context than the one it was entered in.
+            _INSIDE.set(outer)
+
+
 @asynccontextmanager
 async def _nothing() -> AsyncIterator[None]:
     yield
@@ -294,6 +356,21 @@ async def _held(
             # Not reset(token): a transaction entered by one task may be left
             # by another (SyncMemoryStore runs each step as its own task).
             holds.set(False)
+
+
+async def _sqlite_begun(session: AsyncSession) -> None:
+    """Make a caller's SQLite transaction real before memstore writes in it.
+
+    The sqlite3 module's default transaction handling sends BEGIN only before an
+    INSERT, UPDATE or DELETE. A SAVEPOINT sent first would open the outermost
+    transaction itself, and its RELEASE would commit memstore's rows on their
+    own, whatever the caller does with its transaction later.
+    """
+    connection = await session.connection()
+    raw = (await connection.get_raw_connection()).driver_connection
+    if raw is not None and not raw.in_transaction:
+        # IMMEDIATE, as memstore's own writers: the write lock now, waiting busy_timeout.
+        await connection.exec_driver_sql("BEGIN IMMEDIATE")
 
 
 async def _with_vector_codec(session: AsyncSession) -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.engine import Connection
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from memstore.db.distribution import shards_follow_column_storage
 from memstore.db.engine import create_engine
@@ -201,9 +201,12 @@ def _current(connection: Connection) -> Any:
     return MigrationContext.configure(connection).get_current_revision()
 
 
-async def current_revision(engine: AsyncEngine) -> str | None:
+async def current_revision(bind: AsyncEngine | AsyncConnection) -> str | None:
+    """The database's schema revision, read on ``bind`` (a connection: in its transaction)."""
     with translated("read schema revision"):
-        async with engine.connect() as connection:
+        if isinstance(bind, AsyncConnection):
+            return await bind.run_sync(_current)
+        async with bind.connect() as connection:
             return await connection.run_sync(_current)
 
 

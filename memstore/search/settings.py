@@ -60,10 +60,15 @@ async def recorded_embedding_dim(engine: AsyncEngine) -> int:
     return (await recorded_settings(engine))[0]
 
 
-async def recorded_embedder(engine: AsyncEngine) -> str | None:
-    """Identity of the embedder whose vectors the database holds; None if none recorded."""
-    async with engine.connect() as conn:
-        return await conn.scalar(select(ConfigRow.value).where(ConfigRow.key == EMBEDDER_KEY))
+async def recorded_embedder(bind: AsyncEngine | AsyncConnection) -> str | None:
+    """Identity of the embedder whose vectors the database holds; None if none recorded.
+
+    Read on ``bind`` (a connection: in its transaction)."""
+    query = select(ConfigRow.value).where(ConfigRow.key == EMBEDDER_KEY)
+    if isinstance(bind, AsyncConnection):
+        return await bind.scalar(query)
+    async with bind.connect() as conn:
+        return await conn.scalar(query)
 
 
 def check_embedder(recorded: str | None, identity: str, *, allow_change: bool = False) -> None:

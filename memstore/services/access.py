@@ -91,14 +91,17 @@ class AccessTracker:
                 out[item_id] = entry[0]
         return out
 
-    async def discard(self, user_id: str) -> None:
+    async def discard(self, user_id: str, *, wait: bool = True) -> None:
         """Drop buffered increments of a tenant (its memory is being erased).
 
         Waits for a flush in flight first, so it cannot write them back after
-        the erase.
+        the erase. ``wait=False`` for an erase in a caller's transaction, which
+        that flush may be waiting for (its locks, SQLite's write lock): the
+        flush then writes only counts of items that still exist, read under
+        the erasure guard.
         """
         task = self._task
-        if task is not None and not task.done():
+        if wait and task is not None and not task.done():
             await asyncio.gather(task, return_exceptions=True)
         for key in [k for k in self._pending if k[0] == user_id]:
             del self._pending[key]
@@ -117,34 +120,43 @@ class AccessTracker:
         except Exception:  # a ranking prior is not worth crashing the agent for
             log.warning("memstore: flushing access counts failed; will retry", exc_info=True)
 
-    async def flush(self) -> None:
-        """Write every buffered increment in one transaction."""
-        async with self._lock:
-            taken, self._pending = self._pending, {}
-            self._events = 0
-            if not taken:
-                return
-            deltas = [
-                # Recorded by the services with ids they validated (storage_user_id).
-                AccessDelta(user_id=TenantId(u), kind=k, item_id=i, count=c, last_accessed_at=at)
-                for (u, k, i), (c, at) in taken.items()
-            ]
-            try:
-                async with self._db.write() as session:
-                    # A forget of one of these tenants either finishes first (then
-                    # the upsert sees its items gone) or waits for this flush.
-                    await guard_against_erasure(session, {d.user_id for d in deltas})
-                    repo = AccessRepository(session=session)
-                    # Each tenant's part is named for the row-level security policies.
-                    for user in sorted({d.user_id for d in deltas}):
-                        await self._db.set_tenant(session, user)
-                        await repo.add([d for d in deltas if d.user_id == user])
-            except BaseException:
-                # Put the increments back so the next flush retries them.
-                for key, (count, at) in taken.items():
-                    newer_count, newer_at = self._pending.get(key, (0, at))
-                    self._pending[key] = (count + newer_count, max(at, newer_at))
-                raise
+    async def flush(self, db: Database | None = None) -> None:
+        """Write every buffered increment in one transaction: of ``db`` if given
+        (a bound store's view: the caller's transaction), else of the store."""
+        if db is None or db is self._db:
+            async with self._lock:
+                await self._write(self._db)
+        else:
+            # Not queued behind a flush on the store's own connections: that one
+            # may be waiting for locks the caller's transaction holds.
+            await self._write(db)
+
+    async def _write(self, db: Database) -> None:
+        taken, self._pending = self._pending, {}
+        self._events = 0
+        if not taken:
+            return
+        deltas = [
+            # Recorded by the services with ids they validated (storage_user_id).
+            AccessDelta(user_id=TenantId(u), kind=k, item_id=i, count=c, last_accessed_at=at)
+            for (u, k, i), (c, at) in taken.items()
+        ]
+        try:
+            async with db.write() as session:
+                # A forget of one of these tenants either finishes first (then
+                # the upsert sees its items gone) or waits for this flush.
+                await guard_against_erasure(session, {d.user_id for d in deltas})
+                repo = AccessRepository(session=session)
+                # Each tenant's part is named for the row-level security policies.
+                for user in sorted({d.user_id for d in deltas}):
+                    await db.set_tenant(session, user)
+                    await repo.add([d for d in deltas if d.user_id == user])
+        except BaseException:
+            # Put the increments back so the next flush retries them.
+            for key, (count, at) in taken.items():
+                newer_count, newer_at = self._pending.get(key, (0, at))
+                self._pending[key] = (count + newer_count, max(at, newer_at))
+            raise
 
     async def close(self) -> None:
         """Wait for a running background flush, then flush what is left."""
@@ -173,8 +185,12 @@ class AccessService:
         self.access_tracker.record(user, kind, [i for i in item_ids if i], self.db.now())
 
     async def flush_access(self) -> None:
-        """Write buffered access counts now (also happens on close and every few hundred)."""
-        await self.access_tracker.flush()
+        """Write buffered access counts now (also happens on close and every few hundred).
+
+        On a store bound to a caller's session they are written in its
+        transaction (a connection of the store's own would wait for that
+        transaction's locks), so they are lost if it rolls back."""
+        await self.access_tracker.flush(self.db)
 
     async def access_counts(
         self, kind: str, item_ids: Sequence[str], *, user_id: str | None = None

@@ -180,7 +180,7 @@ class ChangeService(Service):
         user = storage_user_id(user_id)
         chosen = _check_kinds(kinds)
         feed = _Feed(user, parse_position(after), chosen, self.db.now)
-        async with watching(self.db, user, None) as watch:
+        async with watching(self.db, user, None, what="changes") as watch:
             while True:
                 # No deadline: until() returns only when there is something to yield.
                 for change in await watch.until(feed.read) or []:

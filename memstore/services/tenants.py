@@ -105,7 +105,7 @@ class TenantService(Service):
         if before is not None:
             check_aware("before", before)
         if session_id is None and before is None:
-            await self.access_tracker.discard(user)
+            await self.access_tracker.discard(user, wait=self.db.joined_session is None)
         async with self.db.write(user) as session:
             # Waits for an in-flight consolidation batch or access flush of this
             # tenant and keeps new ones out until the erase commits.
@@ -128,6 +128,8 @@ class TenantService(Service):
                 if deleted:
                     await purge_full_text(session, ["episodes"])
         self.episode_search.drop(user)
-        if deleted:
+        # On a bound store nothing is committed yet (the caller commits later) and
+        # a checkpoint would only wait for the caller's own write lock.
+        if deleted and self.db.joined_session is None:
             await truncate_wal(self.db.engine)
         return deleted

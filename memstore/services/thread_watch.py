@@ -94,7 +94,7 @@ class ThreadWatch:
         check_identifier("thread_id", thread_id)
         cursor = _Cursor(user, thread_id, _check_after(after), None)
         seconds = check_timeout(timeout)
-        async with watching(self._db, user, seconds) as watch:
+        async with watching(self._db, user, seconds, what="threads.wait") as watch:
             return await watch.until(cursor.read) or []
 
     async def follow(
@@ -109,7 +109,7 @@ class ThreadWatch:
         user = storage_user_id(user_id)
         check_identifier("thread_id", thread_id)
         cursor = _Cursor(user, thread_id, _check_after(after), _FOLLOW_BATCH)
-        async with watching(self._db, user, None) as watch:
+        async with watching(self._db, user, None, what="threads.follow") as watch:
             while True:
                 # No deadline: until() returns only when there are slots.
                 for slot in await watch.until(cursor.read) or []:

@@ -30,14 +30,19 @@ class TransferService(Service):
     async def export_header(self, *, user_id: str | None = None) -> dict[str, Any]:
         """What describes a dump of one tenant (the first line of a JSON Lines export)."""
         user = storage_user_id(user_id)
+        # In a transaction of the unit of work: on a bound store, the caller's.
+        async with self.db.read() as session:
+            connection = await session.connection()
+            revision = await current_revision(connection)
+            # Whose vector space the dumped embeddings are in (see import_rows).
+            embedder = await recorded_embedder(connection)
         return {
             "format": EXPORT_FORMAT,
             "user_id": public_user_id(user),
             "exported_at": self.db.now().isoformat(),
             "backend": self.db.engine.dialect.name,
-            "schema_revision": await current_revision(self.db.engine),
-            # Whose vector space the dumped embeddings are in (see import_rows).
-            "embedder": await recorded_embedder(self.db.engine),
+            "schema_revision": revision,
+            "embedder": embedder,
             "tables": [t.name for t in reversed(tenant_tables())],
         }
 

@@ -83,9 +83,16 @@ class TenantWatch:
 
 @asynccontextmanager
 async def watching(
-    db: Database, user: TenantId, seconds: float | None
+    db: Database, user: TenantId, seconds: float | None, *, what: str
 ) -> AsyncIterator[TenantWatch]:
-    """A :class:`TenantWatch` whose deadline is ``seconds`` from now (None: none)."""
+    """A :class:`TenantWatch` of the call ``what``, whose deadline is ``seconds`` from now
+    (None: none). Refused on a store bound to a caller's transaction."""
+    db.refuse_joined(
+        what,
+        "it waits for changes other transactions commit, while your open transaction "
+        "would show it its own uncommitted rows as changes and stay open as it sleeps "
+        "(on SQLite holding the write lock the other writers need)",
+    )
     loop = asyncio.get_running_loop()
     deadline = None if seconds is None else loop.time() + seconds
     async with db.signal.waiting(seconds) as waiter:
