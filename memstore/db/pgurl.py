@@ -142,7 +142,7 @@ def _timeout(url: URL, raw: str) -> float:
 
 
 def _options(url: URL, raw: str) -> dict[str, str]:
-    """libpq's ``options`` (``-c name=value`` / ``--name=value``, ``\\`` escapes) as settings."""
+    """libpq's ``options`` as settings: ``-c name=value``, its long form, ``\\`` escapes."""
     settings: dict[str, str] = {}
     words = _words(raw)
     while words:
