@@ -30,7 +30,14 @@ from memstore.schema.migrate import upgrade
 from memstore.store import MemoryStore
 from memstore.types import Episode
 
-__all__ = ["DEFAULT_BUDGETS", "KS", "QuestionScores", "run_configs", "tenant_name"]
+__all__ = [
+    "DEFAULT_BUDGETS",
+    "KS",
+    "QuestionScores",
+    "episodes_of",
+    "run_configs",
+    "tenant_name",
+]
 
 KS = tuple(range(1, 11))
 DEFAULT_BUDGETS = (500, 1000, 2000)
@@ -58,7 +65,7 @@ def tenant_name(index: int) -> str:
     return f"{TENANT_PREFIX}{index}"
 
 
-def _episodes(dataset: Dataset) -> dict[str, list[Episode]]:
+def episodes_of(dataset: Dataset) -> dict[str, list[Episode]]:
     """The episodes of each conversation, by conversation."""
     tenants = {c: tenant_name(i) for i, c in enumerate(dataset.conversations)}
     sessions: dict[tuple[str, str], str] = {}
@@ -127,7 +134,7 @@ async def _run_one(
     embedder = config.build_embedder()
     if temporary:
         await _prepare(url, embedder)
-    episodes = _episodes(dataset)
+    episodes = episodes_of(dataset)
     tenants = {c: tenant_name(i) for i, c in enumerate(dataset.conversations)}
     turn_of = {str(e.id): str(e.metadata["turn"]) for rows in episodes.values() for e in rows}
     bar = progress(len(dataset.turns) + len(dataset.questions), config.name) if progress else None
