@@ -23,11 +23,16 @@ ROOT = Path(__file__).resolve().parents[1]
 SVG = "{http://www.w3.org/2000/svg}"
 
 
-def _eval(*args: str, cwd: Path, tmp: Path) -> subprocess.CompletedProcess[str]:
+def _eval(
+    *args: str, cwd: Path, tmp: Path, url: str | None = None
+) -> subprocess.CompletedProcess[str]:
     """The command in a subprocess whose temporary directory is ``tmp`` (to see what it
-    leaves there) and whose cwd is ``cwd`` (where ./memstore.db would be)."""
+    leaves there) and whose cwd is ``cwd`` (where ./memstore.db would be); ``url`` is
+    $MEMSTORE_URL, the user's own database."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSTORE_")}
     env.update(PYTHONPATH=str(ROOT), TMPDIR=str(tmp))
+    if url is not None:
+        env["MEMSTORE_URL"] = url
     code = f"from memstore.cli import main\nraise SystemExit(main({['eval', *args]!r}))\n"
     return subprocess.run(
         [sys.executable, "-c", code],
@@ -69,10 +74,11 @@ def test_each_format_runs_on_a_removed_temporary_database(kind: str, tmp_path: P
     done = _eval(
         name, "--config", "base=hashing", "--config", "narrow=hashing,dim=128",
         "--budgets", "200", "1000", "--json", "out.json", "--svg", "out.svg",
-        cwd=work, tmp=tmp,
+        cwd=work, tmp=tmp, url=f"sqlite:///{work / 'production.db'}",
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    # Only the file read and the outputs asked for; the temporary directory is gone.
+    # Only the file read and the outputs asked for ($MEMSTORE_URL's database is not
+    # created, nor ./memstore.db); the temporary directory is gone.
     assert sorted(p.name for p in work.iterdir()) == sorted([name, "out.json", "out.svg"])
     assert list(tmp.iterdir()) == []
     report = json.loads((work / "out.json").read_text())

@@ -51,6 +51,21 @@ def test_jsonl_ids_per_conversation_and_the_conversation_from_evidence(tmp_path:
     assert data.turns[2].session == "c2" and data.turns[2].time is None
 
 
+def test_long_chat_one_conversation_of_messages(tmp_path: Path) -> None:
+    chat = {
+        "messages": [
+            {"id": "a/0", "session": "a", "date": "2023/05/20 (Sat) 02:21",
+             "role": "user", "content": "I flew to Oslo."},
+            {"id": "a/1", "session": "a", "role": "assistant", "content": "Nice."},
+        ],
+        "questions": [{"id": "q", "type": "trip", "question": "Where?", "evidence": ["a/0"]}],
+    }  # fmt: skip
+    data = load_dataset(write(tmp_path / "c.json", chat))
+    assert data.format == "longchat" and data.conversations == ["longchat"]
+    assert [(t.id, t.speaker) for t in data.turns] == [("a/0", "user"), ("a/1", "assistant")]
+    assert [(q.evidence, q.category) for q in data.questions] == [(("a/0",), "trip")]
+
+
 def _locomo_with(change: Any) -> list[dict[str, Any]]:
     sample = locomo_sample()
     change(sample[0])

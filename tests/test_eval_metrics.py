@@ -3,8 +3,10 @@ plain re-implementation, the recall@k SVG, and configuration specs."""
 
 from __future__ import annotations
 
+import json
 import math
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,6 +16,7 @@ from memstore.evaluation import (
     EvalConfig,
     QuestionScores,
     bootstrap,
+    load_configs,
     markdown,
     parse_config,
     recall_svg,
@@ -110,6 +113,17 @@ def test_markdown_rows_per_configuration_and_category() -> None:
     assert "| fast | 2 | 0.500 [0.000, 1.000] |" in table
     assert "| fast | multi | 1 | 0.000 [0.000, 0.000] |" in table
     assert "ctx 500" in table
+
+
+def test_configurations_file(tmp_path: Path) -> None:
+    path = tmp_path / "models.json"
+    path.write_text(json.dumps({"wide": {"embedder": "hashing"}, "small": {"dim": 64}}))
+    assert load_configs(path) == [EvalConfig("wide"), EvalConfig("small", dim=64)]
+    path.write_text("[1]")
+    with pytest.raises(ConfigurationError, match="expected an object of name -> settings"):
+        load_configs(path)
+    with pytest.raises(ConfigurationError, match="configurations file"):
+        load_configs(tmp_path / "none.json")
 
 
 def test_config_specs() -> None:
