@@ -41,7 +41,6 @@ import asyncio
 import json
 import math
 import random
-import re
 import sys
 import tempfile
 import time
@@ -49,7 +48,6 @@ import uuid
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import replace
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -58,13 +56,18 @@ sys.path.insert(0, str(REPO))
 
 from memstore import Episode, MemoryStore  # noqa: E402
 from memstore.embeddings import HashingEmbedder  # noqa: E402
+
+# Re-exported: the other measuring scripts read LoCoMo through this module.
+from memstore.evaluation.locomo import norm_id as norm_id  # noqa: E402
+from memstore.evaluation.locomo import session_date as session_date  # noqa: E402
+from memstore.evaluation.locomo import tenant_of as tenant_of  # noqa: E402
+from memstore.evaluation.locomo import turn_text as turn_text  # noqa: E402
 from memstore.recall import RecallTuning  # noqa: E402
 from memstore.schema.migrate import upgrade  # noqa: E402
 
 DEFAULT_DATA = "../shared/data/locomo-dev.json"
 KS = (1, 5, 10, 20)
 MAIN = ("1", "2", "3", "4")
-EVIDENCE = re.compile(r"D:?(\d+):(\d+)")
 # The dev set split by conversation: weights are chosen on "tune" only, and
 # "held-out" is reported beside it (docs/RECALL.md).
 # Episode ids break ties in the ranking (after score and time); random ids would
@@ -84,22 +87,6 @@ ABLATIONS = {
 
 # (conversation, category) -> one {k: recall@k} per question
 Results = dict[tuple[str, str], list[dict[int, float]]]
-
-
-def norm_id(raw: str) -> str | None:
-    match = EVIDENCE.search(raw)
-    return f"D{int(match.group(1))}:{int(match.group(2))}" if match else None
-
-
-def session_date(raw: str) -> datetime:
-    return datetime.strptime(raw.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
-
-
-def turn_text(turn: dict[str, Any]) -> str:
-    text = f"{turn['speaker']}: {turn['text']}"
-    if turn.get("blip_caption"):
-        text += f" [shares a photo: {turn['blip_caption']}]"
-    return text
 
 
 def session_of(dia_id: str) -> str:
@@ -211,10 +198,6 @@ def resolve_data(path: str | Path) -> Path:
     if not candidate.exists() and not candidate.is_absolute():
         candidate = REPO / path
     return candidate
-
-
-def tenant_of(sample: dict[str, Any], index: int) -> str:
-    return str(sample.get("sample_id") or f"conv-{index}")
 
 
 def load(path: str | Path, conversations: Sequence[str] | None = None) -> list[dict[str, Any]]:

@@ -2,7 +2,8 @@
 
 Each sub-command lives in its own module exposing ``register(subparsers)``;
 handlers return an exit code. Errors print their cause and exit non-zero.
-Every command but ``migrate`` and ``demo`` works on an existing store: it calls
+Every command but ``migrate``, ``demo`` and ``eval`` (a temporary database by default)
+works on an existing store: it calls
 :func:`memstore.schema.database.require_existing_database` before it opens anything, so a
 mistyped SQLite path fails in one line instead of leaving an empty database there.
 Commands that need an optional extra name it in the default ``extras``; a missing
@@ -37,6 +38,7 @@ COMMAND_MODULES = [
     "memstore.cli.inspect",
     "memstore.cli.citus",
     "memstore.cli.mcp",
+    "memstore.cli.eval",
 ]
 # Sub-commands whose name is not their module's last dotted component.
 COMMAND_ALIASES = {"import": "memstore.cli.import_dump"}
