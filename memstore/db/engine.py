@@ -12,7 +12,12 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import QueuePool
 
 from memstore.db import jsontext
-from memstore.db.connections import configure_postgres, configure_sqlite, connect_postgres
+from memstore.db.connections import (
+    configure_postgres,
+    configure_sqlite,
+    connect_postgres,
+    connect_sqlite,
+)
 from memstore.db.slowlog import check_threshold, install_slow_query_log, slow_query_ms_from_env
 from memstore.errors import ConfigurationError, NotFound
 
@@ -70,9 +75,18 @@ def resolve_url(url: str | None) -> str:
     """Argument, else ``$MEMSTORE_URL``, else the embedded SQLite file; driver added if missing.
 
     Raises :class:`ConfigurationError` for anything that is not a URL of a
-    supported backend.
+    supported backend, an empty or blank one included: ``--url ""`` or an empty
+    ``$MEMSTORE_URL`` is a mistake (an unset shell variable, a lost quote), and
+    quietly falling back to ``./memstore.db`` would create a database there.
     """
-    raw = url or os.environ.get("MEMSTORE_URL") or DEFAULT_URL
+    raw = url if url is not None else os.environ.get("MEMSTORE_URL")
+    if raw is None:
+        raw = DEFAULT_URL
+    elif not raw.strip():
+        source = "the database URL" if url is not None else "$MEMSTORE_URL"
+        raise ConfigurationError(
+            f"{source} is empty; {_URL_HINT} (or leave it unset for the default)", url=raw
+        )
     parsed = _parse(raw)
     backend = parsed.get_backend_name()
     if backend not in ("sqlite", "postgresql", "postgres"):
@@ -163,7 +177,9 @@ def _create(
     backend = parsed.get_backend_name()
     if backend == "sqlite":
         _check_sqlite_directory(parsed)
-        engine = create_async_engine(resolved, **kwargs)
+        connect_args = dict(kwargs.pop("connect_args", None) or {})
+        connect_args.setdefault("async_creator_fn", connect_sqlite)
+        engine = create_async_engine(resolved, connect_args=connect_args, **kwargs)
         configure_sqlite(engine, busy_timeout_ms=sqlite_busy_timeout_ms)
     elif backend == "postgresql":
         kwargs.setdefault("pool_size", 5)
@@ -200,12 +216,20 @@ def pool_capacity(engine: AsyncEngine) -> int | None:
 
 
 def _check_sqlite_directory(url: URL) -> None:
-    # SQLite creates the file but not its directory; the driver's "unable to open
-    # database file" would look like an outage (Unavailable) although no retry helps.
+    # SQLite creates the file but not its directory, and cannot open a directory;
+    # the driver's "unable to open database file" would look like an outage
+    # (Unavailable) although no retry helps.
     database = url.database
     if not database or database == ":memory:" or database.startswith("file:"):
         return
-    directory = Path(database).expanduser().parent
+    path = Path(database).expanduser()
+    if path.is_dir():
+        raise ConfigurationError(
+            f"cannot open SQLite database {database!r}: it is a directory; name a file "
+            "in it, e.g. sqlite:///path/to/dir/memstore.db",
+            url=redacted(url),
+        )
+    directory = path.parent
     if not directory.is_dir():
         raise ConfigurationError(
             f"cannot open SQLite database {database!r}: directory {str(directory)!r} does "
