@@ -141,6 +141,7 @@ def _unopenable_url(tmp_path: Path) -> str:
 def test_bad_urls_are_one_line_and_write_nothing(name: str, tmp_path: Path) -> None:
     workdir = tmp_path / "work"
     (workdir / "adir").mkdir(parents=True)
+    (workdir / "notes.txt").write_text("not a database\n")
     args = _args(name, tmp_path)
     empty = ["ConfigurationError: ", "the database URL is empty"]
     cases: list[tuple[list[str], str | None, list[str]]] = [
@@ -162,11 +163,19 @@ def test_bad_urls_are_one_line_and_write_nothing(name: str, tmp_path: Path) -> N
         cases.append(([], "", ["ConfigurationError: ", "$MEMSTORE_URL is empty"]))
     if not name.startswith(("rls", "citus")):  # those refuse SQLite before connecting
         cases.append((["--url", _unopenable_url(tmp_path)], None, ["unable to open"]))
+        cases.append(
+            (
+                ["--url", f"sqlite:///{workdir / 'notes.txt'}"],
+                None,
+                ["ConfigurationError: ", "not a SQLite database"],
+            )
+        )
     outcomes = _runs([(args + extra, url) for extra, url, _ in cases], cwd=workdir)
     for (_, _, causes), done in zip(cases, outcomes, strict=True):
         _one_line_failure(done, args[0], *causes)
     # Above all no ./memstore.db, no output file, nothing in the directory.
-    assert _listing(workdir) == ["adir"] and _listing(workdir / "adir") == []
+    assert _listing(workdir) == ["adir", "notes.txt"] and _listing(workdir / "adir") == []
+    assert (workdir / "notes.txt").read_text() == "not a database\n"
     assert not (tmp_path / "out.jsonl").exists()
 
 
