@@ -244,12 +244,18 @@ def test_unreadable_or_unwritable_dump_files_are_one_line(tmp_path: Path) -> Non
             ["ConfigurationError: ", "does not exist"],
         ),
         (["export", "--user-id", "alice", "-o", str(adir)], ["it is a directory"]),
+        (
+            ["export", "--user-id", "alice", "-o", str(tmp_path / "store.db")],
+            ["it is the database being exported"],
+        ),
     ]
     before = _listing(tmp_path)
+    database = (tmp_path / "store.db").read_bytes()
     outcomes = _runs([([*args, "--url", url], None) for args, _ in cases], cwd=tmp_path)
     for (args, causes), done in zip(cases, outcomes, strict=True):
         _one_line_failure(done, args[0], *causes)
     assert _listing(tmp_path) == before and _listing(adir) == []
+    assert (tmp_path / "store.db").read_bytes() == database
 
 
 # ---- the demo, told twice ---------------------------------------------------------------

@@ -52,11 +52,11 @@ def run_on_dump(
     The rows moved, counted by kind, go to stderr: stdout may be the dump.
     """
     from memstore.cli.dumpfiles import dump_lines, dump_output
-    from memstore.schema.database import require_existing_database  # not for --help
+    from memstore.schema.database import require_existing_database, sqlite_file
 
     require_existing_database(url)  # never create one behind a mistyped path
     if writing:
-        with dump_output(path) as out:
+        with dump_output(path, database=sqlite_file(url)) as out:
             counts = asyncio.run(work(out))
     else:
         with dump_lines(path) as lines:

@@ -21,6 +21,10 @@ from memstore.errors import ConfigurationError, InvalidInput
 
 __all__ = ["dump_lines", "dump_output"]
 
+# SQLite keeps a database's write-ahead log, shared memory and rollback journal
+# beside it under these suffixes.
+_SQLITE_SIDE_FILES = ("-wal", "-shm", "-journal")
+
 
 def _cannot(verb: str, path: str, cause: str, setting: str) -> ConfigurationError:
     return ConfigurationError(f"cannot {verb} {path!r}: {cause}", setting=setting)
@@ -53,12 +57,13 @@ def _decoded(lines: Iterable[str], path: str) -> Iterator[str]:
 
 
 @contextmanager
-def dump_output(path: str) -> Iterator[IO[str]]:
+def dump_output(path: str, *, database: Path | None = None) -> Iterator[IO[str]]:
     """A text file for the dump, ASCII with ``\\n`` lines; stdout for ``-`` (left open).
 
     A regular file (new or existing) is written aside and renamed over ``path`` when
     the block completes; when it raises, ``path`` is untouched and the temporary
     file removed. A device or pipe (``/dev/null``, a FIFO) is written in place.
+    ``database`` (the SQLite file being dumped) and its journal files are refused.
     """
     if path == "-":
         yield sys.stdout
@@ -67,6 +72,12 @@ def dump_output(path: str) -> Iterator[IO[str]]:
     target = Path(os.path.realpath(path))
     if target.is_dir():
         raise _cannot("write", path, "it is a directory; name a file to write", "output")
+    if database is not None:
+        store = Path(os.path.realpath(database))
+        if target == store:
+            raise _cannot("write", path, "it is the database being exported", "output")
+        if target in {store.with_name(store.name + suffix) for suffix in _SQLITE_SIDE_FILES}:
+            raise _cannot("write", path, "it is a file of the database being exported", "output")
     if target.exists() and not target.is_file():
         with _opened(path) as file:
             yield file

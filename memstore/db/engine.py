@@ -31,6 +31,7 @@ __all__ = [
     "redacted",
     "require_existing_database",
     "resolve_url",
+    "sqlite_file",
 ]
 
 DEFAULT_URL = "sqlite+aiosqlite:///./memstore.db"
@@ -100,6 +101,15 @@ def resolve_url(url: str | None) -> str:
     elif parsed.drivername == "sqlite":
         parsed = parsed.set(drivername="sqlite+aiosqlite")
     return parsed.render_as_string(hide_password=False)
+
+
+def sqlite_file(url: str | None) -> Path | None:
+    """The file a SQLite ``url`` names (None for Postgres, ``:memory:`` or a URI filename)."""
+    parsed = make_url(resolve_url(url))
+    database = parsed.database or ""
+    if parsed.get_backend_name() != "sqlite" or database in ("", ":memory:"):
+        return None
+    return None if database.startswith("file:") else Path(database).expanduser()
 
 
 def require_existing_database(url: str | None) -> str:
