@@ -5,11 +5,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from collections.abc import Callable, Coroutine, Iterator, Sequence
-from contextlib import contextmanager
-from typing import IO, Any
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any
 
-__all__ = ["URL_HELP", "add_command", "run_on_dump", "text_file"]
+__all__ = ["URL_HELP", "add_command", "run_on_dump"]
 
 URL_HELP = "database URL (default: $MEMSTORE_URL or ./memstore.db)"
 
@@ -39,33 +38,29 @@ def add_command(
     return parser
 
 
-@contextmanager
-def text_file(path: str, mode: str, *, encoding: str) -> Iterator[IO[str]]:
-    """``path`` opened as text with ``\\n`` lines, or stdin/stdout for ``-`` (left open)."""
-    if path == "-":
-        yield sys.stdin if mode == "r" else sys.stdout
-        return
-    with open(path, mode, encoding=encoding, newline="\n") as file:
-        yield file
-
-
 def run_on_dump(
     url: str | None,
     path: str,
-    work: Callable[[IO[str]], Coroutine[Any, Any, dict[str, int]]],
+    work: Callable[[Any], Coroutine[Any, Any, dict[str, int]]],
     *,
     writing: bool,
 ) -> int:
     """``work`` on the dump at ``path`` (``-`` for stdio) and an existing database; 0.
 
-    A dump is written as ASCII (JSON escapes the rest) and read as UTF-8. The rows
-    moved, counted by kind, go to stderr: stdout may be the dump.
+    Writing, ``work`` gets a text file (:func:`memstore.cli.dumpfiles.dump_output`:
+    the target is replaced only when ``work`` succeeds); reading, the dump's lines.
+    The rows moved, counted by kind, go to stderr: stdout may be the dump.
     """
-    from memstore.schema.database import require_existing_database  # not for --help
+    from memstore.cli.dumpfiles import dump_lines, dump_output
+    from memstore.schema.database import require_existing_database, sqlite_file
 
     require_existing_database(url)  # never create one behind a mistyped path
-    mode, encoding, verb = ("w", "ascii", "exported") if writing else ("r", "utf-8", "imported")
-    with text_file(path, mode, encoding=encoding) as file:
-        counts = asyncio.run(work(file))
+    if writing:
+        with dump_output(path, database=sqlite_file(url)) as out:
+            counts = asyncio.run(work(out))
+    else:
+        with dump_lines(path) as lines:
+            counts = asyncio.run(work(lines))
+    verb = "exported" if writing else "imported"
     print(f"{verb} {sum(counts.values())} rows: {counts}", file=sys.stderr)
     return 0

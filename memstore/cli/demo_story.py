@@ -9,11 +9,13 @@ import tempfile
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from memstore import Episode, MemoryStore
+from memstore import ConfigurationError, Episode, MemoryStore
 
 __all__ = ["main", "run_demo"]
 
 DEMO_DB_NAME = "memstore-demo.db"
+# The tenants whose story the demo tells.
+DEMO_USERS = ("alice", "bob")
 
 
 def _say(title: str, body: object = "") -> None:
@@ -35,8 +37,27 @@ def main(url: str | None = None) -> None:
         _say("the demo database is kept for inspection", f"  sqlite3 {path}")
 
 
+async def _refuse_a_told_story(store: MemoryStore) -> None:
+    # A second telling on the same database would find the first one's turns and
+    # facts (recall hits twice over, the correction already made), and a real
+    # tenant of the same name would get the demo's turns mixed into its memory:
+    # the demo needs its tenants empty, and changes nothing when they are not.
+    for user in DEMO_USERS:
+        profile = await store.profile(user_id=user)
+        if profile.episode_count or profile.fact_count or profile.block_count:
+            raise ConfigurationError(
+                f"this database already holds memory of tenant {user!r} (an earlier "
+                f"`memstore demo` on it, or a real user of that name); the demo tells its "
+                f"story as tenants {' and '.join(DEMO_USERS)} and needs them empty: run it "
+                "without --url (a fresh SQLite file) or on a new database"
+            )
+
+
 async def run_demo(url: str) -> None:
+    """Tell the story on ``url``; :class:`ConfigurationError` (nothing written) if its
+    tenants already hold memory there."""
     async with MemoryStore.open(url, auto_migrate=True) as store:
+        await _refuse_a_told_story(store)
         march = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
         turns = [
             (

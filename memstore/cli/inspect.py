@@ -59,10 +59,17 @@ def run(args: argparse.Namespace) -> int:
         reranker=reranker_spec_from_args(args),
         max_rows=args.max_rows,
     )
-    # Before "serving": the page opens an existing store only, and says so in one line.
+    # The page opens an existing store only, and says so in one line.
     require_existing_database(args.url)
-    print(
-        f"memstore inspect: serving http://{args.host}:{args.port}/ (Ctrl-C stops)", file=sys.stderr
-    )
-    inspector.run()
+
+    def ready() -> None:
+        # Once the store is open: a database that cannot be opened is one line, not
+        # an announcement followed by the error.
+        print(
+            f"memstore inspect: serving http://{args.host}:{args.port}/ (Ctrl-C stops)",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    inspector.run(on_ready=ready)
     return 0

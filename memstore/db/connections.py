@@ -1,10 +1,10 @@
 """How memstore's connections behave, per dialect: set up once, checked at each checkout.
 
 SQLite: pragmas (WAL, busy timeout, foreign keys, secure delete), math functions
-for recall, and who takes the write lock when (``BEGIN IMMEDIATE`` unless the
-transaction is read-only). Postgres: pgvector's codec, the tenant setting reset
-at checkout (doubling as the liveness check), and a connect whose timeout counts
-only time the event loop was free.
+for recall, who takes the write lock when (``BEGIN IMMEDIATE`` unless the
+transaction is read-only), and a failed connect that stops its worker thread.
+Postgres: pgvector's codec, the tenant setting reset at checkout (doubling as the
+liveness check), and a connect whose timeout counts only time the event loop was free.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import asyncio
 import math
 import time
 import weakref
+from threading import Thread
 from typing import Any
 
 from sqlalchemy import event
@@ -29,6 +30,7 @@ __all__ = [
     "configure_sqlite",
     "connect_args_of",
     "connect_postgres",
+    "connect_sqlite",
     "register_vector_codec",
     "remember_connect_args",
 ]
@@ -84,6 +86,33 @@ def configure_sqlite(engine: AsyncEngine, *, busy_timeout_ms: int) -> None:
             connection.exec_driver_sql("BEGIN")
         else:
             connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+async def connect_sqlite(*args: Any, **kwargs: Any) -> Any:
+    """``aiosqlite.connect`` that, when opening fails, returns only after its worker
+    thread has stopped.
+
+    aiosqlite runs each connection on a thread of its own. When opening the file
+    fails, it queues the thread's stop but does not wait for it; the thread then
+    reports the stop to the event loop, and if the loop has closed meanwhile (a
+    command that fails at its first connect and exits) the thread dies with
+    "RuntimeError: Event loop is closed" printed after the command's own error.
+    """
+    import aiosqlite  # lazy: only SQLite engines get here
+
+    connection = aiosqlite.connect(*args, **kwargs)
+    # aiosqlite offers no public handle on the thread (SQLAlchemy's own connect
+    # reaches it the same way); before 0.22 the connection was itself the thread.
+    worker = connection if isinstance(connection, Thread) else connection._thread  # noqa: SLF001
+    # As SQLAlchemy's own connect does: a connection never closed must not keep
+    # the interpreter from exiting.
+    worker.daemon = True
+    try:
+        return await connection
+    except BaseException:
+        if worker.ident is not None:  # started: the stop is queued, wait for it
+            await asyncio.to_thread(worker.join)
+        raise
 
 
 def _ensure_math_functions(dbapi_connection: Any, cursor: Any) -> None:

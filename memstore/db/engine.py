@@ -16,6 +16,7 @@ from memstore.db.connections import (
     configure_postgres,
     configure_sqlite,
     connect_postgres,
+    connect_sqlite,
     remember_connect_args,
 )
 from memstore.db.pgurl import postgres_connect_args, safe_url
@@ -32,6 +33,7 @@ __all__ = [
     "redacted",
     "require_existing_database",
     "resolve_url",
+    "sqlite_file",
 ]
 
 DEFAULT_URL = "sqlite+aiosqlite:///./memstore.db"
@@ -78,10 +80,19 @@ def resolve_url(url: str | None) -> str:
     """Argument, else ``$MEMSTORE_URL``, else the embedded SQLite file; driver added if missing.
 
     Raises :class:`ConfigurationError` for anything that is not a URL of a
-    supported backend, or a Postgres URL with a parameter memstore cannot
-    honour (:mod:`memstore.db.pgurl`).
+    supported backend (an empty or blank one included: ``--url ""`` or an empty
+    ``$MEMSTORE_URL`` is a mistake, an unset shell variable or a lost quote, and
+    quietly falling back to ``./memstore.db`` would create a database there), or a
+    Postgres URL with a parameter memstore cannot honour (:mod:`memstore.db.pgurl`).
     """
-    raw = url or os.environ.get("MEMSTORE_URL") or DEFAULT_URL
+    raw = url if url is not None else os.environ.get("MEMSTORE_URL")
+    if raw is None:
+        raw = DEFAULT_URL
+    elif not raw.strip():
+        source = "the database URL" if url is not None else "$MEMSTORE_URL"
+        raise ConfigurationError(
+            f"{source} is empty; {_URL_HINT} (or leave it unset for the default)", url=raw
+        )
     parsed = _parse(raw)
     backend = parsed.get_backend_name()
     if backend not in ("sqlite", "postgresql", "postgres"):
@@ -97,6 +108,15 @@ def resolve_url(url: str | None) -> str:
     if backend != "sqlite":
         postgres_connect_args(parsed)  # refuses what no connection could honour, now
     return parsed.render_as_string(hide_password=False)
+
+
+def sqlite_file(url: str | None) -> Path | None:
+    """The file a SQLite ``url`` names (None for Postgres, ``:memory:`` or a URI filename)."""
+    parsed = make_url(resolve_url(url))
+    database = parsed.database or ""
+    if parsed.get_backend_name() != "sqlite" or database in ("", ":memory:"):
+        return None
+    return None if database.startswith("file:") else Path(database).expanduser()
 
 
 def require_existing_database(url: str | None) -> str:
@@ -179,7 +199,9 @@ def _create(
     backend = parsed.get_backend_name()
     if backend == "sqlite":
         _check_sqlite_directory(parsed)
-        engine = create_async_engine(resolved, **kwargs)
+        connect_args = dict(kwargs.pop("connect_args", None) or {})
+        connect_args.setdefault("async_creator_fn", connect_sqlite)
+        engine = create_async_engine(resolved, connect_args=connect_args, **kwargs)
         configure_sqlite(engine, busy_timeout_ms=sqlite_busy_timeout_ms)
     elif backend == "postgresql":
         kwargs.setdefault("pool_size", 5)
@@ -227,12 +249,20 @@ def pool_capacity(engine: AsyncEngine) -> int | None:
 
 
 def _check_sqlite_directory(url: URL) -> None:
-    # SQLite creates the file but not its directory; the driver's "unable to open
-    # database file" would look like an outage (Unavailable) although no retry helps.
+    # SQLite creates the file but not its directory, and cannot open a directory;
+    # the driver's "unable to open database file" would look like an outage
+    # (Unavailable) although no retry helps.
     database = url.database
     if not database or database == ":memory:" or database.startswith("file:"):
         return
-    directory = Path(database).expanduser().parent
+    path = Path(database).expanduser()
+    if path.is_dir():
+        raise ConfigurationError(
+            f"cannot open SQLite database {database!r}: it is a directory; name a file "
+            "in it, e.g. sqlite:///path/to/dir/memstore.db",
+            url=redacted(url),
+        )
+    directory = path.parent
     if not directory.is_dir():
         raise ConfigurationError(
             f"cannot open SQLite database {database!r}: directory {str(directory)!r} does "

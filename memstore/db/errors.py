@@ -181,6 +181,7 @@ def _key_conflict(what: str, error: sa_exc.DBAPIError) -> Conflict:
 def translated(what: str) -> Iterator[None]:
     """Re-raise driver errors from ``what`` (a short description) as MemstoreError.
 
+    A SQLite URL naming a file that is not a database is :class:`ConfigurationError`.
     Lost or refused connections, timeouts and SQLite's "database is locked"
     become :class:`Unavailable`; serialisation failures and deadlocks become
     :class:`Conflict` (both retryable); values the database refuses become
@@ -213,6 +214,12 @@ def translated(what: str) -> Iterator[None]:
                 raise Unavailable(f"{what}: database unreachable ({orig!r})") from error
             raise
         code = sqlstate(error)
+        if getattr(orig, "sqlite_errorname", None) == "SQLITE_NOTADB":
+            # No retry opens another program's file as a store.
+            raise ConfigurationError(
+                f"{what}: the SQLite URL names a file that is not a SQLite database "
+                f"({orig}); fix the URL"
+            ) from error
         if code in _CONFIGURATION_STATES:
             raise ConfigurationError(f"{what}: {orig}; {_CONFIGURATION_STATES[code]}") from error
         if (

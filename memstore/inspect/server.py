@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import re
 import socket
+from collections.abc import Callable
 from typing import Any
 
 from memstore.core.validation import check_limit
@@ -75,7 +76,13 @@ class Inspector:
         if self._server is not None:
             self._server.should_exit = True
 
-    async def serve(self, sockets: list[socket.socket] | None = None) -> None:
+    async def serve(
+        self,
+        sockets: list[socket.socket] | None = None,
+        *,
+        on_ready: Callable[[], None] | None = None,
+    ) -> None:
+        """Open the store, call ``on_ready`` (e.g. to announce the address), then serve."""
         import uvicorn
 
         from memstore.inspect.app import create_app
@@ -100,7 +107,14 @@ class Inspector:
             self._server = uvicorn.Server(config)
             if self._stop:
                 return
+            if on_ready is not None:
+                on_ready()
             await self._server.serve(sockets=sockets)
 
-    def run(self, sockets: list[socket.socket] | None = None) -> None:
-        asyncio.run(self.serve(sockets))
+    def run(
+        self,
+        sockets: list[socket.socket] | None = None,
+        *,
+        on_ready: Callable[[], None] | None = None,
+    ) -> None:
+        asyncio.run(self.serve(sockets, on_ready=on_ready))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from memstore.db.engine import create_engine, require_existing_database, resolve_url
+from memstore.db.engine import create_engine, require_existing_database, resolve_url, sqlite_file
 from memstore.schema.migrate import check_schema, current_revision, downgrade, upgrade
 
 if TYPE_CHECKING:
@@ -22,6 +22,7 @@ __all__ = [
     "reembed_database",
     "require_existing_database",
     "resolve_url",
+    "sqlite_file",
 ]
 
 
