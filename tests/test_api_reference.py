@@ -102,7 +102,7 @@ def _problems(site: Path, page_name: str, identifier: str) -> list[str]:
         if not isinstance(member, property) and callable(obj):
             signature = section[section.find("<code>", section.find("doc-signature")) :]
             shown = _text(signature[: signature.find("</code>")])
-            missing = [p for p in _parameters(cls, name) if p not in shown]
+            missing = [p for p in _parameters(cls, name) if not re.search(rf"\b{p}\b", shown)]
             if missing:
                 problems.append(f"{where}: signature lacks {missing}: {shown[:120]}")
         if doc and _first_words(doc) not in _text(section):
