@@ -259,12 +259,14 @@ class ThreadBuffer(ThreadWatch):
     async def get_by_type(
         self, thread_id: str, payload_type: str, *, user_id: str | None = None
     ) -> list[Slot]:
+        """The thread's slots whose ``payload_type`` is ``payload_type``, oldest first."""
         check_identifier("payload_type", payload_type)
         return await self._slots(user_id, thread_id, payload_type=payload_type)
 
     async def get_from(
         self, thread_id: str, from_id: str, *, user_id: str | None = None
     ) -> list[Slot]:
+        """The thread's slots appended with ``from_id`` (their sender), oldest first."""
         check_identifier("from_id", from_id)
         return await self._slots(user_id, thread_id, from_id=from_id)
 
@@ -288,6 +290,7 @@ class ThreadBuffer(ThreadWatch):
             start = batch[-1].index + 1
 
     async def thread_exists(self, thread_id: str, *, user_id: str | None = None) -> bool:
+        """Whether the tenant has a thread ``thread_id``."""
         user = storage_user_id(user_id)
         check_identifier("thread_id", thread_id)
         async with self._db.read(user) as session:
@@ -299,6 +302,7 @@ class ThreadBuffer(ThreadWatch):
         return info.slot_count if info is not None else 0
 
     async def thread_info(self, thread_id: str, *, user_id: str | None = None) -> ThreadInfo | None:
+        """The thread's length and times (None if the tenant has no such thread)."""
         user = storage_user_id(user_id)
         check_identifier("thread_id", thread_id)
         async with self._db.read(user) as session:

@@ -104,10 +104,12 @@ class WorkingMemory:
 
     @property
     def scope(self) -> ScopeContext:
+        """The scope this working memory belongs to."""
         return self._scope
 
     @property
     def user_id(self) -> str | None:
+        """The tenant (None: the anonymous one)."""
         return public_user_id(self._user)
 
     def parent(self) -> WorkingMemory | None:
@@ -135,8 +137,6 @@ class WorkingMemory:
             },
             now=now,
         )
-
-    # ---- key/value -----------------------------------------------------------------
 
     async def set(self, key: str, value: Any, ttl_seconds: float | None = None) -> None:
         """Store a JSON value; it expires after ``ttl_seconds`` (else the default TTL)."""
@@ -173,6 +173,7 @@ class WorkingMemory:
             )
 
     async def exists(self, key: str) -> bool:
+        """Whether ``key`` holds a value that has not expired."""
         check_identifier("key", key)
         async with self._db.read(self._user) as session:
             found, _ = await WorkingMemoryRepository(session=session).get(
@@ -207,8 +208,6 @@ class WorkingMemory:
                 self._user, self._key, self._db.now(), internal=False
             )
 
-    # ---- task state ------------------------------------------------------------------
-
     async def set_task_state(self, state: TaskState) -> TaskState:
         """Store the task state (``updated_at`` becomes now); returns what was stored."""
         check_task_state(state)
@@ -221,6 +220,7 @@ class WorkingMemory:
         return stored
 
     async def get_task_state(self) -> TaskState | None:
+        """The task state set by ``set_task_state`` (None if there is none)."""
         async with self._db.read(self._user) as session:
             found, data = await WorkingMemoryRepository(session=session).get(
                 self._user, self._key, TASK_STATE_KEY, self._db.now()
@@ -256,8 +256,6 @@ class WorkingMemory:
             expires_at=None,
             now=now,
         )
-
-    # ---- scratchpad --------------------------------------------------------------------
 
     async def append_scratchpad(self, content: str) -> None:
         """Append a reasoning note; past the limit the oldest notes are dropped."""
@@ -301,8 +299,6 @@ class WorkingMemory:
                 return 0
             await repo.put(self._user, self._key, SCRATCHPAD_KEY, [], expires_at=None, now=now)
         return len(entries or [])
-
-    # ---- checkpoints ----------------------------------------------------------------------
 
     async def create_checkpoint(self, description: str = "") -> str:
         """Snapshot every live key of the scope (internal state included); returns a UUID."""
@@ -356,15 +352,15 @@ class WorkingMemory:
             return await WorkingMemoryRepository(session=session).checkpoints(self._user, self._key)
 
     async def delete_checkpoint(self, checkpoint_id: str) -> bool:
+        """Delete a checkpoint; False if this scope has no such checkpoint."""
         check_identifier("checkpoint_id", checkpoint_id)
         async with self._db.write(self._user) as session:
             return await WorkingMemoryRepository(session=session).delete_checkpoint(
                 self._user, self._key, checkpoint_id
             )
 
-    # ---- introspection -----------------------------------------------------------------------
-
     async def get_stats(self) -> dict[str, Any]:
+        """Counts of this scope's keys, checkpoints and scratchpad entries, for monitoring."""
         now = self._db.now()
         async with self._db.read(self._user) as session:
             repo = WorkingMemoryRepository(session=session)

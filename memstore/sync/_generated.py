@@ -328,7 +328,7 @@ class SyncWorkingMemory(SyncProxy[WorkingMemory]):
 
     @property
     def scope(self) -> ScopeContext:
-        """The wrapped object's ``scope``."""
+        """The scope this working memory belongs to."""
         return self._target.scope
 
     def set(self, key: str, value: Any, ttl_seconds: float | None = None) -> None:
@@ -342,7 +342,7 @@ class SyncWorkingMemory(SyncProxy[WorkingMemory]):
 
     @property
     def user_id(self) -> str | None:
-        """The wrapped object's ``user_id``."""
+        """The tenant (None: the anonymous one)."""
         return self._target.user_id
 
 

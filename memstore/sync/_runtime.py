@@ -167,6 +167,7 @@ class SyncStore(SyncProxy[A]):
 
     @property
     def closed(self) -> bool:
+        """Whether :meth:`close` has run."""
         return self._closed
 
     def __enter__(self) -> Self:
