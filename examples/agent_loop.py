@@ -31,7 +31,7 @@ class ScriptedClient:
 
 async def agent_turn(store: MemoryStore, client, user_id: str, text: str, model: str) -> str:
     ctx = await store.context(user_id=user_id, session_id="s2", query=text, max_tokens=1000)
-    messages = ctx.to_messages("You are an assistant with long-term memory. Cite memory ids.")
+    messages = ctx.to_messages("You are an assistant with long-term memory. Cite [handles].")
     messages.append({"role": "user", "content": text})
     for _ in range(5):  # let the model call memory tools until it answers
         response = await client.chat.completions.create(
@@ -45,7 +45,9 @@ async def agent_turn(store: MemoryStore, client, user_id: str, text: str, model:
                 "name": c.function.name, "arguments": c.function.arguments}}
             for c in reply.tool_calls]})  # fmt: skip
         for c in reply.tool_calls:
-            result = await store.call_tool(c.function.name, c.function.arguments, user_id=user_id)
+            result = await store.call_tool(  # context=ctx: load_memory takes its handles
+                c.function.name, c.function.arguments, user_id=user_id, context=ctx
+            )
             messages.append({"role": "tool", "tool_call_id": c.id, "content": json.dumps(result)})
     answer = reply.content or ""
     await store.remember(Episode(user_id=user_id, session_id="s2", input=text, output=answer))

@@ -58,6 +58,7 @@ async def test_readme_agent_loop(store: MemoryStore) -> None:
             [("search_memory", {"query": "fern name"}), ("load_memory", {"id": "episode:nope"})],
             [
                 ("load_memory", {"id": f"episode:{old}"}),
+                ("load_memory", {"id": "m3"}),  # the context's handle of that episode
                 ("remember_fact", {"subject": "fern", "predicate": "named", "object": "Fred"}),
             ],
             f"Your fern is Fred [episode:{old}].",
@@ -70,16 +71,18 @@ async def test_readme_agent_loop(store: MemoryStore) -> None:
 
     first = model.requests[0]
     assert first["tools"] == store.tool_definitions("openai")
-    assert "Alice, a botanist." in first["messages"][0]["content"]
+    memory = first["messages"][0]["content"]
+    assert "[m1] persona: Alice, a botanist." in memory and "[m3] My fern is called Fred" in memory
     assert first["messages"][-1] == {"role": "user", "content": "What is my fern called?"}
     tool_results = [m for m in model.requests[-1]["messages"] if m["role"] == "tool"]
-    assert len(tool_results) == 4
+    assert len(tool_results) == 5
     assert "error" in json.loads(tool_results[1]["content"])  # unknown id → NotFound text
     assert json.loads(tool_results[2]["content"])["input"] == "My fern is called Fred"
+    assert json.loads(tool_results[3]["content"])["id"] == f"episode:{old}"
 
     turn = await store.session_messages("s1", user_id="alice")
     assert [m.content for m in turn] == ["What is my fern called?", answer]
     facts = await store.recall_facts("fred", user_id="alice")
     assert (facts[0].subject, facts[0].object) == ("fern", "Fred")
     counts = await store.access_counts("episode", [old], user_id="alice")
-    assert counts[old] >= 2  # searched and loaded
+    assert counts[old] >= 3  # searched and loaded twice

@@ -75,6 +75,8 @@ BAD = [
     ("search_memory", {"query": "   "}, "'query' must not be empty"),
     ("search_memory", {"query": "x", "colour": 1}, "unexpected argument 'colour'"),
     ("load_memory", {"id": "abc"}, "'id' must look like 'episode:<id>'"),
+    ("load_memory", {"id": "m0"}, "or a context's handle 'm<n>'"),
+    ("load_memory", {"id": "m3 "}, "or a context's handle 'm<n>'"),
     ("load_memory", {"id": 7}, "'id' must be of type string"),
     ("remember_fact", {"subject": "a", "predicate": "b"}, "missing required argument 'object'"),
     (
@@ -96,6 +98,13 @@ BAD = [
     ("search_memory", ["query"], "arguments must be a JSON object"),
     ("forget_everything", {}, "unknown tool 'forget_everything'"),
 ]
+
+
+@pytest.mark.parametrize("ref", ["m1", "m42", "episode:abc", "block:persona"])
+def test_load_memory_takes_a_handle_or_an_id(ref: str) -> None:
+    schema = TOOL_SCHEMAS["load_memory"]["parameters"]
+    assert validate_arguments("load_memory", {"id": ref}) == {"id": ref}
+    assert Draft202012Validator(schema).is_valid({"id": ref})
 
 
 @pytest.mark.parametrize(("name", "args", "message"), BAD)

@@ -1,10 +1,11 @@
-"""The token budget, not a fixed count, decides how much memory a context carries (issue 30, 16).
+"""The token budget, not a fixed count, decides how much memory a context carries.
 
 ``store.context(query=q, max_tokens=B)`` must carry at least what recall's own
-ranking would at the same budget: every episode of the longest prefix of
-``recall_scored(q)`` that ``pack`` keeps whole in ``B`` (costed as context costs
-it), hence at least its share of each question's evidence. Measured on the dev
-set by ``scripts/measure_context_budget.py`` (docs/RECALL.md, "Context budget").
+ranking would at the same budget with each turn costing only its bare text (what
+was said, counted as the context counts, plus 8): every episode of that prefix of
+``recall_scored(q)``, hence at least its share of each question's evidence.
+Measured on LoCoMo and long chats by ``scripts/measure_context_budget.py``
+(docs/RECALL.md, "Context budget").
 """
 
 from __future__ import annotations
@@ -16,11 +17,10 @@ from typing import Any
 import pytest
 
 from memstore import Episode, Fact, InvalidInput, MemoryStore
-from memstore.services.agent.builder import episode_item
-from memstore.services.agent.context import pack
+from memstore.services.agent import ApproxTokenCounter
 
 T0 = datetime(2025, 3, 1, tzinfo=UTC)
-BUDGETS = (300, 600, 1200, 2400)
+BUDGETS = (500, 1000, 2000)
 
 # Six sessions of eight turns: enough that a budget holds many more than five.
 SESSIONS: dict[str, list[str]] = {
@@ -138,15 +138,15 @@ async def talked(db_url: str, minilm: Any) -> AsyncIterator[tuple[MemoryStore, d
 
 
 def ranking_prefix(episodes: Sequence[Episode], budget: int) -> list[str]:
-    """Ids of the longest prefix of ``episodes`` that ``pack`` keeps whole in ``budget``."""
-    items = [episode_item(e) for e in episodes]
-    kept = 0
-    for k in range(1, len(items) + 1):
-        packed = pack(items[:k], budget)
-        if len(packed.items) < k or any(i.truncated for i in packed.items):
+    """Ids of the longest prefix of ``episodes`` whose bare turns (each + 8) fit ``budget``."""
+    count = ApproxTokenCounter().count
+    spent, kept = 0, []
+    for e in episodes:
+        spent += count("\n".join(p for p in (e.input, e.output) if p)) + 8
+        if spent > budget:
             break
-        kept = k
-    return [e.id for e in episodes[:kept]]
+        kept.append(e.id)
+    return kept
 
 
 async def test_context_carries_at_least_recalls_ranking_at_every_budget(

@@ -61,7 +61,8 @@ _EXTRA_SCHEMAS: dict[str, dict[str, Any]] = {
         "description": (
             "The memory to show the model for this turn, packed into a token budget: "
             "the user's working blocks, this session's recent messages, relevant "
-            "facts and episodes. Each item carries an id for load_memory."
+            "facts and episodes. The text shows each item by a short handle (m3); "
+            "items maps each handle to the id to pass to load_memory."
         ),
         "parameters": {
             "type": "object",
@@ -129,7 +130,10 @@ async def _get_context(store: MemoryStore, user_id: str | None, args: dict[str, 
     )
     return {
         "text": ctx.render(),
-        "items": [{"id": item.id, "kind": str(item.kind), "text": item.text} for item in ctx.items],
+        "items": [
+            {"handle": item.handle, "id": item.id, "kind": str(item.kind), "text": item.text}
+            for item in ctx.items
+        ],
         "used_tokens": ctx.used_tokens,
         "max_tokens": ctx.max_tokens,
         "dropped": list(ctx.dropped),

@@ -22,7 +22,8 @@ from memstore.core.model_spec import ModelSpec
 from memstore.embeddings.base import Embedder
 from memstore.rerankers.base import Reranker
 from memstore.search.tuning import RecallTuning
-from memstore.services.agent.context import Context, ContextItem
+from memstore.services.agent.context import Context
+from memstore.services.agent.items import ContextItem
 from memstore.services.agent.tokens import TokenCounter
 from memstore.services.consolidation.types import Extractor
 from memstore.services.limits import FromDump
@@ -91,8 +92,8 @@ class SyncMemoryStore(SyncStore[MemoryStore]):
     def block_history(self, name: str, *, user_id: str | None = None) -> list[BlockVersion]:
         return self._runner.run(self._target.block_history(name, user_id=user_id))
 
-    def call_tool(self, name: str, arguments: Any, *, user_id: str | None = None) -> dict[str, Any]:
-        return self._runner.run(self._target.call_tool(name, arguments, user_id=user_id))
+    def call_tool(self, name: str, arguments: Any, *, user_id: str | None = None, context: Context | None = None) -> dict[str, Any]:
+        return self._runner.run(self._target.call_tool(name, arguments, user_id=user_id, context=context))
 
     def changes(self, *, user_id: str | None = None, kinds: Iterable[ChangeKind | str] | None = None, after: str | None = None) -> Iterator[Change]:
         return self._iterate(self._target.changes(user_id=user_id, kinds=kinds, after=after))
@@ -100,7 +101,7 @@ class SyncMemoryStore(SyncStore[MemoryStore]):
     def consolidate(self, limit: int | None = None, user_id: str | None = None, extractor: Extractor | None = None, *, batch_size: int | None = None, max_seconds: float | None = None) -> ConsolidationResult:
         return self._runner.run(self._target.consolidate(limit, user_id, extractor, batch_size=batch_size, max_seconds=max_seconds))
 
-    def context(self, *, user_id: str | None = None, session_id: str | None = None, query: str = '', max_tokens: int = 2000, counter: TokenCounter | None = None, fact_limit: int | None = None, episode_limit: int | None = None, message_limit: int = 20, keep_recent: int = 4, min_score: float | None = None) -> Context:
+    def context(self, *, user_id: str | None = None, session_id: str | None = None, query: str = '', max_tokens: int = 2000, counter: TokenCounter | Callable[[str], int] | None = None, fact_limit: int | None = None, episode_limit: int | None = None, message_limit: int = 20, keep_recent: int = 4, min_score: float | None = None) -> Context:
         return self._runner.run(self._target.context(user_id=user_id, session_id=session_id, query=query, max_tokens=max_tokens, counter=counter, fact_limit=fact_limit, episode_limit=episode_limit, message_limit=message_limit, keep_recent=keep_recent, min_score=min_score))
 
     def delete_block(self, name: str, *, user_id: str | None = None) -> None:

@@ -2,7 +2,12 @@
 
 from memstore.services.agent.access import ACCESS_PRIOR_WEIGHT, access_prior
 from memstore.services.agent.context import Context, ContextItem, ItemKind, pack
-from memstore.services.agent.tokens import ApproxTokenCounter, CharTokenCounter, TokenCounter
+from memstore.services.agent.tokens import (
+    ApproxTokenCounter,
+    CallableTokenCounter,
+    CharTokenCounter,
+    TokenCounter,
+)
 from memstore.services.agent.tools import (
     TOOL_SCHEMAS,
     parse_memory_id,
@@ -14,6 +19,7 @@ __all__ = [
     "ACCESS_PRIOR_WEIGHT",
     "TOOL_SCHEMAS",
     "ApproxTokenCounter",
+    "CallableTokenCounter",
     "CharTokenCounter",
     "Context",
     "ContextItem",

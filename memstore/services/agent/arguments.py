@@ -118,7 +118,8 @@ def check_arguments(name: str, schema: Mapping[str, Any], arguments: Any) -> dic
             if "pattern" in rule and not re.search(rule["pattern"], value):
                 raise InvalidInput(
                     f"{name}: argument {field!r} must look like 'episode:<id>', "
-                    f"'fact:<id>' or 'block:<name>', got {preview(value)}"
+                    f"'fact:<id>', 'block:<name>' or a context's handle 'm<n>', "
+                    f"got {preview(value)}"
                 )
             if rule.get("format") == "date-time":
                 parse_datetime(name, field, value)

@@ -18,7 +18,7 @@ from memstore.services.agent.context import (
 )
 from memstore.services.agent.memory import AgentMemory
 from memstore.services.agent.ranking import merge_by_score
-from memstore.services.agent.tokens import TokenCounter
+from memstore.services.agent.tokens import CounterLike, as_counter
 from memstore.types import Episode, EpisodeMatch, Fact, FactMatch, MemoryBlock, Message
 
 __all__ = [
@@ -65,18 +65,39 @@ def fact_item(fact: Fact, **kw: Any) -> ContextItem:
     return ContextItem(id=f"fact:{fact.fact_id}", kind=ItemKind.FACT, text=fact_text(fact), **kw)
 
 
-def episode_text(episode: Episode) -> str:
-    turn = " | ".join(
+def turn_text(episode: Episode) -> str:
+    """What was said in the turn, each side labelled with its role."""
+    return " | ".join(
         f"{who}: {said}"
         for who, said in (("user", episode.input), ("assistant", episode.output))
         if said
     )
-    return f"{episode.occurred_at:%Y-%m-%d %H:%M} (session {episode.session_id}) {turn}"
+
+
+def turn_line(episode: Episode) -> str:
+    """The turn as a context shows it: ``what the user said → what the assistant
+    answered`` (the section title names the roles once)."""
+    if episode.input and episode.output:
+        return f"{episode.input} → {episode.output}"
+    return f"→ {episode.output}" if episode.output else episode.input
+
+
+def episode_text(episode: Episode) -> str:
+    """The turn with its time and session, for a line read on its own (search results)."""
+    return f"{episode.occurred_at:%Y-%m-%d %H:%M} (session {episode.session_id}) " + turn_text(
+        episode
+    )
 
 
 def episode_item(episode: Episode, **kw: Any) -> ContextItem:
+    """An episode as a context item: its turn, listed under its session's date."""
     return ContextItem(
-        id=f"episode:{episode.id}", kind=ItemKind.EPISODE, text=episode_text(episode), **kw
+        id=f"episode:{episode.id}",
+        kind=ItemKind.EPISODE,
+        text=turn_line(episode),
+        occurred_at=episode.occurred_at,
+        session_id=episode.session_id,
+        **kw,
     )
 
 
@@ -87,7 +108,7 @@ async def build_context(
     session_id: str | None,
     query: str,
     max_tokens: int,
-    counter: TokenCounter | None = None,
+    counter: CounterLike | None = None,
     fact_limit: int | None = None,
     episode_limit: int | None = None,
     message_limit: int = 20,
@@ -103,8 +124,7 @@ async def build_context(
     check_limit("message_limit", message_limit, maximum=1_000)
     if isinstance(keep_recent, bool) or not isinstance(keep_recent, int) or keep_recent < 0:
         raise InvalidInput("keep_recent must be a non-negative integer")
-    if counter is not None and not isinstance(counter, TokenCounter):
-        raise InvalidInput("counter must have a count(text) -> int method")
+    counter = as_counter(counter)
     # Checked here too: the recalls below run concurrently with other reads.
     check_min_score(min_score)
 

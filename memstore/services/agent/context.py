@@ -4,17 +4,28 @@
 keeps, greedily, each one that still fits. The budget covers both renderings
 (:meth:`Context.render` and :meth:`Context.to_messages`), measured with the same
 :class:`TokenCounter`, and is re-checked on the final text, so it holds even for
-a counter whose counts do not add up across concatenation.
+a counter whose counts do not add up across concatenation. How the text reads
+(handles, date headers) is :mod:`memstore.services.agent.layout`'s.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
-from enum import StrEnum
-from typing import Any
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 
-from memstore.services.agent.tokens import ApproxTokenCounter, TokenCounter
+from memstore.errors import InvalidInput, NotFound
+from memstore.services.agent.items import ContextItem, ItemKind
+from memstore.services.agent.layout import (
+    FOOTER,
+    HEADER,
+    SECTION_TITLES,
+    assign_handles,
+    group_header,
+    group_key,
+    item_line,
+    render_items,
+)
+from memstore.services.agent.tokens import CounterLike, TokenCounter, as_counter
 
 __all__ = [
     "DEFAULT_MESSAGE_OVERHEAD",
@@ -30,65 +41,14 @@ DEFAULT_MESSAGE_OVERHEAD = 4
 MIN_CLIP_TOKENS = 16
 CLIP_MARK = " …[truncated; load_memory for the full text]"
 
-_HEADER = (
-    "<memory>\nMemory for this turn. Cite items by their [id]; "
-    "call load_memory(id) for an item's full text."
-)
-_FOOTER = "</memory>"
-
-
-class ItemKind(StrEnum):
-    BLOCK = "block"
-    FACT = "fact"
-    EPISODE = "episode"
-    MESSAGE = "message"
-
-
-_SECTION_TITLES = {
-    ItemKind.BLOCK: "## Working memory",
-    ItemKind.FACT: "## Facts (true now)",
-    ItemKind.EPISODE: "## Relevant past episodes",
-    ItemKind.MESSAGE: "## This session so far (oldest first)",
-}
 # Kinds whose items may be cut short rather than left out: a block is always
 # wanted, and the start of a long episode is better than nothing.
 _CLIPPABLE = frozenset({ItemKind.BLOCK, ItemKind.EPISODE})
 
 
 @dataclass(frozen=True, kw_only=True)
-class ContextItem:
-    """One piece of memory in a context, citable by ``id``.
-
-    ``id`` is what :func:`load_memory` accepts: ``block:<name>``,
-    ``fact:<fact_id>`` or ``episode:<id>`` (a session message carries the id of
-    the episode it came from). ``priority`` is its position in packing order
-    (0 was considered first); ``order`` is its position inside its section.
-    ``score`` is a fact's or episode's relevance to the query, 0..1 (the
-    ``score`` of ``recall_scored`` / ``recall_facts_scored``); None for blocks
-    and messages, which are not recalled.
-    """
-
-    id: str
-    kind: ItemKind
-    text: str
-    priority: int = 0
-    order: int = 0
-    score: float | None = None
-    role: str | None = None
-    truncated: bool = False
-    tokens: int = 0
-    meta: dict[str, Any] = field(default_factory=dict)
-
-    def line(self) -> str:
-        prefix = f"[{self.id}] "
-        if self.role is not None:
-            prefix += f"{self.role}: "
-        return prefix + self.text
-
-
-@dataclass(frozen=True, kw_only=True)
 class Context:
-    """The packed memory of one turn."""
+    """The packed memory of one turn; each item is shown by its ``handle`` (``m1``, …)."""
 
     items: list[ContextItem]
     max_tokens: int
@@ -121,13 +81,30 @@ class Context:
     def ids(self) -> list[str]:
         return [i.id for i in self.items]
 
+    @property
+    def handles(self) -> dict[str, str]:
+        """Each handle shown in this context -> the id ``load_memory`` takes."""
+        return {i.handle: i.id for i in self.items if i.handle}
+
+    def resolve(self, ref: str) -> str:
+        """The id behind ``ref``: a handle of this context (``m3``), or an item's id as is."""
+        if not isinstance(ref, str):
+            raise InvalidInput(f"a memory reference is a string, got {type(ref).__name__}")
+        handles = self.handles
+        if ref in handles:
+            return handles[ref]
+        if ref in set(self.ids):
+            return ref
+        shown = f"m1 to m{len(handles)}" if handles else "none"
+        raise NotFound(f"{ref!r} is not a handle of this context (its handles: {shown})")
+
     def render(self) -> str:
         """Everything as one text block (empty when nothing fitted)."""
-        return _render(self.items, with_messages=True)
+        return render_items(self.items, with_messages=True)
 
     def render_memory(self) -> str:
         """Blocks, facts and episodes only: the system-message part of :meth:`to_messages`."""
-        return _render(self.items, with_messages=False)
+        return render_items(self.items, with_messages=False)
 
     def to_messages(self, system_prompt: str | None = None) -> list[dict[str, str]]:
         """Chat messages: one system message with the memory, then this session's turns.
@@ -141,25 +118,12 @@ class Context:
         return out
 
 
-def _render(items: Sequence[ContextItem], *, with_messages: bool) -> str:
-    kinds = [k for k in ItemKind if with_messages or k is not ItemKind.MESSAGE]
-    parts: list[str] = []
-    for kind in kinds:
-        section = sorted((i for i in items if i.kind == kind), key=lambda i: i.order)
-        if section:
-            parts.append(_SECTION_TITLES[kind])
-            parts.extend(i.line() for i in section)
-    if not parts:
-        return ""
-    return "\n".join([_HEADER, *parts, _FOOTER])
-
-
 def render_tokens(items: Sequence[ContextItem], counter: TokenCounter) -> int:
-    return counter.count(_render(items, with_messages=True))
+    return counter.count(render_items(items, with_messages=True))
 
 
 def message_tokens(items: Sequence[ContextItem], counter: TokenCounter, overhead: int) -> int:
-    memory = _render(items, with_messages=False)
+    memory = render_items(items, with_messages=False)
     total = counter.count(memory) + overhead if memory else 0
     for item in items:
         if item.kind is ItemKind.MESSAGE:
@@ -167,7 +131,7 @@ def message_tokens(items: Sequence[ContextItem], counter: TokenCounter, overhead
     return total
 
 
-def _clip(item: ContextItem, room: int, cost: Any) -> ContextItem | None:
+def _clip(item: ContextItem, room: int, cost: Callable[[ContextItem], int]) -> ContextItem | None:
     """The longest prefix of ``item`` (plus a mark) whose cost fits in ``room``."""
     lo, hi, best = 1, len(item.text) - 1, None
     while lo <= hi:
@@ -184,7 +148,7 @@ def pack(
     candidates: Sequence[ContextItem],
     max_tokens: int,
     *,
-    counter: TokenCounter | None = None,
+    counter: CounterLike | None = None,
     message_overhead: int = DEFAULT_MESSAGE_OVERHEAD,
 ) -> Context:
     """Keep candidates (given in priority order) greedily while they fit in ``max_tokens``.
@@ -194,18 +158,26 @@ def pack(
     are too, so the conversation never has a hole. Blocks and episodes that do
     not fit whole are clipped if a useful prefix fits.
     """
-    counter = counter or ApproxTokenCounter()
-    ordered = [replace(c, priority=n) for n, c in enumerate(candidates)]
+    count = as_counter(counter)
+    ordered = [replace(c, priority=n, handle="") for n, c in enumerate(candidates)]
+    # Costed with the widest handle this context can give, so the real ones never cost more.
+    widest = "m" + "9" * len(str(max(1, len(ordered))))
+    newline = count.count("\n")
+    # The (session, day) groups opened so far: the first episode of each pays its header.
+    groups: set[tuple[str, str]] = set()
 
     def cost(item: ContextItem) -> int:
         # Upper bound of what the item adds to either rendering: its line (and
         # the newline) in the text, or its content plus overhead as a message.
-        line = counter.count(item.line()) + 1
+        line = count.count(item_line(item, widest)) + newline
         if item.kind is ItemKind.MESSAGE:
-            return max(line, counter.count(item.text) + message_overhead)
+            return max(line, count.count(item.text) + message_overhead)
+        key = group_key(item)
+        if key is not None and key not in groups:
+            line += count.count(group_header(item)) + newline
         return line
 
-    fixed = counter.count(_HEADER) + counter.count(_FOOTER) + 2 + message_overhead
+    fixed = count.count(HEADER) + count.count(FOOTER) + 2 * newline + message_overhead
     used = fixed
     chosen: list[ContextItem] = []
     dropped: list[str] = []
@@ -215,7 +187,7 @@ def pack(
         if item.kind is ItemKind.MESSAGE and messages_cut:
             dropped.append(item.id)
             continue
-        title = 0 if item.kind in opened else counter.count(_SECTION_TITLES[item.kind]) + 1
+        title = 0 if item.kind in opened else count.count(SECTION_TITLES[item.kind]) + newline
         room = max_tokens - used - title
         need = cost(item)
         if need > room and item.kind in _CLIPPABLE and room >= MIN_CLIP_TOKENS:
@@ -223,6 +195,9 @@ def pack(
             if clipped is not None:
                 item, need = clipped, cost(clipped)
         if need <= room:
+            key = group_key(item)
+            if key is not None:
+                groups.add(key)
             chosen.append(replace(item, tokens=need))
             used += need + title
             opened.add(item.kind)
@@ -230,29 +205,26 @@ def pack(
             dropped.append(item.id)
             messages_cut = messages_cut or item.kind is ItemKind.MESSAGE
 
-    # The sum of per-item costs bounds the real total for a counter that is
-    # subadditive over concatenation (both built-in ones are). For any other
-    # counter, measure the final text and shed the lowest-priority items.
+    # The sum of costs bounds the real total for a counter that is subadditive
+    # over concatenation (both built-in ones are). For any other counter,
+    # measure the final text and shed the lowest-priority items.
     def fits(items: list[ContextItem]) -> bool:
+        shown = assign_handles(items)
         return (
-            render_tokens(items, counter) <= max_tokens
-            and message_tokens(items, counter, message_overhead) <= max_tokens
+            render_tokens(shown, count) <= max_tokens
+            and message_tokens(shown, count, message_overhead) <= max_tokens
         )
 
+    shed = False
     while chosen and not fits(chosen):
         dropped.append(chosen.pop().id)
+        shed = True
+    chosen = assign_handles(chosen)
     if chosen:
-        kinds = {i.kind for i in chosen}
-        accounted = (
-            fixed
-            + sum(i.tokens for i in chosen)
-            + sum(counter.count(_SECTION_TITLES[k]) + 1 for k in kinds)
+        measured = max(
+            render_tokens(chosen, count), message_tokens(chosen, count, message_overhead)
         )
-        used_tokens = max(
-            accounted,
-            render_tokens(chosen, counter),
-            message_tokens(chosen, counter, message_overhead),
-        )
+        used_tokens = measured if shed else max(used, measured)
     else:
         used_tokens = 0
     return Context(

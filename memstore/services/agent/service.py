@@ -9,7 +9,7 @@ from memstore.services.agent.builder import build_context
 from memstore.services.agent.context import Context, ContextItem
 from memstore.services.agent.memory import AgentMemory
 from memstore.services.agent.prefetch import prefetch_items
-from memstore.services.agent.tokens import TokenCounter
+from memstore.services.agent.tokens import CounterLike
 from memstore.services.agent.tools import call_tool, tool_definitions
 
 __all__ = ["AgentService"]
@@ -28,7 +28,7 @@ class AgentService:
         session_id: str | None = None,
         query: str = "",
         max_tokens: int = 2_000,
-        counter: TokenCounter | None = None,
+        counter: CounterLike | None = None,
         fact_limit: int | None = None,
         episode_limit: int | None = None,
         message_limit: int = 20,
@@ -47,6 +47,10 @@ class AgentService:
         relevance to ``query`` (0..1, as in :meth:`recall_scored`).
         ``min_score`` is the relevance floor of the facts and episodes recalled
         (as in :meth:`recall`); blocks and this session's messages are not recalled.
+        ``counter`` measures the budget: a :class:`TokenCounter`, or a function
+        ``text -> int`` such as a model tokenizer's length; by default a
+        pessimistic estimate. Items are shown by handles (``m1``, …) that
+        :meth:`Context.resolve` and ``call_tool(..., context=ctx)`` map to ids.
         """
         return await build_context(
             self.memory,
@@ -67,11 +71,20 @@ class AgentService:
         return tool_definitions(style)  # type: ignore[arg-type]
 
     async def call_tool(
-        self, name: str, arguments: Any, *, user_id: str | None = None
+        self,
+        name: str,
+        arguments: Any,
+        *,
+        user_id: str | None = None,
+        context: Context | None = None,
     ) -> dict[str, Any]:
-        """Run a memory tool call (arguments as a dict or the model's JSON text)."""
+        """Run a memory tool call (arguments as a dict or the model's JSON text).
+
+        ``context``: the context the model was shown, so that ``load_memory``
+        takes its handles (``m3``) as well as full ids.
+        """
         storage_user_id(user_id)  # a bad tenant id fails before anything else
-        return await call_tool(self.memory, name, arguments, user_id=user_id)
+        return await call_tool(self.memory, name, arguments, user_id=user_id, context=context)
 
     async def prefetch(
         self, *, user_id: str | None = None, session_id: str | None = None, limit: int = 5

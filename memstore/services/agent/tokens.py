@@ -1,12 +1,28 @@
-"""Token counting for context budgets: a protocol plus dependency-free estimators."""
+"""Token counting for context budgets: a protocol plus dependency-free estimators.
+
+The default, :class:`ApproxTokenCounter`, is an upper bound of real tokenizers'
+counts for ordinary text. To budget in a model's own tokens, pass its tokenizer
+as a counter: any object with ``count(text) -> int``, or a plain callable
+``text -> int`` (e.g. ``lambda t: len(tokenizer.encode(t).ids)``).
+"""
 
 from __future__ import annotations
 
 import math
 import re
-from typing import Protocol, runtime_checkable
+from collections.abc import Callable
+from typing import Protocol, TypeAlias, runtime_checkable
 
-__all__ = ["ApproxTokenCounter", "CharTokenCounter", "TokenCounter"]
+from memstore.errors import InvalidInput
+
+__all__ = [
+    "ApproxTokenCounter",
+    "CallableTokenCounter",
+    "CharTokenCounter",
+    "CounterLike",
+    "TokenCounter",
+    "as_counter",
+]
 
 
 @runtime_checkable
@@ -55,3 +71,32 @@ class CharTokenCounter:
 
     def count(self, text: str) -> int:
         return math.ceil(len(text) / self.chars_per_token)
+
+
+class CallableTokenCounter:
+    """A :class:`TokenCounter` from a function ``text -> int`` (a tokenizer's length)."""
+
+    def __init__(self, fn: Callable[[str], int]) -> None:
+        self.fn = fn
+
+    def count(self, text: str) -> int:
+        n = self.fn(text)
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            raise InvalidInput(
+                f"the token counter returned {n!r} for a text; it must return a count >= 0"
+            )
+        return n
+
+
+CounterLike: TypeAlias = TokenCounter | Callable[[str], int]
+
+
+def as_counter(counter: CounterLike | None) -> TokenCounter:
+    """``counter`` as a :class:`TokenCounter`; the default estimate when None."""
+    if counter is None:
+        return ApproxTokenCounter()
+    if isinstance(counter, TokenCounter):
+        return counter
+    if callable(counter):
+        return CallableTokenCounter(counter)
+    raise InvalidInput("counter must have a count(text) -> int method or be a function text -> int")

@@ -18,11 +18,13 @@ from memstore.core.validation import check_aware
 from memstore.errors import InvalidInput, NotFound
 from memstore.services.agent.arguments import check_arguments, parse_datetime, preview
 from memstore.services.agent.builder import episode_text, fact_text
+from memstore.services.agent.context import Context
 from memstore.services.agent.memory import AgentMemory
 from memstore.services.agent.ranking import merge_by_score
 from memstore.types import Fact
 
 __all__ = [
+    "HANDLE_PATTERN",
     "ID_PATTERN",
     "MIN_SCORE_SCHEMA",
     "TOOL_SCHEMAS",
@@ -35,6 +37,8 @@ __all__ = [
 
 ToolStyle = Literal["openai", "anthropic"]
 ID_PATTERN = r"^(episode|fact|block):\S.*$"
+# A handle of one packed context (``m3``): resolved through that Context.
+HANDLE_PATTERN = r"^m[1-9][0-9]{0,5}$"
 MAX_SEARCH_LIMIT = 20
 _NOT_BLANK = r"\S"
 # Shared with the MCP server's get_context, so both describe the floor alike.
@@ -86,18 +90,18 @@ TOOL_SCHEMAS: dict[str, dict[str, Any]] = {
     },
     "load_memory": {
         "description": (
-            "Load one memory item in full by its id, e.g. 'episode:<uuid>', "
-            "'fact:<uuid>' or 'block:<name>' (ids appear in the memory context "
-            "and in search_memory results)."
+            "Load one memory item in full by its handle in the memory context "
+            "(e.g. 'm3') or by its id ('episode:<uuid>', 'fact:<uuid>' or "
+            "'block:<name>', as search_memory returns them)."
         ),
         "parameters": {
             "type": "object",
             "properties": {
                 "id": {
                     "type": "string",
-                    "pattern": ID_PATTERN,
+                    "pattern": f"({ID_PATTERN})|({HANDLE_PATTERN})",
                     "maxLength": 300,
-                    "description": "The item's id.",
+                    "description": "The item's handle (m3) or id.",
                 },
             },
             "required": ["id"],
@@ -230,7 +234,9 @@ def _fact_json(fact: Fact) -> dict[str, Any]:
     }
 
 
-async def _search(memory: AgentMemory, user_id: str | None, args: dict[str, Any]) -> Any:
+async def _search(
+    memory: AgentMemory, user_id: str | None, args: dict[str, Any], context: Context | None
+) -> Any:
     kind = args.get("kind", "all")
     limit = int(args.get("limit", 5))
     min_score = args.get("min_score")
@@ -265,8 +271,23 @@ async def _search(memory: AgentMemory, user_id: str | None, args: dict[str, Any]
     return {"results": merge_by_score([facts, episodes], lambda r: float(r["score"]))}
 
 
-async def _load(memory: AgentMemory, user_id: str | None, args: dict[str, Any]) -> Any:
-    kind, key = parse_memory_id(args["id"])
+def _resolve(ref: str, context: Context | None) -> str:
+    """A handle's id in ``context``; an id as it is."""
+    if not re.match(HANDLE_PATTERN, ref):
+        return ref
+    if context is None:
+        raise InvalidInput(
+            f"{ref!r} is a handle of one packed context, which this call was not given: "
+            f"load the item by its id (the context maps each handle to one), or pass the "
+            f"context to call_tool(..., context=ctx)"
+        )
+    return context.resolve(ref)
+
+
+async def _load(
+    memory: AgentMemory, user_id: str | None, args: dict[str, Any], context: Context | None
+) -> Any:
+    kind, key = parse_memory_id(_resolve(args["id"], context))
     if kind == "episode":
         # get_episode filters by tenant: another tenant's id is simply not found.
         return _episode_json(await memory.episodes.get_episode(key, user_id=user_id))
@@ -299,7 +320,9 @@ async def _load(memory: AgentMemory, user_id: str | None, args: dict[str, Any]) 
     raise NotFound(f"no block {key!r} for this user")
 
 
-async def _remember(memory: AgentMemory, user_id: str | None, args: dict[str, Any]) -> Any:
+async def _remember(
+    memory: AgentMemory, user_id: str | None, args: dict[str, Any], context: Context | None
+) -> Any:
     valid_from = None
     if "valid_from" in args:
         valid_from = check_aware(
@@ -322,9 +345,18 @@ _HANDLERS = {"search_memory": _search, "load_memory": _load, "remember_fact": _r
 
 
 async def call_tool(
-    memory: AgentMemory, name: str, arguments: Any, *, user_id: str | None
+    memory: AgentMemory,
+    name: str,
+    arguments: Any,
+    *,
+    user_id: str | None,
+    context: Context | None = None,
 ) -> dict[str, Any]:
-    """Validate and run one tool call inside ``user_id``'s tenant; JSON-ready result."""
+    """Validate and run one tool call inside ``user_id``'s tenant; JSON-ready result.
+
+    ``context`` is the context the model was shown: ``load_memory`` then takes
+    its handles (``m3``) as well as ids.
+    """
     args = validate_arguments(name, arguments)
-    result: dict[str, Any] = await _HANDLERS[name](memory, user_id, args)
+    result: dict[str, Any] = await _HANDLERS[name](memory, user_id, args, context)
     return result
