@@ -41,11 +41,10 @@ from memstore.search.sqlite import (
     sqlite_term_counts,
 )
 from memstore.search.statement import (
-    FUSE,
     Dialect,
     FactRecall,
     binds,
-    carried,
+    fuse_ctes,
     fusion_params,
     keyword_ctes,
 )
@@ -130,7 +129,7 @@ def _statement(postgres: bool, keywords: bool, depth: int) -> TextualSelect:
         docs="(SELECT docs FROM corpus_rows)",
         chars="(SELECT chars FROM corpus_rows)",
     )
-    fuse = FUSE.format(sd_s=dialect.stddev.format(x="s"), float=dialect.float, **carried(dialect))
+    fuse = fuse_ctes(dialect, depth)
     ranked = _RANKED.format(columns=", ".join(f"e.{c.name}" for c in FACT_COLUMNS))
     sql = f"WITH dense(id, s) AS ({dialect.dense}),\n{keyword}\n{fuse}\n{ranked}"
     types: dict[str, Any] = {"qvec": PgVector(), "dense": String()}
