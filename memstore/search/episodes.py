@@ -28,11 +28,11 @@ from memstore.db.unit import Reader
 from memstore.models import EpisodeRow
 from memstore.repositories.episodes import episode_from_columns
 from memstore.search.statement import (
+    FUSE,
     Dialect,
     EpisodeRecall,
     binds,
     carried,
-    fuse_ctes,
     fusion_params,
     keyword_ctes,
 )
@@ -229,7 +229,7 @@ def _build(
             sessions=sessions.format(**rid),
             **rid,
         )
-        fuse = fuse_ctes(dialect, limits[1])
+        fuse = FUSE.format(sd_s=sd_s, float=dialect.float, **rid)
         body = f"{keyword}\n{fuse},\n{context}"
     sql = f"WITH dense(id, s{rid['rid']}) AS ({dialect.dense}),\n{body}"
     return (

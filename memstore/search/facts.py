@@ -41,10 +41,11 @@ from memstore.search.sqlite import (
     sqlite_term_counts,
 )
 from memstore.search.statement import (
+    FUSE,
     Dialect,
     FactRecall,
     binds,
-    fuse_ctes,
+    carried,
     fusion_params,
     keyword_ctes,
 )
@@ -129,7 +130,7 @@ def _statement(postgres: bool, keywords: bool, depth: int) -> TextualSelect:
         docs="(SELECT docs FROM corpus_rows)",
         chars="(SELECT chars FROM corpus_rows)",
     )
-    fuse = fuse_ctes(dialect, depth)
+    fuse = FUSE.format(sd_s=dialect.stddev.format(x="s"), float=dialect.float, **carried(dialect))
     ranked = _RANKED.format(columns=", ".join(f"e.{c.name}" for c in FACT_COLUMNS))
     sql = f"WITH dense(id, s) AS ({dialect.dense}),\n{keyword}\n{fuse}\n{ranked}"
     types: dict[str, Any] = {"qvec": PgVector(), "dense": String()}

@@ -6,9 +6,8 @@ matching the query), and a few dialect spellings; everything after them is
 shared by both backends and both tables:
 
 1. ``kw(id, s)``: Okapi BM25 of the term counts (``BM25``);
-2. both signals are standardised over the same rows, every candidate of either
-   list (z-scores); a row missing from a list counts at the most that list says
-   of it (``lows``: BM25 0 for a row matching no term, else the list's weakest score);
+2. each signal is standardised over its own candidates (z-scores), and a row
+   missing from a signal gets that signal's weakest z (``floor``);
 3. ``base`` = weighted sum of the two z-scores (``FUSE``).
 
 Facts are ranked by ``base`` (memstore/search/facts.py); episodes add context
@@ -38,7 +37,6 @@ __all__ = [
     "Recall",
     "binds",
     "carried",
-    "fuse_ctes",
     "fusion_params",
     "keyword_ctes",
 ]
@@ -134,55 +132,30 @@ kw(id, s{rid}) AS (
   GROUP BY tf.id ORDER BY s DESC, tf.id LIMIT {depth}
 ),"""
 
-# Both signals are standardised over the same rows: every candidate of either
-# list, a row missing from a list at the most that list says of it (the dense
-# list's weakest cosine; BM25 0 when the keyword list holds every row matching a
-# term, else its weakest score). Standardising each list over its own rows made
-# its z-scores mean different things: a term matched by a few rows lifted them
-# by a fraction of a standard deviation of those few (by nothing when one row
-# matched), and a row matching no term got the z of the weakest match.
 FUSE = """
-lows AS (
-  SELECT coalesce((SELECT min(s) FROM dense), 0) AS dlo,
-    CASE WHEN (SELECT count(*) FROM kw) < {depth} THEN 0
-         ELSE (SELECT min(s) FROM kw) END AS klo
+ds AS (SELECT avg(s) AS m, {sd_s} AS sd, min(s) AS lo FROM dense),
+ks AS (SELECT avg(s) AS m, {sd_s} AS sd, min(s) AS lo FROM kw),
+floors AS (
+  SELECT
+    CASE WHEN ds.sd > 1e-12 THEN (ds.lo - ds.m) / ds.sd ELSE 0 END AS dz0,
+    CASE WHEN ks.sd > 1e-12 THEN (ks.lo - ks.m) / ks.sd ELSE 0 END AS kz0
+  FROM ds CROSS JOIN ks
 ),
-filled AS (
-  SELECT c.id, c.d, c.k, coalesce(c.d, l.dlo) AS dv, coalesce(c.k, l.klo) AS kv{rid_c}
+fl AS (SELECT :dw * dz0 + :kw * kz0 AS v FROM floors),
+cand AS (
+  SELECT c.id, coalesce(c.d, 0) AS dense, coalesce(c.k, 0) AS keyword,
+    CASE WHEN c.d IS NULL THEN f.dz0
+         WHEN ds.sd > 1e-12 THEN (c.d - ds.m) / ds.sd ELSE 0 END AS dz,
+    CASE WHEN c.k IS NULL THEN f.kz0
+         WHEN ks.sd > 1e-12 THEN (c.k - ks.m) / ks.sd ELSE 0 END AS kz{rid_c}
   FROM (
     SELECT u.id, max(u.d) AS d, max(u.k) AS k{max_u_rid} FROM (
       SELECT id, s AS d, CAST(NULL AS {float}) AS k{rid} FROM dense
       UNION ALL SELECT id, NULL, s{rid} FROM kw
     ) AS u GROUP BY u.id
   ) AS c
-  CROSS JOIN lows AS l
-),
-st AS (SELECT avg(dv) AS dm, {sd_d} AS dsd, avg(kv) AS km, {sd_k} AS ksd FROM filled),
-floors AS (
-  SELECT
-    CASE WHEN st.dsd > 1e-12 THEN (l.dlo - st.dm) / st.dsd ELSE 0 END AS dz0,
-    CASE WHEN st.ksd > 1e-12 THEN (l.klo - st.km) / st.ksd ELSE 0 END AS kz0
-  FROM st CROSS JOIN lows AS l
-),
-fl AS (SELECT :dw * dz0 + :kw * kz0 AS v FROM floors),
-cand AS (
-  SELECT f.id, coalesce(f.d, 0) AS dense, coalesce(f.k, 0) AS keyword,
-    CASE WHEN st.dsd > 1e-12 THEN (f.dv - st.dm) / st.dsd ELSE 0 END AS dz,
-    CASE WHEN st.ksd > 1e-12 THEN (f.kv - st.km) / st.ksd ELSE 0 END AS kz{rid_f}
-  FROM filled AS f CROSS JOIN st
+  CROSS JOIN ds CROSS JOIN ks CROSS JOIN floors AS f
 )"""
-
-
-def fuse_ctes(dialect: Dialect, depth: int) -> str:
-    """The CTEs after ``kw`` ending in ``cand`` (and ``fl``, the missing row's base)."""
-    return FUSE.format(
-        sd_d=dialect.stddev.format(x="dv"),
-        sd_k=dialect.stddev.format(x="kv"),
-        float=dialect.float,
-        depth=depth,
-        **carried(dialect),
-    )
-
 
 # An empty kw(id, s) for a query without terms.
 _NO_KEYWORDS = "kw(id, s{rid}) AS (SELECT id, s{rid} FROM dense WHERE 1 = 0),"
@@ -195,7 +168,7 @@ def carried(dialect: Dialect) -> dict[str, str]:
     ``{max_<alias>_rid}`` takes it through a GROUP BY on ``id`` (one row, one
     rid) without changing the grouping.
     """
-    aliases = ("a", "c", "cand", "d", "dz", "e", "f", "p", "r")
+    aliases = ("a", "c", "cand", "d", "dz", "e", "p", "r")
     if not dialect.address_lookups:
         return dict.fromkeys(("rid", "max_u_rid", "max_tf_rid", *(f"rid_{a}" for a in aliases)), "")
     return {
