@@ -22,7 +22,8 @@ Abstention questions (``_abs``) and questions without evidence messages are left
 out. Questions are taken in the order of a hash of their id until ``--messages``
 messages are pooled (default 3,000; the whole oracle split is 10,866), so the same
 source gives the same set. Nothing here is committed: the set is rebuilt from the
-source, whose repository and commit it records.
+source, whose repository and commit it records. ``--exclude`` builds a held-out
+set beside another: no question and no message of that set in it.
 """
 
 from __future__ import annotations
@@ -70,13 +71,24 @@ def _order(question_id: str) -> str:
     return hashlib.sha1(question_id.encode()).hexdigest()
 
 
-def build(items: list[dict[str, Any]], max_messages: int) -> dict[str, Any]:
-    """Pool the sessions of questions taken in hash order until ``max_messages``."""
+def build(
+    items: list[dict[str, Any]], max_messages: int, exclude: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """Pool the sessions of questions taken in hash order until ``max_messages``.
+
+    ``exclude``, a set this script built, leaves out its questions and every
+    question sharing a session with it: the result shares neither a question nor
+    a message with it (a held-out set).
+    """
+    taken_questions = {q["id"] for q in (exclude or {}).get("questions", [])}
+    taken_sessions = {m["session"] for m in (exclude or {}).get("messages", [])}
     usable = [
         q
         for q in items
         if not q["question_id"].endswith("_abs")
         and any(t.get("has_answer") for s in q["haystack_sessions"] for t in s)
+        and q["question_id"] not in taken_questions
+        and not taken_sessions.intersection(q["haystack_session_ids"])
     ]
     usable.sort(key=lambda q: _order(q["question_id"]))
     sessions: dict[str, dict[str, Any]] = {}
@@ -131,6 +143,9 @@ def main() -> None:
     parser.add_argument("--under", default="evaluations/data/lme_jsons")
     parser.add_argument("--messages", type=int, default=3000)
     parser.add_argument("--out", default="/tmp/longchat.json")
+    parser.add_argument(
+        "--exclude", help="a set built by this script: share no question or message with it"
+    )
     args = parser.parse_args()
     if args.git:
         commit = subprocess.run(
@@ -143,7 +158,8 @@ def main() -> None:
         source = {"path": args.source}
     else:
         parser.error("give a source path or --git")
-    built = build(items, args.messages)
+    exclude = json.loads(Path(args.exclude).read_text()) if args.exclude else None
+    built = build(items, args.messages, exclude)
     built["source"] = source
     Path(args.out).write_text(json.dumps(built))
     chars = sorted(len(m["content"]) for m in built["messages"])
