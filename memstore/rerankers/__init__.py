@@ -1,4 +1,4 @@
-"""Rerankers: a second, slower opinion on recall's top candidates (issue 31, point 3).
+"""Rerankers: a second, slower opinion on recall's top candidates.
 
 ``Reranker`` is the protocol recall calls; :class:`CrossEncoderReranker` runs a
 sentence-transformers cross-encoder locally (extra ``embeddings``),

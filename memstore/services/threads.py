@@ -1,7 +1,7 @@
 """``store.threads``: append-only thread context buffers shared through the database.
 
-Replaces the seed's in-process / Manager / Redis context buffer: every process
-that opens a store on the same database sees the same threads.
+Every process that opens a store on the same database sees the same threads, with
+no in-process, Manager or Redis buffer to keep in step.
 
 Atomic slot numbering: ``append`` reserves its index with one statement,
 ``INSERT INTO threads ... ON CONFLICT (user_id, thread_id) DO UPDATE SET
@@ -57,7 +57,7 @@ class _NothingToAppend(Exception):
 
 
 def _encode_payload(payload: Any) -> tuple[str, Any]:
-    """(type name, JSON value). Dataclass instances (the seed's payloads) become dicts."""
+    """(type name, JSON value). Dataclass instances become dicts."""
     type_name = type(payload).__name__
     if dataclasses.is_dataclass(payload) and not isinstance(payload, type):
         try:
@@ -315,7 +315,7 @@ class ThreadBuffer(ThreadWatch):
             return await ThreadRepository(session=session).list_threads(user)
 
     async def stats(self, *, user_id: str | None = None) -> dict[str, Any]:
-        """Counts for one tenant, shaped like the seed's ``get_stats``."""
+        """Counts for one tenant: its threads, their slots and the buffer's limits."""
         user = storage_user_id(user_id)
         async with self._db.read(user) as session:
             repo = ThreadRepository(session=session)

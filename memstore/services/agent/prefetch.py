@@ -1,4 +1,4 @@
-"""Prefetch: the items an agent most likely needs before it asks (the seed's heuristics).
+"""Prefetch: the items an agent most likely needs before it asks.
 
 1. How the user's last session ended (the "last segment summary"; memstore
    keeps no separate summaries, so the last turn of the most recent session
