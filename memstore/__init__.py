@@ -2,11 +2,13 @@
 
 import logging
 
+from memstore.core.model_spec import ModelSpec
 from memstore.errors import (
     ConfigurationError,
     Conflict,
     DimensionMismatch,
     EmbedderError,
+    EmbedderFormsDropped,
     EmbedderMismatch,
     EmbedderUnavailable,
     InvalidImportRow,
@@ -81,6 +83,7 @@ __all__ = [
     "ContextItem",
     "DimensionMismatch",
     "EmbedderError",
+    "EmbedderFormsDropped",
     "EmbedderMismatch",
     "EmbedderUnavailable",
     "Episode",
@@ -99,6 +102,7 @@ __all__ = [
     "MemoryStore",
     "MemstoreError",
     "Message",
+    "ModelSpec",
     "NotFound",
     "PermissionDenied",
     "Profile",

@@ -13,6 +13,7 @@ __all__ = [
     "Conflict",
     "DimensionMismatch",
     "EmbedderError",
+    "EmbedderFormsDropped",
     "EmbedderMismatch",
     "EmbedderUnavailable",
     "InvalidImportRow",
@@ -96,15 +97,40 @@ class EmbedderMismatch(MemstoreError):
     two embedder identities.
     """
 
-    def __init__(self, recorded: str, current: str) -> None:
+    def __init__(self, recorded: str, current: str, forms: str = "") -> None:
         self.recorded = recorded
         self.current = current
+        # The options that give an embedder the recorded query and document forms.
+        self.forms = forms
+        keep = f" {forms}" if forms else ""
         super().__init__(
             f"this database's embeddings were made by embedder {recorded!r}, but the store "
             f"was opened with {current!r}, whose vectors are not comparable with them. "
-            f"Open it with the recorded embedder, or switch the database over with "
-            f"`memstore reembed --embedder ...` (re-embeds every row and records the new "
-            f"embedder); `MemoryStore.open(..., allow_embedder_change=True)` opens it anyway"
+            f"Open it with the recorded embedder{f' (its forms: {forms})' if forms else ''}, "
+            f"or switch the database over with `memstore reembed --embedder ...{keep}` "
+            f"(re-embeds every row and records the new embedder"
+            f"{'; --drop-forms records one without forms' if forms else ''}); "
+            f"`MemoryStore.open(..., allow_embedder_change=True)` opens it anyway"
+        )
+
+
+class EmbedderFormsDropped(MemstoreError):
+    """Re-embedding would record an embedder without the query and document forms of the
+    database's embedder: applications opening it with those forms would be refused.
+
+    ``recorded`` and ``current`` are the two embedder identities; ``forms`` the
+    command-line options that keep the recorded forms. Nothing was changed.
+    """
+
+    def __init__(self, recorded: str, current: str, forms: str) -> None:
+        self.recorded = recorded
+        self.current = current
+        self.forms = forms
+        super().__init__(
+            f"this database's embedder {recorded!r} embeds queries and stored texts in "
+            f"their forms, but {current!r} has none: re-embedding with it would drop them "
+            f"and lock out every store opened with the forms. Pass {forms} to keep them, "
+            f"or --drop-forms (reembed(..., drop_forms=True)) to drop them; nothing was changed"
         )
 
 

@@ -31,7 +31,7 @@ from memstore.errors import DimensionMismatch
 from memstore.recall import RecallTuning
 from memstore.recall.hybrid import HybridRecall
 from memstore.rerankers.base import DEFAULT_RERANK_CANDIDATES, Reranker
-from memstore.rerankers.spec import resolve_reranker
+from memstore.rerankers.spec import resolve_reranker, spec_candidates
 from memstore.schema.migrate import check_schema, needs_upgrade, upgrade
 from memstore.search.backends import backend_for, episode_search_for, fact_search_for
 from memstore.search.settings import EmbedderGuard, check_embedder, recorded_settings
@@ -85,7 +85,8 @@ class StoreConfig:
     :class:`~memstore.rerankers.Reranker`, or a name as for ``embedder``:
     ``"cross-encoder"`` / ``"http"`` or a ``ModelSpec``; unset in ``open``,
     ``$MEMSTORE_RERANKER`` names it; default none) re-orders the top
-    ``rerank_candidates`` rows of every recall that does not say otherwise
+    ``rerank_candidates`` rows (a ``ModelSpec``'s ``candidates`` when it names them)
+    of every recall that does not say otherwise
     (``recall(..., rerank=False)``), the agent's context and tools included.
     """
 
@@ -169,7 +170,11 @@ class MemoryStore:
             ),
             tuning=config.recall_tuning,
             reranker=resolve_reranker(config.reranker, from_env=False),
-            rerank_candidates=config.rerank_candidates,
+            rerank_candidates=(
+                config.reranker.candidates
+                if isinstance(config.reranker, ModelSpec) and config.reranker.candidates
+                else config.rerank_candidates
+            ),
         )
         self.block_char_limit = config.block_char_limit
         # Thread context buffers (seed 000/001); limits validated there.
@@ -318,6 +323,9 @@ class MemoryStore:
                 allow_change=options.allow_embedder_change,
             )
             config = replace(options.config(), reranker=reranker)
+            candidates = spec_candidates(options.reranker)
+            if candidates is not None:
+                config = replace(config, rerank_candidates=candidates)
             store = cls(engine=engine, config=config, embedder=embedder)
             try:
                 yield store

@@ -27,10 +27,13 @@ from sqlalchemy.exc import DBAPIError
 
 from memstore import Episode, Fact, MemoryStore
 from memstore.db.engine import create_engine
-from memstore.integrations.langgraph import MemstoreStore
 from tests.citus_cluster import SHARD_COUNT
 from tests.conftest import CITUS_ENABLED
 from tests.tenant_audit import tenant_table_names
+
+# The LangGraph store's statements are routed too: this module needs memstore[langgraph].
+pytest.importorskip("langgraph", reason="needs memstore[langgraph]")
+from memstore.integrations.langgraph import MemstoreStore
 
 pytestmark = [
     pytest.mark.citus,

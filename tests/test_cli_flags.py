@@ -186,6 +186,7 @@ def test_every_command_that_searches_or_embeds_takes_the_same_model_options() ->
 
 @pytest.mark.sqlite
 def test_mcp_opens_the_store_with_the_embedder_its_options_name(tmp_path: Path) -> None:
+    pytest.importorskip("mcp", reason="memstore mcp needs memstore[mcp]")
     url = f"sqlite:///{tmp_path / 'store.db'}"
 
     async def remember() -> None:

@@ -152,6 +152,7 @@ def chat() -> Iterator[ChatServer]:
 
 
 def extractor(chat: ChatServer, **overrides: Any) -> LLMExtractor:
+    pytest.importorskip("openai", reason="LLMExtractor needs memstore[llm]")
     config = dict(
         base_url=chat.url,
         model="test-model",
@@ -279,6 +280,7 @@ async def test_the_api_key_is_never_logged(
 
 async def test_unreachable_endpoint(store: MemoryStore) -> None:
     await remember_two(store)
+    pytest.importorskip("openai", reason="LLMExtractor needs memstore[llm]")
     dead = LLMExtractor(
         LLMConfig(base_url="http://127.0.0.1:9/v1", model="m", timeout=1.0, max_retries=0)
     )

@@ -68,6 +68,7 @@ def test_an_observation_not_text_and_evidence_is_one_error() -> None:
 
 @pytest.mark.sqlite
 def test_the_script_runs_the_llm_extractor_on_an_endpoint(tmp_path: Path) -> None:
+    pytest.importorskip("openai", reason="the LLM extractor needs memstore[llm]")
     # The chat-completions server of the LLM extractor's tests: for a turn naming Paris
     # it answers two facts (lives_in Paris, Emma sister_of user), both sourced at D1:1.
     chat = ChatServer()

@@ -83,6 +83,7 @@ async def test_recall_scores_episodes_and_facts_with_the_query_form(db_url: str)
 
 
 async def test_langgraph_search_scores_with_the_query_form(db_url: str) -> None:
+    pytest.importorskip("langgraph", reason="LangGraph store items need memstore[langgraph]")
     formed = FormedHashing()
     user = storage_user_id("u")
     async with MemoryStore.open(db_url, embedder=formed) as store:

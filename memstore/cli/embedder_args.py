@@ -1,10 +1,10 @@
 """The model options of every command that opens a store, defined once.
 
-``--embedder NAME`` with ``--embedder-model`` / ``--embedder-base-url`` /
-``--embedder-dim``, and ``--reranker NAME`` with ``--reranker-model`` /
-``--reranker-base-url``: the names of ``MemoryStore.open(embedder=..., reranker=...)``
-and of ``$MEMSTORE_EMBEDDER*`` / ``$MEMSTORE_RERANKER*``, spelled from
-:class:`memstore.core.model_spec.ModelFamily`. Without ``--embedder`` the environment
+``--embedder NAME`` and ``--reranker NAME`` with one option per option of their
+:class:`memstore.core.model_spec.ModelFamily` (``--embedder-model``,
+``--embedder-query-input-type``, ``--reranker-candidates``...): the fields of
+``ModelSpec`` and the names of ``$MEMSTORE_EMBEDDER*`` / ``$MEMSTORE_RERANKER*``,
+spelled and typed from that one definition. Without ``--embedder`` the environment
 names it, and an option given on the command line overrides the environment's.
 ``--model``, ``--base-url`` and ``--dim``, the embedder's options' earlier spellings,
 still work but are not shown.
@@ -16,7 +16,7 @@ import argparse
 from dataclasses import replace
 from typing import Any
 
-from memstore.core.model_spec import EMBEDDER, RERANKER, ModelFamily
+from memstore.core.model_spec import EMBEDDER, OPTIONS, RERANKER, ModelFamily
 from memstore.embeddings.base import DEFAULT_DIM, MAX_DIM, Embedder
 from memstore.embeddings.spec import (
     EMBEDDER_NAMES,
@@ -70,17 +70,31 @@ def add_embedder_arguments(
         f"(default: ${family.variable('model')})",
         "base_url": "openai: the OpenAI-compatible endpoint (default: "
         f"${family.variable('base_url')}, else $OPENAI_BASE_URL, else OpenAI's); the key "
-        "is $MEMSTORE_EMBEDDER_API_KEY or $OPENAI_API_KEY",
+        f"is ${family.key} or $OPENAI_API_KEY",
         "dim": f"width of the hashing embedder (1 to {MAX_DIM}; default {DEFAULT_DIM}, or the "
         "recorded width when the store builds it), or the dimensions asked of an openai "
         f"endpoint (default: ${family.variable('dim')})",
     }
-    for option in family.options:
-        kind = {"type": int} if option == "dim" else {}
+    _add_options(parser, family, helps)
+    for option, spelling in _HIDDEN_SPELLINGS.items():
+        kind = OPTIONS[option].kind
         dest = _dest(family, option)
-        parser.add_argument(family.flag(option), dest=dest, help=helps[option], **kind)
-        parser.add_argument(_HIDDEN_SPELLINGS[option], dest=dest, help=argparse.SUPPRESS, **kind)
+        parser.add_argument(spelling, dest=dest, type=kind, help=argparse.SUPPRESS)
     parser.set_defaults(embedder_default=default)
+
+
+def _add_options(parser: Any, family: ModelFamily, helps: dict[str, str]) -> None:
+    """One option per option of ``family``, named and typed by its definition."""
+    for option in family.options:
+        about = helps.get(option) or (
+            f"{OPTIONS[option].about} (default: ${family.variable(option)})"
+        )
+        parser.add_argument(
+            family.flag(option),
+            dest=_dest(family, option),
+            type=OPTIONS[option].kind,
+            help=about,
+        )
 
 
 def add_reranker_arguments(parser: Any) -> None:
@@ -94,18 +108,13 @@ def add_reranker_arguments(parser: Any) -> None:
         "local model) or http (a /rerank endpoint) (default: "
         f"${family.variable()}, else none)",
     )
-    parser.add_argument(
-        family.flag("model"),
-        dest=_dest(family, "model"),
-        help="the cross-encoder's directory or hub name, or the endpoint's model (default: "
-        f"${family.variable('model')})",
-    )
-    parser.add_argument(
-        family.flag("base_url"),
-        dest=_dest(family, "base_url"),
-        help="http: the endpoint, /rerank is appended; its key is $MEMSTORE_RERANK_API_KEY "
+    helps = {
+        "model": "the cross-encoder's directory or hub name, or the endpoint's model "
+        f"(default: ${family.variable('model')})",
+        "base_url": f"http: the endpoint, /rerank is appended; its key is ${family.key} "
         f"(default: ${family.variable('base_url')})",
-    )
+    }
+    _add_options(parser, family, helps)
 
 
 def add_model_arguments(parser: Any, *, purpose: str) -> None:

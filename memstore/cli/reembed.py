@@ -29,13 +29,25 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="also compute passages for episodes stored without them, keeping their vectors",
     )
+    parser.add_argument(
+        "--drop-forms",
+        action="store_true",
+        help="switch to an embedder without the query and document forms the database's "
+        "embedder has (refused otherwise: stores opened with the forms would be locked out)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     embedder = embedder_from_args(args)
     assert embedder is not None  # --embedder has a default here
     result = asyncio.run(
-        reembed_database(args.url, embedder, all_rows=args.all, passages=args.passages)
+        reembed_database(
+            args.url,
+            embedder,
+            all_rows=args.all,
+            passages=args.passages,
+            drop_forms=args.drop_forms,
+        )
     )
     change = (
         f"dimension {result.previous_dimension} -> {result.dimension}"

@@ -6,9 +6,14 @@ forms in its identity the same way.
 
 from __future__ import annotations
 
+import ast
+import re
+import shlex
 from pathlib import Path
 
-__all__ = ["instruction_prefixes", "with_forms"]
+from memstore.core.model_spec import EMBEDDER
+
+__all__ = ["drops_forms", "form_options", "instruction_prefixes", "recorded_forms", "with_forms"]
 
 # The query and document instructions each family was trained with (model cards), keyed
 # by a fragment of the model's name. Models not named here (MiniLM, mpnet, gte) read both
@@ -50,3 +55,43 @@ def with_forms(identity: str, query_prefix: str, document_prefix: str) -> str:
     if not query_prefix and not document_prefix:
         return identity
     return f"{identity} query={query_prefix!r} document={document_prefix!r}"
+
+
+_QUOTED = r"'(?:[^'\\]|\\.)*'" + r"|" + r'"(?:[^"\\]|\\.)*"'
+_FORMS = re.compile(rf" query=(?P<query>{_QUOTED}) document=(?P<document>{_QUOTED})\Z", re.S)
+_INPUT_TYPE = re.compile(r"(?P<prefix>.*?)(?:<input_type=(?P<input_type>[^>]*)>)?\Z", re.S)
+
+
+def recorded_forms(identity: str | None) -> tuple[str, str] | None:
+    """The ``(query, document)`` forms :func:`with_forms` put in ``identity``; None when
+    it names none."""
+    match = _FORMS.search(identity or "")
+    if match is None:
+        return None
+    try:
+        query, document = ast.literal_eval(match["query"]), ast.literal_eval(match["document"])
+    except (ValueError, SyntaxError):
+        return None
+    return (query, document) if isinstance(query, str) and isinstance(document, str) else None
+
+
+def drops_forms(recorded: str | None, identity: str) -> bool:
+    """Whether an embedder named ``identity`` has no forms where ``recorded`` has some."""
+    return recorded_forms(recorded) is not None and recorded_forms(identity) is None
+
+
+def form_options(identity: str | None) -> str:
+    """The command-line options that give an embedder the forms ``identity`` records
+    (``--embedder-query-input-type query ...``); empty when it records none."""
+    forms = recorded_forms(identity)
+    if forms is None:
+        return ""
+    options: list[str] = []
+    for side, form in zip(("query", "document"), forms, strict=True):
+        match = _INPUT_TYPE.match(form)
+        assert match is not None  # the pattern matches any text
+        if match["prefix"]:
+            options += [EMBEDDER.flag(f"{side}_prefix"), shlex.quote(match["prefix"])]
+        if match["input_type"]:
+            options += [EMBEDDER.flag(f"{side}_input_type"), shlex.quote(match["input_type"])]
+    return " ".join(options)

@@ -9,7 +9,7 @@ the same way: :meth:`ModelSpec.from_env` takes the variables' prefix.
 from __future__ import annotations
 
 import os
-from typing import cast
+from typing import Any, cast
 
 from memstore.core.model_spec import EMBEDDER, ModelSpec
 from memstore.embeddings.base import DEFAULT_DIM, Embedder, check_dim
@@ -35,14 +35,22 @@ def embedder_from_spec(
     base_url: str | None = None,
     dim: int | None = None,
     api_key: str | None = None,
+    query_prefix: str | None = None,
+    document_prefix: str | None = None,
+    query_input_type: str | None = None,
+    document_input_type: str | None = None,
+    timeout: float | None = None,
+    max_retries: int | None = None,
 ) -> Embedder:
     """The embedder ``name`` (one of :data:`EMBEDDER_NAMES`) with these options.
 
     ``hashing``: ``dim`` (default 384). ``sentence-transformers``: ``model`` (default
-    the bundled all-MiniLM-L6-v2), its family's query form. ``openai``: ``model``
-    (required), ``base_url``, ``dim`` as ``dimensions``, ``api_key`` (default
-    ``$MEMSTORE_EMBEDDER_API_KEY``, else ``$OPENAI_API_KEY``). An unknown name, an
-    option the kind does not take, or a width outside 1 to 2000
+    the bundled all-MiniLM-L6-v2), ``query_prefix`` / ``document_prefix`` (default its
+    family's). ``openai``: ``model`` (required), ``base_url``, ``dim`` as
+    ``dimensions``, the forms (``query_prefix``, ``document_prefix``,
+    ``query_input_type``, ``document_input_type``), ``timeout``, ``max_retries``,
+    ``api_key`` (default ``$MEMSTORE_EMBEDDER_API_KEY``, else ``$OPENAI_API_KEY``). An
+    unknown name, an option the kind does not take, or a width outside 1 to 2000
     (:data:`~memstore.embeddings.base.MAX_DIM`) is :class:`ConfigurationError`.
     """
     kind = name.strip().lower()
@@ -51,15 +59,28 @@ def embedder_from_spec(
             f"unknown embedder {name!r}; choose one of {', '.join(EMBEDDER_NAMES)}",
             setting="embedder",
         )
-    if kind != "openai" and (base_url is not None or api_key is not None):
+    endpoint_only = {
+        "base_url": base_url,
+        "api_key": api_key,
+        "query_input_type": query_input_type,
+        "document_input_type": document_input_type,
+        "timeout": timeout,
+        "max_retries": max_retries,
+    }
+    given = [option for option, value in endpoint_only.items() if value is not None]
+    if kind != "openai" and given:
+        spoken = ", ".join({"base_url": "base URL", "api_key": "API key"}.get(o, o) for o in given)
         raise ConfigurationError(
-            f"embedder {kind!r} takes no base URL or API key", setting="embedder"
+            f"embedder {kind!r} takes no {spoken} (an openai endpoint's options)",
+            setting="embedder",
         )
     if dim is not None:
         check_dim(dim, what=f"the embedder's width ({EMBEDDER.where('dim')})")
     if kind == "hashing":
-        if model is not None:
-            raise ConfigurationError("the hashing embedder takes no model", setting="embedder")
+        if model is not None or query_prefix is not None or document_prefix is not None:
+            raise ConfigurationError(
+                "the hashing embedder takes no model or prefixes", setting="embedder"
+            )
         from memstore.embeddings.hashing import HashingEmbedder
 
         return cast(Embedder, HashingEmbedder(dim if dim is not None else DEFAULT_DIM))
@@ -75,7 +96,12 @@ def embedder_from_spec(
             )
         from memstore.embeddings.sentence import SentenceTransformerEmbedder
 
-        return cast(Embedder, SentenceTransformerEmbedder(model))
+        return cast(
+            Embedder,
+            SentenceTransformerEmbedder(
+                model, query_prefix=query_prefix, document_prefix=document_prefix
+            ),
+        )
     if not model:
         raise ConfigurationError(
             f"the openai embedder needs a model name ({EMBEDDER.where('model')})",
@@ -83,15 +109,43 @@ def embedder_from_spec(
         )
     from memstore.embeddings.openai_api import OpenAIEmbedder
 
-    key = api_key or os.environ.get("MEMSTORE_EMBEDDER_API_KEY") or None
-    return cast(Embedder, OpenAIEmbedder(model, base_url=base_url, api_key=key, dimensions=dim))
+    key = api_key or os.environ.get(EMBEDDER.key) or None
+    limits: dict[str, Any] = {}
+    if timeout is not None:
+        limits["timeout"] = timeout
+    if max_retries is not None:
+        limits["max_retries"] = max_retries
+    built = OpenAIEmbedder(
+        model,
+        base_url=base_url,
+        api_key=key,
+        dimensions=dim,
+        query_prefix=query_prefix or "",
+        document_prefix=document_prefix or "",
+        query_input_type=query_input_type or None,
+        document_input_type=document_input_type or None,
+        **limits,
+    )
+    return cast(Embedder, built)
 
 
 def _built(spec: ModelSpec, recorded_dim: int | None) -> Embedder:
+    EMBEDDER.check(spec)
     dim = spec.dim
     if dim is None and spec.name.strip().lower() == "hashing":
         dim = recorded_dim  # hashing fits any width: take the database's
-    return embedder_from_spec(spec.name, model=spec.model, base_url=spec.base_url, dim=dim)
+    return embedder_from_spec(
+        spec.name,
+        model=spec.model,
+        base_url=spec.base_url,
+        dim=dim,
+        query_prefix=spec.query_prefix,
+        document_prefix=spec.document_prefix,
+        query_input_type=spec.query_input_type,
+        document_input_type=spec.document_input_type,
+        timeout=spec.timeout,
+        max_retries=spec.max_retries,
+    )
 
 
 def _deferred(spec: ModelSpec) -> bool:

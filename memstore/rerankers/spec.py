@@ -3,19 +3,25 @@
 The same shape as the embedder's (:mod:`memstore.embeddings.spec`): a name and its
 options as a :class:`~memstore.core.model_spec.ModelSpec`, from
 ``MemoryStore.open(reranker="cross-encoder")``, ``MEMSTORE_RERANKER`` (with
-``_MODEL`` and ``_BASE_URL``) or ``--reranker`` (with ``--reranker-model`` and
-``--reranker-base-url``), all built here.
+``_MODEL``, ``_BASE_URL``...) or ``--reranker`` (with ``--reranker-model``...), all
+built here.
 """
 
 from __future__ import annotations
 
-from typing import cast
+from typing import Any, cast
 
 from memstore.core.model_spec import RERANKER, ModelSpec
 from memstore.errors import ConfigurationError
 from memstore.rerankers.base import Reranker
 
-__all__ = ["RERANKER_ENV", "RERANKER_NAMES", "reranker_from_spec", "resolve_reranker"]
+__all__ = [
+    "RERANKER_ENV",
+    "RERANKER_NAMES",
+    "reranker_from_spec",
+    "resolve_reranker",
+    "spec_candidates",
+]
 
 # "cross-encoder": a local sentence-transformers CrossEncoder (a directory or hub name);
 # "http": an endpoint speaking the rerank shape Cohere, Jina, vLLM and Infinity share.
@@ -24,13 +30,18 @@ RERANKER_ENV = RERANKER.env
 
 
 def reranker_from_spec(
-    name: str, *, model: str | None = None, base_url: str | None = None
+    name: str,
+    *,
+    model: str | None = None,
+    base_url: str | None = None,
+    timeout: float | None = None,
+    max_retries: int | None = None,
 ) -> Reranker:
     """The reranker ``name`` (one of :data:`RERANKER_NAMES`) with these options.
 
     Both need ``model``; ``http`` also ``base_url`` (its key comes from
-    ``$MEMSTORE_RERANK_API_KEY``). An unknown name or a missing option is
-    :class:`ConfigurationError`.
+    ``$MEMSTORE_RERANK_API_KEY``) and takes ``timeout`` and ``max_retries``. An unknown
+    name or a missing option is :class:`ConfigurationError`.
     """
     kind = name.strip().lower()
     if kind not in RERANKER_NAMES:
@@ -44,9 +55,10 @@ def reranker_from_spec(
             setting="reranker",
         )
     if kind == "cross-encoder":
-        if base_url is not None:
+        if base_url is not None or timeout is not None or max_retries is not None:
             raise ConfigurationError(
-                "the cross-encoder reranker runs locally and takes no base URL",
+                "the cross-encoder reranker runs locally and takes no base URL, timeout "
+                "or max_retries",
                 setting="reranker",
             )
         from memstore.rerankers.cross_encoder import CrossEncoderReranker
@@ -59,7 +71,20 @@ def reranker_from_spec(
         )
     from memstore.rerankers.http import HTTPReranker
 
-    return cast(Reranker, HTTPReranker(model, base_url=base_url))
+    limits: dict[str, Any] = {}
+    if timeout is not None:
+        limits["timeout"] = timeout
+    if max_retries is not None:
+        limits["max_retries"] = max_retries
+    return cast(Reranker, HTTPReranker(model, base_url=base_url, **limits))
+
+
+def spec_candidates(value: Reranker | ModelSpec | str | None) -> int | None:
+    """The rows per recall a :class:`ModelSpec` (given, else ``$MEMSTORE_RERANKER``'s)
+    asks the reranker to score; None when it names none."""
+    if value is None:
+        value = ModelSpec.from_env(RERANKER_ENV)
+    return value.candidates if isinstance(value, ModelSpec) else None
 
 
 def resolve_reranker(
@@ -74,7 +99,12 @@ def resolve_reranker(
     if isinstance(value, str):
         value = ModelSpec(value)
     if isinstance(value, ModelSpec):
-        if value.dim is not None:
-            raise ConfigurationError("a reranker takes no width (dim)", setting="reranker")
-        return reranker_from_spec(value.name, model=value.model, base_url=value.base_url)
+        RERANKER.check(value)
+        return reranker_from_spec(
+            value.name,
+            model=value.model,
+            base_url=value.base_url,
+            timeout=value.timeout,
+            max_retries=value.max_retries,
+        )
     return value

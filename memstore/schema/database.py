@@ -45,7 +45,12 @@ async def migrate(url: str | None, revision: str = "head", *, down: bool = False
 
 
 async def reembed_database(
-    url: str | None, embedder: Embedder, *, all_rows: bool = False, passages: bool = False
+    url: str | None,
+    embedder: Embedder,
+    *,
+    all_rows: bool = False,
+    passages: bool = False,
+    drop_forms: bool = False,
 ) -> ReembedResult:
     """:func:`memstore.search.reembed.reembed` on the existing store at ``url``.
 
@@ -59,6 +64,8 @@ async def reembed_database(
     engine = create_engine(require_existing_database(url))
     try:
         await check_schema(engine)
-        return await reembed(engine, embedder, all_rows=all_rows, passages=passages)
+        return await reembed(
+            engine, embedder, all_rows=all_rows, passages=passages, drop_forms=drop_forms
+        )
     finally:
         await engine.dispose()

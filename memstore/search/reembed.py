@@ -33,8 +33,9 @@ from memstore.embeddings.base import (
     embed_with_passages_checked,
     passages_checked,
 )
+from memstore.embeddings.forms import drops_forms, form_options
 from memstore.embeddings.identity import embedder_identity
-from memstore.errors import ConfigurationError, InvalidInput
+from memstore.errors import ConfigurationError, EmbedderFormsDropped, InvalidInput
 from memstore.models import ConfigRow, EpisodeRow, FactRow, LangGraphItemRow
 from memstore.models.config import EMBEDDER_KEY, EMBEDDING_DIM_KEY
 from memstore.models.search import VECTOR_INDEX, VECTOR_STORAGE, VECTOR_TABLES
@@ -253,7 +254,12 @@ async def _refresh_langgraph(conn: AsyncConnection, embedder: Embedder) -> int:
 
 
 async def reembed(
-    engine: AsyncEngine, embedder: Embedder, *, all_rows: bool = False, passages: bool = False
+    engine: AsyncEngine,
+    embedder: Embedder,
+    *,
+    all_rows: bool = False,
+    passages: bool = False,
+    drop_forms: bool = False,
 ) -> ReembedResult:
     """Embed rows without an embedding (or every row with ``all_rows``) using ``embedder``.
 
@@ -268,6 +274,11 @@ async def reembed(
     re-embedded too. Either way ``embedder`` is recorded as the database's
     embedder (a database that recorded none adopts it). Stores opened before
     should be re-opened: they keep the embedder they were opened with.
+
+    An embedder without the query and document forms the recorded one has (e5's
+    ``query:``, an endpoint's ``input_type``...) is :class:`EmbedderFormsDropped`, and
+    nothing changes, unless ``drop_forms``: the stores opened with the forms would
+    be refused from then on.
     """
     if passages and not isinstance(embedder, PassageEmbedder):
         raise InvalidInput(
@@ -285,6 +296,8 @@ async def reembed(
             await conn.scalar(select(ConfigRow.value).where(ConfigRow.key == EMBEDDING_DIM_KEY))
         )
         previous = await conn.scalar(select(ConfigRow.value).where(ConfigRow.key == EMBEDDER_KEY))
+        if previous is not None and not drop_forms and drops_forms(previous, identity):
+            raise EmbedderFormsDropped(previous, identity, form_options(previous))
         if dim != recorded or (previous is not None and previous != identity):
             all_rows = True
         if all_rows:

@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession
 
 from memstore.db.upsert import insert_for
 from memstore.embeddings.base import MAX_DIM, MIN_DIM
+from memstore.embeddings.forms import form_options
 from memstore.errors import ConfigurationError, DimensionMismatch, EmbedderMismatch
 from memstore.models import ConfigRow
 from memstore.models.config import EMBEDDER_KEY, EMBEDDING_DIM_KEY
@@ -74,7 +75,7 @@ async def recorded_embedder(bind: AsyncEngine | AsyncConnection) -> str | None:
 def check_embedder(recorded: str | None, identity: str, *, allow_change: bool = False) -> None:
     """Refuse an embedder other than the recorded one, unless the caller opted in."""
     if recorded is not None and recorded != identity and not allow_change:
-        raise EmbedderMismatch(recorded, identity)
+        raise EmbedderMismatch(recorded, identity, form_options(recorded))
 
 
 async def claim_embedder(
