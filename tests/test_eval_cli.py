@@ -17,6 +17,7 @@ import pytest
 
 from memstore import Episode, MemoryStore
 from memstore.cli import main
+from tests.conftest import is_postgres
 from tests.eval_samples import jsonl_lines, locomo_sample, longmemeval_items, write
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -177,7 +178,7 @@ def test_url_writes_only_its_tenants_and_forgets_them(
     )
     assert code == 0, capsys.readouterr().err
     report = json.loads(out.read_text())
-    assert report["backend"] == ("postgresql" if backend == "postgres" else "sqlite")
+    assert report["backend"] == ("postgresql" if is_postgres(backend) else "sqlite")
     assert report["configurations"][0]["overall"]["n"] == 3
     assert [e.input for e in asyncio.run(_episodes(db_url, "alice"))] == ["my own data"]
     for tenant in ("memstore-eval-0", "memstore-eval-1"):
