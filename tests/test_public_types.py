@@ -17,8 +17,9 @@ import memstore
 
 TYPES_PY = Path(memstore.__file__).parent / "types.py"
 # Context and ContextItem render themselves by the packer's budget rules, so
-# they stay with the packer (memstore/services/agent/context.py).
-WITH_BEHAVIOUR = {"Context", "ContextItem"}
+# they stay with the packer (memstore/services/agent/context.py); ModelSpec reads
+# and checks the one definition of the model options (memstore/core/model_spec.py).
+WITH_BEHAVIOUR = {"Context", "ContextItem", "ModelSpec"}
 
 
 def _value_types() -> dict[str, type]:
