@@ -111,7 +111,7 @@ async def test_a_reranker_named_by_the_environment_orders_recall(
         (ModelSpec("http", model="m"), "needs a base URL"),
         (ModelSpec("cross-encoder"), "needs a model"),
         (ModelSpec("cross-encoder", model="m", base_url="http://x"), "takes no base URL"),
-        (ModelSpec("cross-encoder", model="m", dim=3), "no width"),
+        (ModelSpec("cross-encoder", model="m", dim=3), "takes no dim"),
     ],
 )
 async def test_a_bad_reranker_name_opens_nothing(spec: object, message: str) -> None:

@@ -77,7 +77,8 @@ def test_sync_round_trip(sync_store: SyncMemoryStore) -> None:
         == "I adopted a cat named Miso"
     )
     ctx = store.context(user_id="alice", session_id="s2", query="cat", max_tokens=500)
-    assert f"episode:{ep}" in ctx.render()
+    shown = {item: handle for handle, item in ctx.handles.items()}
+    assert f"[{shown[f'episode:{ep}']}]" in ctx.render()
 
     slot = store.threads.append("t1", {"q": "hi"}, from_id="u", to_id="a", user_id="alice")
     store.threads.append("t1", "second", from_id="a", to_id="u", user_id="alice")
