@@ -3,10 +3,7 @@ error, never Unavailable; the CLI prints one line and exits non-zero."""
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
-import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +14,7 @@ from sqlalchemy.engine import make_url
 
 from memstore import ConfigurationError, MemoryStore, Unavailable
 from memstore.schema.migrate import upgrade
+from tests.cli_support import assert_configuration_error_line, run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 # A directory that cannot exist: its parent is a regular file.
@@ -82,28 +80,6 @@ async def test_missing_database_or_role_is_configuration_error(pg_cluster: Any) 
             assert not isinstance(caught.value, Unavailable)
 
 
-def _cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    env.pop("MEMSTORE_URL", None)
-    return subprocess.run(
-        [sys.executable, "-m", "memstore", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=cwd,
-        env=env,
-    )
-
-
-def _assert_one_line_cause(result: subprocess.CompletedProcess[str], cause: str) -> None:
-    assert result.returncode == 1, result
-    assert "Traceback" not in result.stderr, result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    assert ": ConfigurationError: " in lines[0], lines
-    assert cause in lines[0]
-
-
 @pytest.mark.sqlite
 @pytest.mark.parametrize(("url", "cause"), _bad_static_urls())
 def test_cli_prints_bad_url_without_traceback(url: str, cause: str, private_dir: Path) -> None:
@@ -113,7 +89,7 @@ def test_cli_prints_bad_url_without_traceback(url: str, cause: str, private_dir:
         ["consolidate"],
         ["gc"],
     ):
-        _assert_one_line_cause(_cli(private_dir, *command, "--url", url), cause)
+        assert_configuration_error_line(run_cli(private_dir, *command, "--url", url), cause)
 
 
 @pytest.mark.postgres
@@ -122,4 +98,4 @@ def test_cli_prints_missing_database_or_role_without_traceback(
 ) -> None:
     for url, cause in _missing_pg(pg_cluster):
         for command in (["migrate"], ["consolidate"]):
-            _assert_one_line_cause(_cli(private_dir, *command, "--url", url), cause)
+            assert_configuration_error_line(run_cli(private_dir, *command, "--url", url), cause)

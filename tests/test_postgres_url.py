@@ -8,10 +8,8 @@ libpq and asyncpg use no TLS); TLS itself is tests/test_postgres_tls.py.
 from __future__ import annotations
 
 import asyncio
-import os
 import shutil
 import subprocess
-import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,6 +23,7 @@ from memstore import ConfigurationError, Episode, MemoryStore
 from memstore.db.connections import connect_args_of
 from memstore.db.signal import LISTENER_APPLICATION_NAME
 from memstore.schema.migrate import upgrade
+from tests.cli_support import assert_configuration_error_line, run_cli
 from tests.pg_tls import PASSWORD, no_home_certificates
 
 pytestmark = pytest.mark.postgres
@@ -99,26 +98,8 @@ async def test_unusable_parameters_are_refused_by_name(private_dir: Path) -> Non
         check_refusal(caught.value, cause)
 
 
-def _cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    env.pop("MEMSTORE_URL", None)
-    return subprocess.run(
-        [sys.executable, "-m", "memstore", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=cwd,
-        env=env,
-    )
-
-
 def assert_one_line(result: subprocess.CompletedProcess[str], cause: str) -> None:
-    assert result.returncode == 1, result
-    assert "Traceback" not in result.stderr, result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    assert ": ConfigurationError: " in lines[0], lines
-    assert cause in lines[0], lines
+    assert_configuration_error_line(result, cause)
     assert PASSWORD not in result.stderr + result.stdout
 
 
@@ -130,7 +111,7 @@ def test_cli_refuses_in_one_line(private_dir: Path) -> None:
         (["citus", "--status"], "channel_binding=require", "channel_binding=require"),
     ]
     for command, query, cause in cases:
-        assert_one_line(_cli(private_dir, *command, "--url", f"{BASE}?{query}"), cause)
+        assert_one_line(run_cli(private_dir, *command, "--url", f"{BASE}?{query}"), cause)
 
 
 def libpq_url(pg_cluster: Any, database: str, scheme: str, query: dict[str, str]) -> str:
@@ -193,6 +174,6 @@ def test_cli_takes_a_libpq_url(pg_cluster: Any, private_dir: Path) -> None:
     database = str(make_url(pg_cluster.create_database("pgurlcli")).database)
     url = libpq_url(pg_cluster, database, "postgres", QUERY)
     for command in (["migrate"], ["gc"]):
-        result = _cli(private_dir, *command, "--url", url)
+        result = run_cli(private_dir, *command, "--url", url)
         assert result.returncode == 0, result.stderr
         assert PASSWORD not in result.stderr + result.stdout

@@ -82,6 +82,10 @@ class _Feed:
         self.skip_pruned = start == (None, 0)  # after='': oldest retained, no warning
         self.clock = clock
 
+    def _notice(self, kind: ChangeKind, position: str, public: str | None) -> Change:
+        """A change the log reports about itself (forget, reset, pruning): no key, now."""
+        return Change(kind=kind, key=None, at=self.clock(), position=position, user_id=public)
+
     async def read(self, session: AsyncSession, head: ChangeHead | None) -> list[Change] | None:
         public = public_user_id(self.user)
         if self.fresh:
@@ -95,15 +99,7 @@ class _Feed:
             # perhaps restored by an import, which draws a new epoch) since.
             self.epoch, self.seq = (head.epoch if head is not None else None), 0
             position = f"{self.epoch}:0" if self.epoch is not None else ""
-            out.append(
-                Change(
-                    kind=ChangeKind.FORGET,
-                    key=None,
-                    at=self.clock(),
-                    position=position,
-                    user_id=public,
-                )
-            )
+            out.append(self._notice(ChangeKind.FORGET, position, public))
         if head is None:
             return out or None
         self.epoch = head.epoch
@@ -112,23 +108,13 @@ class _Feed:
             # every change until the log caught up, so the caller is told instead.
             self.seq = head.last_seq
             out.append(
-                Change(
-                    kind=ChangeKind.CHANGES_RESET,
-                    key=None,
-                    at=self.clock(),
-                    position=f"{head.epoch}:{head.last_seq}",
-                    user_id=public,
-                )
+                self._notice(ChangeKind.CHANGES_RESET, f"{head.epoch}:{head.last_seq}", public)
             )
         if self.seq < head.pruned_through:
             if not self.skip_pruned:
                 out.append(
-                    Change(
-                        kind=ChangeKind.CHANGES_PRUNED,
-                        key=None,
-                        at=self.clock(),
-                        position=f"{head.epoch}:{head.pruned_through}",
-                        user_id=public,
+                    self._notice(
+                        ChangeKind.CHANGES_PRUNED, f"{head.epoch}:{head.pruned_through}", public
                     )
                 )
             self.seq = head.pruned_through
