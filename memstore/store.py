@@ -23,6 +23,7 @@ from memstore.core.forwarding import forward, forwards_owned, takes_options
 from memstore.core.validation import check_limit
 from memstore.db.engine import create_engine, resolve_url
 from memstore.db.unit import Clock, Database
+from memstore.dialects import dialect_for
 from memstore.embeddings.base import Embedder
 from memstore.embeddings.hashing import HashingEmbedder
 from memstore.embeddings.identity import embedder_identity
@@ -292,16 +293,16 @@ class MemoryStore:
         prepared = prepare_embedder(options.embedder)
         engine = create_engine(url, **dict(options.engine_options or {}))
         try:
-            postgres = engine.dialect.name == "postgresql"
+            dialect = dialect_for(engine)
             # Embedded SQLite has no deploy step to run migrations from, so it
             # migrates itself; Postgres schemas change only when the operator says.
             auto = options.auto_migrate
-            migrate = auto if auto is not None else not postgres
+            migrate = auto if auto is not None else dialect.embedded
             if migrate and await needs_upgrade(engine):
                 # Postgres migrations run on their own engine, without the
                 # per-statement timeout (index builds may take long).
-                await upgrade(resolve_url(url) if postgres else engine)
-                if postgres:
+                await upgrade(resolve_url(url) if dialect.migrates_on_own_engine else engine)
+                if dialect.native_vectors:
                     # The pool's connection that checked the schema predates
                     # the `vector` type the migration created, so it has no
                     # pgvector codec; later connections register it on connect.

@@ -29,6 +29,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.engine import Connection
 
+from memstore.dialects import dialect_for
+
 __all__ = [
     "DISTRIBUTION_COLUMN",
     "MIGRATION_ONLY_TABLES",
@@ -187,7 +189,7 @@ def _citus_shard_relations(connection: Connection) -> set[str]:
     storage of a table the rules already judge, not tables of their own.
     """
     citus = text("SELECT 1 FROM pg_extension WHERE extname = 'citus'")
-    if connection.dialect.name != "postgresql" or connection.execute(citus).first() is None:
+    if not dialect_for(connection).distributable or connection.execute(citus).first() is None:
         return set()
     rows = connection.execute(text("SELECT logicalrelid, shardid FROM pg_dist_shard")).all()
     names = set()
@@ -249,7 +251,7 @@ def catalog_problems(connection: Connection, metadata: MetaData) -> list[str]:
 
 def is_distributed(connection: Connection, table: str) -> bool:
     """Whether ``table`` exists and is a Citus distributed table (``memstore citus --apply``)."""
-    if connection.dialect.name != "postgresql":
+    if not dialect_for(connection).distributable:
         return False
     citus = text("SELECT 1 FROM pg_extension WHERE extname = 'citus'")
     if connection.execute(citus).first() is None:

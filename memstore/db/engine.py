@@ -21,6 +21,7 @@ from memstore.db.connections import (
 )
 from memstore.db.pgurl import postgres_connect_args, safe_url
 from memstore.db.slowlog import check_threshold, install_slow_query_log, slow_query_ms_from_env
+from memstore.dialects import Dialect, backend_name, dialect_of_url
 from memstore.errors import ConfigurationError, NotFound
 
 __all__ = [
@@ -94,18 +95,15 @@ def resolve_url(url: str | None) -> str:
             f"{source} is empty; {_URL_HINT} (or leave it unset for the default)", url=raw
         )
     parsed = _parse(raw)
-    backend = parsed.get_backend_name()
-    if backend not in ("sqlite", "postgresql", "postgres"):
+    dialect = dialect_of_url(parsed)
+    if dialect is None:
         raise ConfigurationError(
-            f"unsupported database backend {backend!r} in {redacted(parsed)!r}; memstore "
-            f"runs on SQLite and PostgreSQL: {_URL_HINT}",
+            f"unsupported database backend {backend_name(parsed)!r} in "
+            f"{redacted(parsed)!r}; memstore runs on SQLite and PostgreSQL: {_URL_HINT}",
             url=redacted(parsed),
         )
-    if parsed.drivername in ("postgresql", "postgres"):
-        parsed = parsed.set(drivername="postgresql+asyncpg")
-    elif parsed.drivername == "sqlite":
-        parsed = parsed.set(drivername="sqlite+aiosqlite")
-    if backend != "sqlite":
+    parsed = dialect.with_driver(parsed)
+    if not dialect.embedded:
         postgres_connect_args(parsed)  # refuses what no connection could honour, now
     return parsed.render_as_string(hide_password=False)
 
@@ -113,10 +111,7 @@ def resolve_url(url: str | None) -> str:
 def sqlite_file(url: str | None) -> Path | None:
     """The file a SQLite ``url`` names (None for Postgres, ``:memory:`` or a URI filename)."""
     parsed = make_url(resolve_url(url))
-    database = parsed.database or ""
-    if parsed.get_backend_name() != "sqlite" or database in ("", ":memory:"):
-        return None
-    return None if database.startswith("file:") else Path(database).expanduser()
+    return _dialect(parsed).database_file(parsed)
 
 
 def require_existing_database(url: str | None) -> str:
@@ -130,13 +125,12 @@ def require_existing_database(url: str | None) -> str:
     """
     resolved = resolve_url(url)
     parsed = make_url(resolved)
-    if parsed.get_backend_name() != "sqlite":
+    path = _dialect(parsed).database_file(parsed)
+    if path is None:
         return resolved
     database = parsed.database or ""
-    if database in ("", ":memory:") or database.startswith("file:"):
-        return resolved
     _check_sqlite_directory(parsed)  # a missing directory stays a ConfigurationError
-    if not Path(database).expanduser().exists():
+    if not path.exists():
         raise NotFound(
             f"no SQLite database at {database!r}; pass the --url of an existing store "
             "(or create one with `memstore migrate`)"
@@ -196,14 +190,13 @@ def _create(
     **kwargs: Any,
 ) -> AsyncEngine:
     parsed = make_url(resolved)
-    backend = parsed.get_backend_name()
-    if backend == "sqlite":
+    if _dialect(parsed).embedded:
         _check_sqlite_directory(parsed)
         connect_args = dict(kwargs.pop("connect_args", None) or {})
         connect_args.setdefault("async_creator_fn", connect_sqlite)
         engine = create_async_engine(resolved, connect_args=connect_args, **kwargs)
         configure_sqlite(engine, busy_timeout_ms=sqlite_busy_timeout_ms)
-    elif backend == "postgresql":
+    else:
         kwargs.setdefault("pool_size", 5)
         kwargs.setdefault("max_overflow", 10)
         # No pool_pre_ping: the checkout hook's RESET is already a round trip
@@ -234,9 +227,13 @@ def _create(
         engine = create_async_engine(parsed, connect_args=connect_args, **kwargs)
         configure_postgres(engine)
         remember_connect_args(engine, connect_args)
-    else:  # resolve_url refused every other backend
-        raise AssertionError(backend)
     return engine
+
+
+def _dialect(resolved: URL) -> Dialect:
+    found = dialect_of_url(resolved)
+    assert found is not None, "resolve_url refuses every other backend"
+    return found
 
 
 def pool_capacity(engine: AsyncEngine) -> int | None:

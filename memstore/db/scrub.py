@@ -19,6 +19,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from memstore.db.errors import translated
+from memstore.dialects import dialect_for
 
 __all__ = ["FULL_TEXT_TABLES", "purge_full_text", "truncate_wal"]
 
@@ -40,7 +41,7 @@ async def purge_full_text(session: AsyncSession, tables: Iterable[str]) -> None:
     3.44's 'secure-delete' option would avoid that but is newer than the
     SQLite many Pythons ship.
     """
-    if session.get_bind().dialect.name != "sqlite":
+    if not dialect_for(session).keeps_deleted_text:
         return
     for table in sorted(set(tables) & set(FULL_TEXT_TABLES)):
         fts = f"{table}_fts"
@@ -55,7 +56,7 @@ async def truncate_wal(engine: AsyncEngine) -> bool:
     erased bytes. A connection still reading keeps them until a later
     checkpoint; nothing is lost either way.
     """
-    if engine.dialect.name != "sqlite":
+    if not dialect_for(engine).keeps_deleted_text:
         return True
     try:
         async with engine.connect() as conn:

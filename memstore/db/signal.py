@@ -31,6 +31,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from memstore.db.connections import connect_args_of, connect_postgres
+from memstore.dialects import dialect_for
 from memstore.errors import Unavailable
 
 __all__ = [
@@ -108,7 +109,8 @@ class ChangeSignal:
 
     def __init__(self, engine: AsyncEngine) -> None:
         self._engine = engine
-        self._postgres = engine.dialect.name == "postgresql"
+        # Commits wake listeners by NOTIFY, or are seen by polling the database.
+        self._notifies = dialect_for(engine).notifies
         self._by_hint: dict[str | None, set[Waiter]] = {}
         self._task: asyncio.Task[None] | None = None
         self._connected = asyncio.Event()
@@ -187,7 +189,7 @@ class ChangeSignal:
     async def _ready(self, seconds: float | None) -> None:
         """Start the listener if needed; wait (at most ``seconds``) until it listens."""
         if self._task is None or self._task.done():
-            run = self._listen_postgres if self._postgres else self._poll_sqlite
+            run = self._listen_postgres if self._notifies else self._poll_sqlite
             self._task = asyncio.get_running_loop().create_task(run(), name="memstore-signal")
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(seconds):

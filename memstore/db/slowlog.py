@@ -17,6 +17,7 @@ from typing import Any
 from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from memstore.dialects import dialect_for
 from memstore.errors import InvalidInput
 
 __all__ = [
@@ -94,7 +95,7 @@ def install_slow_query_log(engine: AsyncEngine, threshold_ms: float) -> None:
                 "slow statement: %.1f ms (threshold %g ms, %s%s): %s",
                 elapsed * 1000,
                 threshold_ms,
-                engine.dialect.name,
+                dialect_for(engine).name,
                 ", executemany" if executemany else "",
                 sql,
             )

@@ -7,9 +7,10 @@ from typing import Any
 
 import numpy as np
 from sqlalchemy import JSON, DateTime, LargeBinary
-from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator, TypeEngine, UserDefinedType
+
+from memstore.dialects import DIALECTS, dialect_for
 
 __all__ = [
     "JSONDoc",
@@ -43,7 +44,7 @@ class UTCDateTime(TypeDecorator[datetime]):
         if value.tzinfo is None or value.utcoffset() is None:
             raise ValueError("naive datetime refused; pass a timezone-aware datetime")
         value = value.astimezone(UTC)
-        if dialect.name == "sqlite":
+        if dialect_for(dialect).naive_timestamps:
             return value.replace(tzinfo=None)
         return value
 
@@ -55,44 +56,19 @@ class UTCDateTime(TypeDecorator[datetime]):
         return value.astimezone(UTC)
 
 
-class _SQLiteJSON(TypeDecorator[Any]):
-    """JSON text on SQLite that keeps a top-level number exact.
-
-    SQLite gives a column declared ``JSON`` NUMERIC affinity: the text of a bare
-    number is converted on storage (``1.0`` becomes the integer 1, a 25-digit
-    integer a lossy REAL). Such documents are bound as a BLOB of the same JSON
-    text, which affinity leaves alone and the JSON reader decodes as before.
-    Everything else is stored exactly as plain ``JSON`` stores it (same DDL).
-    """
-
-    impl = JSON
-    cache_ok = True
-
-    def bind_processor(self, dialect: Dialect) -> Any:
-        to_text = super().bind_processor(dialect)
-
-        def process(value: Any) -> Any:
-            out = to_text(value) if to_text is not None else value
-            if (
-                isinstance(value, int | float)
-                and not isinstance(value, bool)
-                and isinstance(out, str)
-            ):
-                return out.encode()
-            return out
-
-        return process
+def _json(*, none_as_null: bool) -> Any:
+    """Plain JSON, with each dialect's own document type as its variant."""
+    json: Any = JSON(none_as_null=none_as_null)
+    for dialect in DIALECTS:
+        json = json.with_variant(dialect.json_type(none_as_null=none_as_null), dialect.name)
+    return json
 
 
 # JSONB on Postgres (indexable, compact); plain JSON text elsewhere.
-JSONDoc: Any = JSON().with_variant(JSONB(), "postgresql").with_variant(_SQLiteJSON(), "sqlite")
+JSONDoc: Any = _json(none_as_null=False)
 # The same, but Python None is SQL NULL rather than the JSON document ``null``,
 # for optional columns that queries test with IS NULL.
-NullableJSONDoc: Any = (
-    JSON(none_as_null=True)
-    .with_variant(JSONB(none_as_null=True), "postgresql")
-    .with_variant(_SQLiteJSON(none_as_null=True), "sqlite")
-)
+NullableJSONDoc: Any = _json(none_as_null=True)
 
 
 class PgVector(UserDefinedType[Any]):
@@ -130,7 +106,7 @@ class _Float32Type(TypeDecorator[np.ndarray]):
         return np.ndarray
 
     def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
-        if dialect.name == "postgresql":
+        if dialect_for(dialect).native_vectors:
             return dialect.type_descriptor(self.postgres_type())
         return dialect.type_descriptor(LargeBinary())
 
@@ -145,7 +121,7 @@ class Vector(_Float32Type):
         if value is None:
             return None
         array = np.asarray(value, dtype=np.float32)
-        if dialect.name == "postgresql":
+        if dialect_for(dialect).native_vectors:
             return array
         return array.tobytes()
 
@@ -183,7 +159,7 @@ class VectorList(_Float32Type):
         array = np.asarray(value, dtype=np.float32)
         if array.ndim != 2:
             raise ValueError(f"a vector list is a 2-D array, not shape {array.shape}")
-        if dialect.name == "postgresql":
+        if dialect_for(dialect).native_vectors:
             from pgvector import Vector as PgVectorValue  # lazy: Postgres users have it
 
             # Vector objects, not arrays: asyncpg reads nested sequences as a

@@ -39,6 +39,7 @@ from memstore.db.connections import (
 from memstore.db.engine import pool_capacity
 from memstore.db.errors import translated
 from memstore.db.signal import HINTS_KEY, ChangeSignal
+from memstore.dialects import dialect_for
 from memstore.errors import InvalidInput, Unsupported
 from memstore.types import utcnow
 
@@ -78,9 +79,11 @@ class Database:
         joined: AsyncSession | None = None,
         signal: ChangeSignal | None = None,
     ) -> None:
-        if rls and engine.dialect.name != "postgresql":
+        backend = dialect_for(engine)
+        if rls and not backend.row_level_security:
             raise InvalidInput("row-level security (rls=True) needs PostgreSQL")
         self.engine = engine
+        self.backend = backend
         self.rls = rls
         self.clock = clock
         self.joined_session = joined
@@ -91,11 +94,8 @@ class Database:
         self._reads = async_sessionmaker(
             own.execution_options(**{READ_ONLY: True}), expire_on_commit=False
         )
-        # Postgres: the asyncpg adapter would send BEGIN and COMMIT as two more
-        # round trips; in autocommit the statement is its own transaction.
-        isolation = {"isolation_level": "AUTOCOMMIT"} if self.postgres else {}
         self._statements = own.execution_options(
-            **{READ_ONLY: True, ONE_STATEMENT: True}, **isolation
+            **{READ_ONLY: True, ONE_STATEMENT: True}, **backend.statement_options
         )
         # One permit per connection the pool can hand out. A burst of more
         # concurrent calls than that (thousands of tasks at once) queues here,
@@ -112,16 +112,12 @@ class Database:
         # ("database is locked"). This process's writers queue here, in order
         # and with no deadline, and only the head of the queue takes the file
         # lock; other processes still meet it through busy_timeout.
-        self._writer = asyncio.Lock() if not self.postgres and joined is None else None
+        self._writer = asyncio.Lock() if backend.serial_writes and joined is None else None
 
     @property
     def dialect(self) -> str:
-        """``"sqlite"`` or ``"postgresql"``."""
-        return str(self.engine.dialect.name)
-
-    @property
-    def postgres(self) -> bool:
-        return self.dialect == "postgresql"
+        """The name of the database's dialect (``self.backend.name``)."""
+        return self.backend.name
 
     def now(self) -> datetime:
         return check_aware("clock()", self.clock())
@@ -172,9 +168,7 @@ class Database:
         self, tenant: str | None = None, *, snapshot: bool = False
     ) -> AsyncIterator[AsyncSession]:
         """A read transaction; ``snapshot`` makes every statement see the same data."""
-        async with self._transaction(
-            "read", self._reads, tenant, snapshot=snapshot and self.postgres
-        ) as session:
+        async with self._transaction("read", self._reads, tenant, snapshot=snapshot) as session:
             yield session
 
     @asynccontextmanager
@@ -220,9 +214,9 @@ class Database:
             if self.joined_session is not None:
                 session = self.joined_session
                 async with _session_turn(session):
-                    if self.postgres:
+                    if self.backend.native_vectors:
                         await _with_vector_codec(session)
-                    elif write:
+                    if self.backend.serial_writes and write:
                         await _sqlite_begun(session)
                     if tenant is not None:
                         await self.set_tenant(session, tenant)
@@ -234,18 +228,16 @@ class Database:
                 self._write_permit() if write else _nothing(),
                 factory.begin() as session,
             ):
-                if snapshot:
-                    # SQLite read transactions are snapshots already (WAL).
-                    await session.connection(
-                        execution_options={"isolation_level": "REPEATABLE READ"}
-                    )
+                isolation = self.backend.snapshot_isolation
+                if snapshot and isolation is not None:
+                    await session.connection(execution_options={"isolation_level": isolation})
                 if tenant is not None:
                     await self.set_tenant(session, tenant)
                 yield session
             # Committed. Postgres delivers its NOTIFY to this process too; SQLite's
             # poller would see the commit within an interval, this is at once.
             hints = session.info.pop(HINTS_KEY, None)
-            if hints and not self.postgres:
+            if hints and not self.backend.notifies:
                 self.signal.notify_local(hints)
 
     async def set_tenant(self, session: AsyncSession, tenant: str) -> None:

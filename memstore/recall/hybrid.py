@@ -204,7 +204,7 @@ class HybridRecall:
             known_at=known_at,
         )
         # SQLite reads the vectors, then runs the statement: one snapshot for both.
-        one = self.fact_search.postgres
+        one = self.fact_search.one_statement
         async with self.db.statement(user_id) if one else self.db.read(user_id) as session:
             hits = await self.fact_search.recall(session, request)
         ranked = [(h.fact, h.score, h.parts) for h in hits]

@@ -23,6 +23,7 @@ from memstore.core.tenancy import TenantId
 from memstore.db.crosstenant import cross_tenant
 from memstore.db.signal import CHANNEL, HINTS_KEY, hint_of
 from memstore.db.upsert import insert_for
+from memstore.dialects import dialect_for
 from memstore.models.changes import ChangeHeadRow, ChangeRow
 from memstore.types import ChangeKind, new_id
 
@@ -95,7 +96,7 @@ class ChangeLogRepository:
     async def hint(self, epoch: str) -> None:
         """Wake waiters of this tenant once the transaction commits (never if it rolls back)."""
         hint = hint_of(epoch)
-        if self._session.get_bind().dialect.name == "postgresql":
+        if dialect_for(self._session).notifies:
             await self._session.execute(
                 text("SELECT pg_notify(:channel, :payload)"),
                 {"channel": CHANNEL, "payload": hint},

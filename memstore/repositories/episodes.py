@@ -26,6 +26,7 @@ from memstore.core.tenancy import TenantId, public_user_id
 from memstore.db.copy import copy_rows
 from memstore.db.crosstenant import cross_tenant
 from memstore.db.upsert import insert_for
+from memstore.dialects import dialect_for
 from memstore.models import EpisodeRow, SessionTurnRow
 from memstore.types import Episode
 
@@ -149,14 +150,14 @@ class EpisodeRepository:
         ordered = sorted(wanted.items())
         stmt: Executable
         params: dict[str, Any]
-        postgres = self._session.get_bind().dialect.name == "postgresql"
-        if postgres and len({u for (u, _), _ in ordered}) == 1:
+        arrays = dialect_for(self._session).arrays
+        if arrays and len({u for (u, _), _ in ordered}) == 1:
             params = {"u": ordered[0][0][0]}
             for i, ((_, sid), n) in enumerate(ordered):
                 params[f"s{i}"] = sid
                 params[f"n{i}"] = n
             stmt = _reserve_turns_one_tenant_pg(len(ordered))
-        elif postgres:
+        elif arrays:
             params = {
                 "users": [u for (u, _), _ in ordered],
                 "sessions": [sid for (_, sid), _ in ordered],
@@ -180,7 +181,7 @@ class EpisodeRepository:
     async def resync_turn_counters(self, user_id: TenantId) -> None:
         """Move the tenant's counters past every stored turn (after an import whose dump
         has no or stale counters), never backwards."""
-        dialect = self._session.get_bind().dialect.name
+        dialect = dialect_for(self._session)
         source = (
             select(EpisodeRow.user_id, EpisodeRow.session_id, func.max(EpisodeRow.turn) + 1)
             .where(EpisodeRow.user_id == user_id, EpisodeRow.turn.is_not(None))
@@ -188,10 +189,9 @@ class EpisodeRepository:
         )
         stmt: Any = insert_for(self._session)(SessionTurnRow)
         stmt = stmt.from_select(["user_id", "session_id", "next_turn"], source)
-        bigger = func.greatest if dialect == "postgresql" else func.max
         stmt = stmt.on_conflict_do_update(
             index_elements=["user_id", "session_id"],
-            set_={"next_turn": bigger(SessionTurnRow.next_turn, stmt.excluded.next_turn)},
+            set_={"next_turn": dialect.greatest(SessionTurnRow.next_turn, stmt.excluded.next_turn)},
         )
         await self._session.execute(stmt)
 

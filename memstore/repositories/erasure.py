@@ -33,6 +33,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from memstore.core.tenancy import TenantId
+from memstore.dialects import dialect_for
 
 __all__ = ["guard_against_erasure", "lock_for_erasure"]
 
@@ -46,13 +47,14 @@ def _key(user_id: TenantId) -> int:
     return int.from_bytes(digest, "big", signed=True)
 
 
-def _postgres(session: AsyncSession) -> bool:
-    return session.get_bind().dialect.name == "postgresql"
+def _serial(session: AsyncSession) -> bool:
+    # Erasing and derived writes are serial already where every writer is.
+    return dialect_for(session).serial_writes
 
 
 async def lock_for_erasure(session: AsyncSession, user_id: TenantId) -> None:
     """Wait until no derived writer of ``user_id`` is in flight; block new ones until commit."""
-    if not _postgres(session):
+    if _serial(session):
         return
     await session.execute(
         text("SELECT pg_advisory_xact_lock(:c, :k)"),
@@ -67,7 +69,7 @@ async def guard_against_erasure(session: AsyncSession, user_ids: Iterable[Tenant
     that writes. One statement for all; keys are taken in ascending order (the
     order of the array) so two guards never wait for each other in a cycle.
     """
-    if not _postgres(session):
+    if _serial(session):
         return
     keys = sorted({_key(u) for u in user_ids})
     if not keys:

@@ -10,6 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from memstore.core.documents import fact_text
 from memstore.core.tenancy import TenantId, public_user_id
+from memstore.dialects import dialect_for
 from memstore.embeddings.base import Embedder, embed_checked
 from memstore.models import FactRow
 from memstore.models.facts import subject_key
@@ -70,7 +71,7 @@ class FactRepository:
         # Serialise writers of one (tenant, subject, predicate) on Postgres; an
         # empty FOR UPDATE would lock nothing when the first value is written.
         # SQLite write transactions are already serial (BEGIN IMMEDIATE).
-        if self._session.get_bind().dialect.name != "postgresql":
+        if dialect_for(self._session).serial_writes:
             return
         digest = hashlib.blake2b(
             f"{user_id}\x1f{subject}\x1f{predicate}".encode(), digest_size=8

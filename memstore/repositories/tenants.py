@@ -15,6 +15,7 @@ from memstore.core.tenancy import TenantId
 from memstore.core.validation import check_storable
 from memstore.db.base import Base
 from memstore.db.crosstenant import cross_tenant
+from memstore.dialects import dialect_for
 from memstore.errors import InvalidInput
 from memstore.repositories.import_checks import import_record
 
@@ -181,7 +182,7 @@ class TenantRepository:
         Held until commit, so a second import waits, then finds the first one's
         rows and refuses with Conflict instead of merging into them.
         """
-        if self._session.get_bind().dialect.name != "postgresql":
+        if dialect_for(self._session).serial_writes:
             return
         digest = hashlib.blake2b(f"import\x1f{user_id}".encode(), digest_size=8).digest()
         await self._session.execute(
@@ -191,7 +192,7 @@ class TenantRepository:
 
     async def advance_sequences(self, table: Table) -> None:
         """After explicit ids were imported, move Postgres sequences past them."""
-        if self._session.get_bind().dialect.name != "postgresql":
+        if not dialect_for(self._session).sequences:
             return
         for column in table.columns:
             if not isinstance(column.type, Integer):

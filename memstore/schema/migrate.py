@@ -20,6 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from memstore.db.distribution import shards_follow_column_storage
 from memstore.db.engine import create_engine
 from memstore.db.errors import translated
+from memstore.dialects import dialect_for
 from memstore.embeddings.base import check_dim
 from memstore.errors import ConfigurationError, SchemaOutOfDate
 from memstore.models.search import VECTOR_TABLES
@@ -111,6 +112,7 @@ async def _with_engine(target: AsyncEngine | str | None, action: str, revision: 
     engine = (
         target if isinstance(target, AsyncEngine) else create_engine(target, command_timeout=None)
     )
+    dialect = dialect_for(engine)
     started = time.perf_counter()
     try:
         with translated(f"migrate ({action} {revision})"):
@@ -121,11 +123,11 @@ async def _with_engine(target: AsyncEngine | str | None, action: str, revision: 
                     action,
                     revision,
                     before,
-                    engine.dialect.name,
+                    dialect.name,
                 )
                 await connection.run_sync(_run, action, revision)
                 after = await connection.run_sync(_heads)
-            if engine.dialect.name == "postgresql":
+            if dialect.distributable:
                 await _shards_follow_vector_storage(engine)
         logger.info(
             "migration %s done: %s -> %s in %.2f s",
@@ -146,7 +148,7 @@ async def _with_engine(target: AsyncEngine | str | None, action: str, revision: 
         # Pooled connections opened before the migration may lack codecs for
         # types it created (pgvector); start afresh. A caller's SQLite engine is
         # kept: it has no codecs, and disposing would lose a :memory: database.
-        if engine is not target or engine.dialect.name == "postgresql":
+        if engine is not target or dialect.native_vectors:
             await engine.dispose()
 
 

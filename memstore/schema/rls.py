@@ -23,6 +23,7 @@ from memstore.db.connections import TENANT_SETTING
 from memstore.db.crosstenant import cross_tenant_connection
 from memstore.db.engine import create_engine
 from memstore.db.errors import translated
+from memstore.dialects import dialect_for
 from memstore.errors import InvalidInput
 from memstore.repositories.tenants import tenant_tables
 
@@ -56,7 +57,7 @@ async def _on(
 ) -> T:
     engine = target if isinstance(target, AsyncEngine) else create_engine(target)
     try:
-        if engine.dialect.name != "postgresql":
+        if not dialect_for(engine).row_level_security:
             raise InvalidInput("row-level security needs PostgreSQL")
         with translated(f"rls {action}"):
             async with engine.begin() as conn:

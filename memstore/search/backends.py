@@ -1,4 +1,4 @@
-"""The search backends for a database's dialect."""
+"""The search half of each dialect: one registration per backend."""
 
 from __future__ import annotations
 
@@ -6,30 +6,39 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from memstore.dialects import POSTGRES, SQLITE, Dialect, dialect_for
+from memstore.errors import ConfigurationError
 from memstore.search import postgres, postgres_recall, sqlite
 from memstore.search.facts import FactSearch
-from memstore.search.tables import EpisodeSearchBackend
-from memstore.search.vector_cache import VectorCache
+from memstore.search.tables import EpisodeSearchBackend, SearchHalf
 
 __all__ = ["SearchBackend", "backend_for", "episode_search_for", "fact_search_for"]
 
 # Dense search of one table (episodes' HNSW plans on Postgres); store.search.
 SearchBackend = postgres.PostgresSearch | sqlite.SqliteSearch
 
+# Each dialect's search statements (memstore/dialects registers the dialect itself).
+_HALVES: dict[Dialect, SearchHalf] = {POSTGRES: postgres_recall.SEARCH, SQLITE: sqlite.SEARCH}
+
+
+def _half(engine: AsyncEngine) -> SearchHalf:
+    dialect = dialect_for(engine)
+    half = _HALVES.get(dialect)
+    if half is None:
+        raise ConfigurationError(f"no search statements for the {dialect.label} backend")
+    return half
+
 
 def backend_for(engine: AsyncEngine, **options: Any) -> SearchBackend:
-    if engine.dialect.name == "postgresql":
-        return postgres.PostgresSearch(**options)
-    return sqlite.SqliteSearch()
+    vectors: SearchBackend = _half(engine).vectors(**options)
+    return vectors
 
 
 def episode_search_for(engine: AsyncEngine, backend: SearchBackend) -> EpisodeSearchBackend:
     """Episode recall in one statement; on Postgres it shares ``backend``'s plan state."""
-    if isinstance(backend, postgres.PostgresSearch):
-        return postgres_recall.EpisodeSearch(vectors=backend)
-    return sqlite.EpisodeSearch(cache=VectorCache())
+    return _half(engine).episodes(backend)
 
 
 def fact_search_for(engine: AsyncEngine) -> FactSearch:
     """Fact recall in one statement on the engine's backend."""
-    return FactSearch(postgres=engine.dialect.name == "postgresql")
+    return FactSearch(_half(engine).facts)

@@ -9,13 +9,11 @@ z-score (``base``) alone: facts have no sessions, turns or recency.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, replace
 from datetime import datetime
 from functools import cache
 from typing import Any
 
-import numpy as np
 from sqlalchemy import (
     ColumnElement,
     Float,
@@ -33,13 +31,6 @@ from memstore.db.unit import Reader
 from memstore.models import FactRow
 from memstore.models.search import document
 from memstore.repositories.fact_reads import FACT_COLUMNS, fact_from_columns
-from memstore.search.postgres_recall import PG_DIALECT, pg_keyword_params, pg_term_counts
-from memstore.search.sqlite import (
-    SQLITE_DIALECT,
-    SqliteSearch,
-    sqlite_keyword_params,
-    sqlite_term_counts,
-)
 from memstore.search.statement import (
     FUSE,
     Dialect,
@@ -49,7 +40,7 @@ from memstore.search.statement import (
     fusion_params,
     keyword_ctes,
 )
-from memstore.search.tables import FACTS
+from memstore.search.tables import FactBackend
 from memstore.types import Fact
 
 __all__ = ["FactHit", "FactSearch", "as_of"]
@@ -59,20 +50,6 @@ _AS_OF = (
     "AND e.valid_from <= :valid_at AND (e.valid_to IS NULL OR e.valid_to > :valid_at) "
     "AND e.recorded_at <= :known_at AND (e.superseded_at IS NULL OR e.superseded_at > :known_at)"
 )
-
-# Postgres: exact, the distance computed once per row in a subquery that OFFSET 0
-# keeps from being flattened (so the ORDER BY cannot reach an ANN index).
-_PG_DENSE = f"""
-SELECT x.id, 1 - x.d FROM (
-  SELECT e.id, e.embedding <=> :qvec AS d FROM facts AS e
-  WHERE e.user_id = :user_id AND e.embedding IS NOT NULL {_AS_OF}
-  OFFSET 0
-) AS x
-ORDER BY x.d, x.id
-LIMIT :depth"""
-
-# SQLite: the nearest rows, scored with numpy, handed over as JSON.
-_SQLITE_DENSE = SQLITE_DIALECT.dense
 
 # BM25's corpus: the versions this request can see, and their mean text length.
 _CORPUS = f"""
@@ -111,16 +88,12 @@ def as_of(valid_at: datetime, known_at: datetime) -> list[ColumnElement[bool]]:
 
 
 @cache
-def _statement(postgres: bool, keywords: bool, depth: int) -> TextualSelect:
+def _statement(backend: FactBackend, keywords: bool, depth: int) -> TextualSelect:
     """The fact recall statement, built once per backend, query shape and depth."""
-    base = PG_DIALECT if postgres else SQLITE_DIALECT
-    term_counts = ""
-    if keywords:
-        counts = pg_term_counts("facts", _AS_OF, rid=False) if postgres else None
-        term_counts = _CORPUS + (counts or sqlite_term_counts("facts", _AS_OF))
+    term_counts = _CORPUS + backend.term_counts("facts", _AS_OF) if keywords else ""
     dialect: Dialect = replace(
-        base,
-        dense=_PG_DENSE if postgres else _SQLITE_DENSE,
+        backend.spelling,
+        dense=backend.dense(_AS_OF),
         term_counts=term_counts,
         address_lookups=False,
     )
@@ -134,7 +107,7 @@ def _statement(postgres: bool, keywords: bool, depth: int) -> TextualSelect:
     ranked = _RANKED.format(columns=", ".join(f"e.{c.name}" for c in FACT_COLUMNS))
     sql = f"WITH dense(id, s) AS ({dialect.dense}),\n{keyword}\n{fuse}\n{ranked}"
     types: dict[str, Any] = {"qvec": PgVector(), "dense": String()}
-    types |= (pg_keyword_params if postgres else sqlite_keyword_params)(())[1]
+    types |= backend.keyword_params(())[1]
     return (
         text(sql)
         .bindparams(*binds(sql, types))
@@ -145,9 +118,13 @@ def _statement(postgres: bool, keywords: bool, depth: int) -> TextualSelect:
 class FactSearch:
     """Fact recall on one backend: one statement (SQLite first scores the vectors)."""
 
-    def __init__(self, *, postgres: bool) -> None:
-        self.postgres = postgres
-        self._vectors = SqliteSearch()
+    def __init__(self, backend: FactBackend) -> None:
+        self._backend = backend
+
+    @property
+    def one_statement(self) -> bool:
+        """Recall is the statement alone: it needs no transaction of its own."""
+        return self._backend.one_statement
 
     async def recall(self, session: Reader, request: FactRecall) -> list[FactHit]:
         """The request's ``limit`` best facts, best first (ties: the most recently recorded)."""
@@ -156,20 +133,13 @@ class FactSearch:
             "valid_at": request.valid_at,
             "known_at": request.known_at,
         }
-        if self.postgres:
-            values["qvec"] = request.qvec.astype(np.float32)
-            keyword_params = pg_keyword_params
-        else:
-            where = as_of(request.valid_at, request.known_at)
-            nearest = await self._vectors.dense(
-                session, FACTS, request.user_id, request.qvec, request.depth, where
-            )
-            values["dense"] = json.dumps(list(nearest.items()))
-            keyword_params = sqlite_keyword_params
+        backend = self._backend
+        where = as_of(request.valid_at, request.known_at)
+        values.update(await backend.dense_values(session, request, where))
         keywords = bool(request.terms) and request.tuning.keyword_weight != 0
         if keywords:
-            values.update(keyword_params(request.terms)[0])
-        stmt = _statement(self.postgres, keywords, request.depth)
+            values.update(backend.keyword_params(request.terms)[0])
+        stmt = _statement(backend, keywords, request.depth)
         rows = (await session.execute(stmt, values)).all()
         width = len(FACT_COLUMNS)
         return [

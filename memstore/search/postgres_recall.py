@@ -1,4 +1,4 @@
-"""Postgres recall statements: the dialect, term counts and the episode search.
+"""Postgres recall statements: the dialect, term counts, the episode and fact searches.
 
 Dense candidates of a tenant small enough to scan come from an exact scan
 inside the statement; larger tenants' from memstore/search/postgres.py's HNSW
@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 import numpy as np
-from sqlalchemy import ARRAY, Boolean, Float, Integer, String, func, select
+from sqlalchemy import ARRAY, Boolean, ColumnElement, Float, Integer, String, func, select
 
 from memstore.core.lexical import is_prefix, tsquery
 from memstore.db.types import PgVector
@@ -23,12 +23,13 @@ from memstore.models import EpisodeRow
 from memstore.models.search import document, tsvector
 from memstore.search.episodes import RecallHit, ranked
 from memstore.search.postgres import EPISODE_DISTANCE, PostgresSearch
-from memstore.search.statement import Dialect, EpisodeRecall
-from memstore.search.tables import row_text
+from memstore.search.statement import Dialect, EpisodeRecall, FactRecall
+from memstore.search.tables import EpisodeSearchBackend, row_text
 
 __all__ = [
     "KEYWORD_CAP",
     "PG_DIALECT",
+    "SEARCH",
     "EpisodeSearch",
     "pg_keyword_params",
     "pg_term_counts",
@@ -225,3 +226,53 @@ class EpisodeSearch:
             keyword=pg_keyword_params(request.terms),
             corpus=(stats.rows, stats.mean_chars),
         )
+
+
+# Facts: exact, the distance computed once per row in a subquery that OFFSET 0
+# keeps from being flattened (so the ORDER BY cannot reach an ANN index).
+_PG_FACTS_DENSE = """
+SELECT x.id, 1 - x.d FROM (
+  SELECT e.id, e.embedding <=> :qvec AS d FROM facts AS e
+  WHERE e.user_id = :user_id AND e.embedding IS NOT NULL {as_of}
+  OFFSET 0
+) AS x
+ORDER BY x.d, x.id
+LIMIT :depth"""
+
+
+class _FactParts:
+    """Postgres' part of the fact statement: the vectors are compared in it."""
+
+    spelling = PG_DIALECT
+    one_statement = True
+
+    def dense(self, as_of: str) -> str:
+        return _PG_FACTS_DENSE.format(as_of=as_of)
+
+    def term_counts(self, table: str, row_filter: str) -> str:
+        return pg_term_counts(table, row_filter, rid=False)
+
+    def keyword_params(self, terms: Sequence[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+        return pg_keyword_params(terms)
+
+    async def dense_values(
+        self, session: Reader, request: FactRecall, where: Sequence[ColumnElement[bool]]
+    ) -> dict[str, Any]:
+        return {"qvec": request.qvec.astype(np.float32)}
+
+
+class _Search:
+    """Postgres' search half: HNSW plans shared by episode recall, facts in SQL."""
+
+    facts = _FactParts()
+
+    def vectors(self, **options: Any) -> PostgresSearch:
+        return PostgresSearch(**options)
+
+    def episodes(self, vectors: Any) -> EpisodeSearchBackend:
+        if not isinstance(vectors, PostgresSearch):
+            raise TypeError(f"Postgres episode recall needs PostgresSearch, not {vectors!r}")
+        return EpisodeSearch(vectors=vectors)
+
+
+SEARCH = _Search()

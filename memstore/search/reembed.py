@@ -25,6 +25,7 @@ from memstore.core.documents import episode_text, fact_text
 from memstore.core.langgraph_input import indexed_texts
 from memstore.db.crosstenant import cross_tenant_connection
 from memstore.db.distribution import set_column_storage, set_shard_column_storage
+from memstore.dialects import dialect_for
 from memstore.embeddings.base import (
     Embedder,
     PassageEmbedder,
@@ -81,7 +82,7 @@ async def _change_dimension(conn: AsyncConnection, dim: int) -> list[str]:
     """Change the vector width; the Citus distributed tables whose shards still need
     their vector storage set (after this transaction commits, see reembed)."""
     distributed: list[str] = []
-    if conn.dialect.name == "postgresql":
+    if dialect_for(conn).native_vectors:
         await conn.execute(text(f"DROP INDEX IF EXISTS {VECTOR_INDEX[0]}"))
         for table in VECTOR_TABLES:
             await conn.execute(
@@ -312,7 +313,7 @@ async def reembed(
         items = await _refresh_langgraph(conn, embedder) if all_rows else 0
         # After a full refresh every row has its passages already.
         filled = await _backfill_passages(conn, embedder) if passages and not all_rows else 0
-        if dim != recorded and conn.dialect.name == "postgresql":
+        if dim != recorded and dialect_for(conn).native_vectors:
             name, table, method = VECTOR_INDEX
             await conn.execute(text(f"CREATE INDEX {name} ON {table} USING {method}"))
     await _set_shard_storage(engine, distributed)

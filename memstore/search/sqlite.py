@@ -14,11 +14,12 @@ from memstore.core.lexical import is_prefix
 from memstore.db.unit import Reader
 from memstore.models.search import document
 from memstore.search.episodes import RecallHit, ranked
-from memstore.search.statement import Dialect, EpisodeRecall
-from memstore.search.tables import RecallTable
+from memstore.search.statement import Dialect, EpisodeRecall, FactRecall
+from memstore.search.tables import FACTS, EpisodeSearchBackend, RecallTable
 from memstore.search.vector_cache import VectorCache
 
 __all__ = [
+    "SEARCH",
     "SQLITE_DIALECT",
     "EpisodeSearch",
     "SqliteSearch",
@@ -139,3 +140,46 @@ class EpisodeSearch:
 
     def drop(self, user_id: str) -> None:
         self.cache.drop(user_id)
+
+
+class _FactParts:
+    """SQLite's part of the fact statement: the nearest rows, scored with numpy, as JSON."""
+
+    spelling = SQLITE_DIALECT
+    one_statement = False
+
+    def __init__(self) -> None:
+        self._vectors = SqliteSearch()
+
+    def dense(self, as_of: str) -> str:
+        return SQLITE_DIALECT.dense
+
+    def term_counts(self, table: str, row_filter: str) -> str:
+        return sqlite_term_counts(table, row_filter)
+
+    def keyword_params(self, terms: Sequence[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+        return sqlite_keyword_params(terms)
+
+    async def dense_values(
+        self, session: Reader, request: FactRecall, where: Sequence[ColumnElement[bool]]
+    ) -> dict[str, Any]:
+        nearest = await self._vectors.dense(
+            session, FACTS, request.user_id, request.qvec, request.depth, where
+        )
+        return {"dense": json.dumps(list(nearest.items()))}
+
+
+class _Search:
+    """SQLite's search half: exact numpy scoring over each tenant's cached vectors."""
+
+    facts = _FactParts()
+
+    def vectors(self, **options: Any) -> SqliteSearch:
+        # The exact-scan threshold is the HNSW plans' (Postgres); every scan here is exact.
+        return SqliteSearch()
+
+    def episodes(self, vectors: Any) -> EpisodeSearchBackend:
+        return EpisodeSearch(cache=VectorCache())
+
+
+SEARCH = _Search()

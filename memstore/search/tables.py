@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -11,13 +12,15 @@ from memstore.db.unit import Reader
 from memstore.models import EpisodeRow, FactRow
 from memstore.models.search import document
 from memstore.search.episodes import RecallHit
-from memstore.search.statement import EpisodeRecall
+from memstore.search.statement import Dialect, EpisodeRecall, FactRecall
 
 __all__ = [
     "EPISODES",
     "FACTS",
     "EpisodeSearchBackend",
+    "FactBackend",
     "RecallTable",
+    "SearchHalf",
     "row_text",
 ]
 
@@ -38,6 +41,60 @@ class EpisodeSearchBackend(Protocol):
 
     def drop(self, user_id: str) -> None:
         """Forget whatever is cached in this process about the tenant."""
+        ...
+
+
+class FactBackend(Protocol):
+    """A backend's part of the fact recall statement (memstore/search/facts.py)."""
+
+    @property
+    def spelling(self) -> Dialect:
+        """How the backend spells the shared parts of the statement."""
+        ...
+
+    @property
+    def one_statement(self) -> bool:
+        """The statement alone ranks (no vectors are read before it), so it needs no
+        transaction; otherwise the reads and the statement share one snapshot."""
+        ...
+
+    def __hash__(self) -> int:
+        """Statements are cached per backend."""
+        ...
+
+    def dense(self, as_of: str) -> str:
+        """The ``dense(id, s)`` CTE body over the facts kept by ``as_of`` (AND ...)."""
+        ...
+
+    def term_counts(self, table: str, row_filter: str) -> str:
+        """The CTEs ending in ``tf`` over ``table AS e`` rows kept by ``row_filter``."""
+        ...
+
+    def keyword_params(self, terms: Sequence[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Values and types of :meth:`term_counts`' parameters."""
+        ...
+
+    async def dense_values(
+        self, session: Reader, request: FactRecall, where: Sequence[ColumnElement[bool]]
+    ) -> dict[str, Any]:
+        """The values :meth:`dense` binds; ``where`` is its ``as_of`` as conditions."""
+        ...
+
+
+class SearchHalf(Protocol):
+    """A backend's search: registered for its dialect in memstore/search/backends.py."""
+
+    @property
+    def facts(self) -> FactBackend:
+        """Its part of the fact recall statement."""
+        ...
+
+    def vectors(self, **options: Any) -> Any:
+        """Dense search of one table (the store's ``search``)."""
+        ...
+
+    def episodes(self, vectors: Any) -> EpisodeSearchBackend:
+        """Episode recall, sharing ``vectors``' state."""
         ...
 
 

@@ -23,6 +23,7 @@ from sqlalchemy import func, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from memstore.db.unit import Reader
+from memstore.dialects import dialect_for
 from memstore.models import EpisodeRow
 from memstore.search.tables import row_text
 
@@ -168,7 +169,7 @@ async def _load(session: Reader, user_id: str, version: int | None) -> TenantVec
 
 async def forget_search_version(session: AsyncSession, user_id: str) -> None:
     """Erase the tenant's search version (SQLite; Postgres keeps none)."""
-    if session.get_bind().dialect.name == "sqlite":
+    if dialect_for(session).vectors_in_process:
         await session.execute(
             text("DELETE FROM search_versions WHERE user_id = :u"), {"u": user_id}
         )

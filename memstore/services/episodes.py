@@ -143,7 +143,8 @@ class EpisodeService:
         # COPY is refused on tables under row-level security, and an application's
         # own session (bind) may use another driver than asyncpg.
         db = self.db
-        return db.postgres and not db.rls and db.joined_session is None and rows >= COPY_MIN_ROWS
+        copies = db.backend.copies_rows
+        return copies and not db.rls and db.joined_session is None and rows >= COPY_MIN_ROWS
 
     async def get_episode(self, episode_id: str, *, user_id: str | None = None) -> Episode:
         """One episode of the tenant by id; :class:`NotFound` if it has none such."""

@@ -40,7 +40,7 @@ class TransferService(Service):
             "format": EXPORT_FORMAT,
             "user_id": public_user_id(user),
             "exported_at": self.db.now().isoformat(),
-            "backend": self.db.engine.dialect.name,
+            "backend": self.db.dialect,
             "schema_revision": revision,
             "embedder": embedder,
             "tables": [t.name for t in reversed(tenant_tables())],

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from sqlalchemy import text
 
+from memstore.dialects import dialect_for
 from memstore.schema.citus.errors import CitusLayoutConflict, CitusNoWorkers
 from memstore.schema.citus.plan import citus_plan
 from memstore.schema.citus.status import database_name, read_status
@@ -32,7 +33,7 @@ async def apply_citus(url: str | None = None) -> list[str]:
     resolved = resolve_url(url)
     engine = create_engine(resolved, command_timeout=None)
     try:
-        if engine.dialect.name != "postgresql":
+        if not dialect_for(engine).distributable:
             raise InvalidInput("Citus distributes PostgreSQL only; this URL is not PostgreSQL")
         await check_schema(engine)
         with translated("distribute on citus"):

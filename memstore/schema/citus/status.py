@@ -9,6 +9,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
 from memstore.db.distribution import DISTRIBUTION_COLUMN
+from memstore.dialects import dialect_for
 from memstore.schema.citus.errors import CitusNotInstalled
 from memstore.schema.citus.plan import memstore_metadata, planned_layout
 
@@ -254,7 +255,7 @@ async def citus_status(url: str | None = None) -> CitusStatus:
     resolved = resolve_url(url)
     engine = create_engine(resolved)
     try:
-        if engine.dialect.name != "postgresql":
+        if not dialect_for(engine).distributable:
             raise InvalidInput("Citus distributes PostgreSQL only; this URL is not PostgreSQL")
         with translated("read the Citus layout"):
             async with engine.connect() as conn:

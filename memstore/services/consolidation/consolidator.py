@@ -226,7 +226,7 @@ class Consolidator:
             prepared = await self._prepare(user, await self._extract(episodes))
             async with self.store.db.write() as session:
                 repo = ConsolidationRepository(session=session)
-                if self.store.db.postgres:
+                if not self.store.db.backend.serial_writes:
                     await repo.lock_tenant(user)
                 # The sources may have been forgotten while extracting: write
                 # only for episodes that still exist and are still leased to us.
@@ -256,7 +256,7 @@ class Consolidator:
             repo = ConsolidationRepository(session=session)
             now = self.store.now()
             for user in await repo.pending_users(only):
-                if self.store.db.postgres and not await repo.try_lock_tenant(user):
+                if not self.store.db.backend.serial_writes and not await repo.try_lock_tenant(user):
                     continue  # another worker is claiming or writing this tenant now
                 if await repo.has_live_foreign_lease(user, self.worker_id, now):
                     continue

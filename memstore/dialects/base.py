@@ -1,0 +1,107 @@
+"""What the rest of memstore may ask of a SQL backend: one :class:`Dialect` per backend.
+
+Code outside :mod:`memstore.dialects` never tells backends apart by name; it asks
+the dialect of its engine, session or URL (:func:`memstore.dialects.dialect_for`)
+for a capability, a construct or a type. A backend is one module here (an instance
+of a :class:`Dialect` subclass) registered in :mod:`memstore.dialects`; its search
+statements are the backend's half in :mod:`memstore.search`, registered in
+:mod:`memstore.search.backends`.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy.engine import URL
+from sqlalchemy.sql.functions import Function
+from sqlalchemy.types import TypeEngine
+
+__all__ = ["Dialect"]
+
+
+class Dialect(ABC):
+    """One SQL backend: its names, its capabilities, and the constructs that differ.
+
+    Each capability is named for what the calling code needs to know, so that a
+    third backend answers each question once, here, and nowhere else.
+    """
+
+    # SQLAlchemy's name of the dialect (``engine.dialect.name``): the registry key.
+    name: str
+    # How messages name the backend.
+    label: str
+    # URL driver names written without a driver (``postgres://``) and the async
+    # driver memstore connects with instead.
+    bare_drivers: tuple[str, ...]
+    async_driver: str
+    # The database is a file opened in this process (created by connecting to it):
+    # it needs no deploy step, so it migrates itself when opened, and a tool that
+    # works on an existing store checks that the file is there first.
+    embedded: bool
+    # Migrations run on an engine of their own (no per-statement timeout, index
+    # builds may take long); otherwise on the caller's (an in-memory database
+    # lives only there).
+    migrates_on_own_engine: bool
+    # One writer at a time per database (its write transactions are serial,
+    # BEGIN IMMEDIATE): this process queues its writers before the file lock, and
+    # no row or advisory lock is needed to serialise writers.
+    serial_writes: bool
+    # Execution options of a read that is exactly one statement (no BEGIN/COMMIT).
+    statement_options: Mapping[str, Any]
+    # The isolation level a snapshot read asks for; None: every read transaction
+    # is a snapshot already.
+    snapshot_isolation: str | None
+    # Row-level security policies, named tenant per transaction (``rls=True``).
+    row_level_security: bool
+    # A committing transaction can wake listeners in other processes (NOTIFY);
+    # otherwise other processes see commits by polling the database's version.
+    notifies: bool
+    # Vectors are a column type of the database (pgvector), with a codec each
+    # connection registers once the type exists; otherwise they are float32 bytes.
+    native_vectors: bool
+    # Bound Python lists are SQL arrays (``unnest``); otherwise lists travel as JSON.
+    arrays: bool
+    # Timestamps are stored without a time zone (normalised to naive UTC).
+    naive_timestamps: bool
+    # Integer ids come from sequences shared by all tenants, which an import with
+    # explicit ids must move past.
+    sequences: bool
+    # Bulk inserts may use COPY on the session's own connection.
+    copies_rows: bool
+    # The database may be spread over a cluster (Citus): distribution plans,
+    # shard storage and catalogs apply.
+    distributable: bool
+    # Deleted text stays readable in the database files (full-text index segments,
+    # write-ahead log) until the index is merged and the log truncated.
+    keeps_deleted_text: bool
+    # Recall ranks vectors in this process (no vector index): each tenant's
+    # vectors are cached here, checked against a per-tenant search version.
+    vectors_in_process: bool
+
+    @abstractmethod
+    def insert(self, table: Any) -> Any:
+        """The dialect's ``INSERT`` of ``table``, with ``ON CONFLICT`` and ``excluded``."""
+
+    @abstractmethod
+    def greatest(self, *values: Any) -> Function[Any]:
+        """The larger of ``values`` per row (not an aggregate)."""
+
+    @abstractmethod
+    def json_type(self, *, none_as_null: bool) -> TypeEngine[Any]:
+        """The column type of a JSON document."""
+
+    @abstractmethod
+    def database_file(self, url: URL) -> Path | None:
+        """The file ``url`` names, if the database is one (None: a server, memory, a URI)."""
+
+    def with_driver(self, url: URL) -> URL:
+        """``url`` with memstore's async driver when it names none."""
+        if url.drivername in self.bare_drivers:
+            return url.set(drivername=self.async_driver)
+        return url
+
+    def __repr__(self) -> str:
+        return f"<dialect {self.name}>"

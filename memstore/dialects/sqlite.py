@@ -1,0 +1,87 @@
+"""SQLite through aiosqlite: the embedded, single-file, single-writer backend."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import JSON, func
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.engine import URL
+from sqlalchemy.engine import Dialect as SQLDialect
+from sqlalchemy.sql.functions import Function
+from sqlalchemy.types import TypeDecorator, TypeEngine
+
+from memstore.dialects.base import Dialect
+
+__all__ = ["SQLITE", "SqliteDialect"]
+
+
+class _SQLiteJSON(TypeDecorator[Any]):
+    """JSON text on SQLite that keeps a top-level number exact.
+
+    SQLite gives a column declared ``JSON`` NUMERIC affinity: the text of a bare
+    number is converted on storage (``1.0`` becomes the integer 1, a 25-digit
+    integer a lossy REAL). Such documents are bound as a BLOB of the same JSON
+    text, which affinity leaves alone and the JSON reader decodes as before.
+    Everything else is stored exactly as plain ``JSON`` stores it (same DDL).
+    """
+
+    impl = JSON
+    cache_ok = True
+
+    def bind_processor(self, dialect: SQLDialect) -> Any:
+        to_text = super().bind_processor(dialect)
+
+        def process(value: Any) -> Any:
+            out = to_text(value) if to_text is not None else value
+            if (
+                isinstance(value, int | float)
+                and not isinstance(value, bool)
+                and isinstance(out, str)
+            ):
+                return out.encode()
+            return out
+
+        return process
+
+
+class SqliteDialect(Dialect):
+    name = "sqlite"
+    label = "SQLite"
+    bare_drivers = ("sqlite",)
+    async_driver = "sqlite+aiosqlite"
+    embedded = True
+    migrates_on_own_engine = False
+    serial_writes = True
+    statement_options: dict[str, Any] = {}  # noqa: RUF012 (read only)
+    snapshot_isolation = None  # read transactions are snapshots already (WAL)
+    row_level_security = False
+    notifies = False
+    native_vectors = False
+    arrays = False
+    naive_timestamps = True
+    sequences = False
+    copies_rows = False
+    distributable = False
+    keeps_deleted_text = True
+    vectors_in_process = True
+
+    def insert(self, table: Any) -> Any:
+        return sqlite_insert(table)
+
+    def greatest(self, *values: Any) -> Function[Any]:
+        # SQLite's max() of two or more arguments is the scalar maximum.
+        return func.max(*values)
+
+    def json_type(self, *, none_as_null: bool) -> TypeEngine[Any]:
+        return _SQLiteJSON(none_as_null=none_as_null)
+
+    def database_file(self, url: URL) -> Path | None:
+        database = url.database or ""
+        if database in ("", ":memory:") or database.startswith("file:"):
+            return None
+        return Path(database).expanduser()
+
+
+SQLITE = SqliteDialect()

@@ -1,0 +1,143 @@
+"""Dialect-specific code lives behind one seam per backend; nothing else branches on the dialect.
+
+The seam is ``memstore/dialects/`` (what each backend is and can do, resolved by
+:func:`memstore.dialects.dialect_for`) and the search half of each backend
+(``memstore/search/{postgres,postgres_recall,sqlite}.py``, registered in
+``memstore/search/backends.py``). Everywhere else in ``memstore/`` the code asks the
+dialect object for a capability and never tells backends apart itself.
+
+The scan's rule, on every other module of ``memstore/`` (CLI included), flags:
+
+1. a comparison (``==``, ``!=``, ``in``...) with a dialect name literal
+   (``"postgresql"``, ``"postgres"``, ``"sqlite"``, any case, also inside a tuple, list
+   or set operand), and a name literal given to ``with_variant``;
+2. reading a backend name from SQLAlchemy: ``<x>.dialect.name``, ``get_backend_name()``,
+   ``<url>.drivername``;
+3. a boolean flag named after a backend: an attribute, keyword or parameter called
+   ``postgres``, ``_postgres``, ``sqlite`` or ``_sqlite`` (``db.postgres``,
+   ``FactSearch(postgres=...)``);
+4. ``isinstance`` against a backend's class (its name starts ``Postgres``, ``Pg``,
+   ``Sqlite`` or ``SQLite``).
+
+Docstrings, comments and names that merely mention a backend are not branches.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from memstore.dialects import DIALECTS, dialect_for
+from memstore.errors import ConfigurationError, MemstoreError
+
+ROOT = Path(__file__).resolve().parents[1] / "memstore"
+
+# The seam: the dialect modules and each backend's search half.
+SEAM = ("dialects/", "search/postgres.py", "search/postgres_recall.py", "search/sqlite.py")
+
+_NAMES = {"postgresql", "postgres", "sqlite"}
+_FLAGS = {"postgres", "_postgres", "sqlite", "_sqlite"}
+_CLASS_PREFIXES = ("Postgres", "Pg", "Sqlite", "SQLite")
+
+
+def _is_name_literal(node: ast.AST) -> bool:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value.lower() in _NAMES
+    if isinstance(node, ast.Tuple | ast.List | ast.Set):
+        return any(_is_name_literal(e) for e in node.elts)
+    return False
+
+
+def _is_backend_class(node: ast.AST) -> bool:
+    if isinstance(node, ast.Tuple):
+        return any(_is_backend_class(e) for e in node.elts)
+    name = node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", "")
+    return name.startswith(_CLASS_PREFIXES)
+
+
+def _why(node: ast.AST) -> str | None:
+    """The rule ``node`` breaks, if any."""
+    if isinstance(node, ast.Compare) and any(
+        _is_name_literal(n) for n in (node.left, *node.comparators)
+    ):
+        return "compares with a dialect name"
+    if isinstance(node, ast.Call):
+        func = node.func
+        called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        if called == "with_variant" and any(_is_name_literal(a) for a in node.args):
+            return "a type variant by dialect name"
+        if called == "get_backend_name":
+            return "reads the URL's backend name"
+        if called == "isinstance" and len(node.args) == 2 and _is_backend_class(node.args[1]):
+            return "isinstance of a backend's class"
+    if isinstance(node, ast.Attribute):
+        if node.attr == "name" and isinstance(node.value, ast.Attribute):
+            if node.value.attr == "dialect":
+                return "reads .dialect.name"
+        if node.attr == "drivername":
+            return "reads the URL's driver name"
+        if node.attr in _FLAGS:
+            return f"a backend flag .{node.attr}"
+    if isinstance(node, ast.keyword) and node.arg in _FLAGS:
+        return f"a backend flag {node.arg}="
+    if isinstance(node, ast.arg) and node.arg in _FLAGS:
+        return f"a backend flag parameter {node.arg}"
+    return None
+
+
+def dialect_branches(root: Path = ROOT) -> list[str]:
+    """``path:line: why`` of every dialect branch outside the seam, one per line."""
+    found: dict[tuple[str, int], str] = {}
+    for path in sorted(root.rglob("*.py")):
+        relative = path.relative_to(root).as_posix()
+        if relative.startswith(SEAM):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            why = _why(node)
+            if why is not None:
+                found.setdefault((relative, getattr(node, "lineno", 0)), why)
+    return [f"memstore/{p}:{line}: {why}" for (p, line), why in sorted(found.items())]
+
+
+def test_no_dialect_branch_outside_the_seam() -> None:
+    branches = dialect_branches()
+    assert branches == [], f"{len(branches)} dialect branches outside the seam:\n" + "\n".join(
+        branches
+    )
+
+
+def test_the_scan_sees_each_kind_of_branch(tmp_path: Path) -> None:
+    """The rule is not vacuous: each kind of branch in a module outside the seam is found."""
+    (tmp_path / "dialects").mkdir()
+    (tmp_path / "dialects" / "sqlite.py").write_text('OK = x.dialect.name == "sqlite"\n')
+    (tmp_path / "bad.py").write_text(
+        "a = engine.dialect.name\n"
+        'b = name in ("sqlite", "other")\n'
+        "c = db.postgres\n"
+        "d = FactSearch(postgres=True)\n"
+        "def e(sqlite: bool) -> None: ...\n"
+        "f = isinstance(backend, search.PostgresSearch)\n"
+        'g = JSON().with_variant(JSONB(), "postgresql")\n'
+        "h = url.get_backend_name()\n"
+        "i = url.drivername\n"
+        '"""A docstring naming postgres and sqlite is no branch."""\n'
+        'j = "sqlite"\n'
+    )
+    lines = [b.split(":")[1] for b in dialect_branches(tmp_path)]
+    assert lines == [str(n) for n in range(1, 10)]
+
+
+def test_every_registered_dialect_resolves_by_its_name() -> None:
+    assert {d.name for d in DIALECTS} == {"postgresql", "sqlite"}
+    for dialect in DIALECTS:
+        assert dialect_for(dialect.name) is dialect
+
+
+def test_an_unknown_dialect_is_refused_with_a_memstore_error() -> None:
+    with pytest.raises(ConfigurationError) as caught:
+        dialect_for("mysql")
+    assert isinstance(caught.value, MemstoreError)
+    assert "mysql" in str(caught.value)
+    assert "postgresql" in str(caught.value) and "sqlite" in str(caught.value)
