@@ -28,8 +28,12 @@ import ast
 from pathlib import Path
 
 import pytest
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncSession
 
-from memstore.dialects import DIALECTS, dialect_for
+from memstore.db.engine import create_engine
+from memstore.db.unit import Database
+from memstore.dialects import DIALECTS, dialect_for, dialect_of_url
 from memstore.errors import ConfigurationError, MemstoreError
 
 ROOT = Path(__file__).resolve().parents[1] / "memstore"
@@ -141,3 +145,25 @@ def test_an_unknown_dialect_is_refused_with_a_memstore_error() -> None:
     assert isinstance(caught.value, MemstoreError)
     assert "mysql" in str(caught.value)
     assert "postgresql" in str(caught.value) and "sqlite" in str(caught.value)
+
+
+async def test_a_real_database_resolves_to_its_dialect(db_url: str) -> None:
+    """Engine, connection, session and URL of each backend name the same registered dialect."""
+    engine = create_engine(db_url)
+    try:
+        expected = dialect_of_url(make_url(db_url))
+        assert expected is not None and expected.name == engine.dialect.name
+        assert dialect_for(engine) is expected
+        async with engine.connect() as connection:
+            assert dialect_for(connection) is expected
+        async with AsyncSession(engine) as session:
+            assert dialect_for(session) is expected
+        assert Database(engine).backend is expected
+    finally:
+        await engine.dispose()
+
+
+def test_an_unknown_backend_url_is_refused_before_connecting() -> None:
+    assert dialect_of_url(make_url("mysql://u@h/db")) is None
+    with pytest.raises(ConfigurationError, match="unsupported database backend 'mysql'"):
+        create_engine("mysql://u@h/db")
