@@ -25,6 +25,7 @@ from memstore.repositories.facts import FactRepository
 from memstore.rerankers.base import Reranker
 from memstore.search.settings import EmbedderGuard
 from memstore.services.access import AccessTracker
+from memstore.services.bitemporal import FactWriter
 from memstore.types import AssertOutcome, ChangeKind, Fact, FactMatch
 
 __all__ = ["MAX_FACTS_LISTED", "FactService"]
@@ -57,8 +58,8 @@ class FactService:
         (vector,) = await embed_checked(self.embedder, [fact_text(cleaned)])
         async with self.db.write(user) as session:
             await self.embedder_guard.claim(session)
-            repo = FactRepository(session=session, embedder=self.embedder)
-            outcome = await repo.assert_fact(
+            writer = FactWriter(session=session, embedder=self.embedder)
+            outcome = await writer.assert_fact(
                 user,
                 cleaned,
                 single_valued=single,
@@ -66,7 +67,7 @@ class FactService:
                 now=self.db.now(),
                 embedding=vector,
             )
-            await repo.record_changes(user, [outcome], self.db.now())
+            await writer.record_changes(user, [outcome], self.db.now())
         return outcome
 
     async def add_fact(self, fact: Fact) -> str:
