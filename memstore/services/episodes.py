@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -19,6 +18,7 @@ from memstore.core.validation import (
     check_limit,
     check_text,
     check_time_range,
+    is_number,
 )
 from memstore.db.unit import Database
 from memstore.embeddings.base import Embedder, embed_with_passages_checked
@@ -208,11 +208,7 @@ class EpisodeService:
         if args.time_range is not None:
             check_time_range(args.time_range)
         weight = args.recency_weight
-        if (
-            isinstance(weight, bool)
-            or not isinstance(weight, int | float)
-            or (not math.isfinite(weight) or weight < 0)
-        ):
+        if not is_number(weight) or weight < 0:
             raise InvalidInput("recency_weight must be a non-negative number")
         weight = float(weight)
         now = self.db.now()
