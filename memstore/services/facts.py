@@ -9,7 +9,7 @@ from memstore.core.documents import fact_text
 from memstore.core.fact_input import MAX_FACT_FIELD_CHARS, valid_fact
 from memstore.core.forwarding import takes_options
 from memstore.core.predicates import normalize_predicate
-from memstore.core.tenancy import storage_user_id
+from memstore.core.tenancy import TenantId, storage_user_id
 from memstore.core.validation import check_aware, check_identifier, check_limit, check_text
 from memstore.db.unit import Database
 from memstore.embeddings.base import Embedder, embed_checked
@@ -24,10 +24,52 @@ from memstore.services.access import AccessTracker
 from memstore.services.bitemporal import FactWriter
 from memstore.types import AssertOutcome, ChangeKind, Fact, FactMatch
 
-__all__ = ["MAX_FACTS_LISTED", "FactRecallArgs", "FactService"]
+__all__ = [
+    "MAX_FACTS_LISTED",
+    "FactFilter",
+    "FactHistoryArgs",
+    "FactRecallArgs",
+    "FactService",
+    "FactsArgs",
+]
 
 # store.facts(limit=...) upper bound: a page, not a dump (export is for that).
 MAX_FACTS_LISTED = 10_000
+
+
+@dataclass(frozen=True, kw_only=True)
+class FactFilter:
+    """Whose facts, and of which subject and predicate (each optional)."""
+
+    user_id: str | None = None
+    subject: str | None = None
+    predicate: str | None = None
+
+    def checked(self) -> tuple[TenantId, str | None, str | None]:
+        """The stored tenant id, and the subject and predicate as they are stored."""
+        user = storage_user_id(self.user_id)
+        subject, predicate = self.subject, self.predicate
+        if subject is not None:
+            subject = check_text("subject", subject, max_chars=MAX_FACT_FIELD_CHARS).strip()
+        if predicate is not None:
+            predicate = normalize_predicate(check_text("predicate", predicate))
+        return user, subject, predicate
+
+
+@dataclass(frozen=True, kw_only=True)
+class FactHistoryArgs(FactFilter):
+    """The arguments of ``fact_history``: the filter, or one logical fact."""
+
+    fact_id: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class FactsArgs(FactFilter):
+    """The arguments of ``facts``: the filter, the two times and a page size."""
+
+    valid_at: datetime | None = None
+    known_at: datetime | None = None
+    limit: int = 100
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -94,17 +136,11 @@ class FactService:
         if not closed:
             raise NotFound(f"no current fact {fact_id!r} for this user")
 
-    async def fact_history(
-        self,
-        *,
-        user_id: str | None = None,
-        subject: str | None = None,
-        predicate: str | None = None,
-        fact_id: str | None = None,
-    ) -> list[Fact]:
+    @takes_options(FactHistoryArgs)
+    async def fact_history(self, args: FactHistoryArgs) -> list[Fact]:
         """Every stored version, ordered by valid_from then recorded_at."""
-        user = storage_user_id(user_id)
-        subject, predicate = _statement(subject, predicate)
+        user, subject, predicate = args.checked()
+        fact_id = args.fact_id
         if fact_id is not None:
             check_identifier("fact_id", fact_id)
         async with self.db.statement(user) as reader:
@@ -112,26 +148,17 @@ class FactService:
                 user, subject=subject, predicate=predicate, fact_id=fact_id
             )
 
-    async def facts(
-        self,
-        *,
-        user_id: str | None = None,
-        subject: str | None = None,
-        predicate: str | None = None,
-        valid_at: datetime | None = None,
-        known_at: datetime | None = None,
-        limit: int = 100,
-    ) -> list[Fact]:
+    @takes_options(FactsArgs)
+    async def facts(self, args: FactsArgs) -> list[Fact]:
         """Facts true at ``valid_at`` as believed at ``known_at`` (both default to now).
 
         No search: every such fact of the tenant, or of ``subject`` / ``predicate``
         when given, most recently recorded first, at most ``limit``.
         """
-        user = storage_user_id(user_id)
-        subject, predicate = _statement(subject, predicate)
-        check_limit("limit", limit, maximum=MAX_FACTS_LISTED)
+        user, subject, predicate = args.checked()
+        limit = check_limit("limit", args.limit, maximum=MAX_FACTS_LISTED)
         now = self.db.now()
-        valid_at, known_at = _as_of(valid_at, known_at, now)
+        valid_at, known_at = _as_of(args.valid_at, args.known_at, now)
         async with self.db.statement(user) as reader:
             found = await FactReads(reader=reader).believed(
                 user,
@@ -179,15 +206,6 @@ class FactService:
         )
         self.access_tracker.record(user, "fact", [m.fact.fact_id or "" for m in matches], now)
         return matches
-
-
-def _statement(subject: str | None, predicate: str | None) -> tuple[str | None, str | None]:
-    """A filter's subject and predicate as they are stored (either may be absent)."""
-    if subject is not None:
-        subject = check_text("subject", subject, max_chars=MAX_FACT_FIELD_CHARS).strip()
-    if predicate is not None:
-        predicate = normalize_predicate(check_text("predicate", predicate))
-    return subject, predicate
 
 
 def _as_of(
