@@ -178,7 +178,7 @@ class MemoryStore:
             ),
         )
         self.block_char_limit = config.block_char_limit
-        # Thread context buffers (seed 000/001); limits validated there.
+        # Thread context buffers; limits validated there.
         self.threads = ThreadBuffer(
             self.db,
             max_slots_per_thread=config.max_slots_per_thread,

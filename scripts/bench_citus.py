@@ -22,8 +22,7 @@ like the cluster's nodes; stops all of them at the end, also on failure.
 
 Every figure is a ratio to a baseline measured in the same run on the same machine;
 all servers share its cores, so absolute times say little. Blocks are left out of the
-workload: update_block / append_block fail on Citus until issue 27's fix of them lands
-(the run probes one update_block and reports what happened).
+workload (the run probes one update_block and reports what happened).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ and two facts each (in a private temp dir), then erases tenants one at a time:
   ``secure_delete``, FTS5 'optimize' of the touched indexes, WAL truncation);
 * the same deletes plus FTS5 'optimize', without secure_delete or WAL
   truncation, on another tenant;
-* the same deletes alone (what forget did before issue 11), on a third one.
+* the same deletes alone (no erasure guarantees beyond the rows), on a third one.
 
 Prints the file and full-text index sizes and the median of ``--repeat`` runs.
 """
@@ -117,7 +117,7 @@ async def main() -> None:
             for label, runs in (
                 ("forget (complete erasure)", forget),
                 ("deletes + FTS5 optimize, no secure_delete/WAL truncate", optimized),
-                ("deletes only (forget before issue 11)", plain),
+                ("deletes only", plain),
             ):
                 print(
                     f"{label}: median {statistics.median(runs):.3f} s {[round(x, 3) for x in runs]}"

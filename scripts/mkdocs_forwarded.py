@@ -7,7 +7,7 @@ griffe reads source, so three kinds of public method would show wrong on the sit
   component's function, with its parameters, return type, docstring and labels;
 - a method decorated ``@takes_options(OpenOptions)`` shows ``(options: OpenOptions)``;
   it gets the options' fields as parameters, in the order and kinds of the signature
-  Python sees at run time;
+  Python sees at run time (also where it is forwarded, e.g. ``recall``);
 - a method of a generated sync twin (``class SyncMemoryStore(SyncStore[MemoryStore])``)
   has no docstring in source (``share_docstrings`` gives it its async twin's at import);
   it gets the same one here.
@@ -44,6 +44,8 @@ class ForwardedMethods(griffe.Extension):
                 if isinstance(member, griffe.Attribute):
                     target = _forwarded_target(member, loader)
                     if target is not None:
+                        # The service's method may take an options object itself.
+                        _expand_options(target, loader)
                         cls.set_member(name, _copy_function(target, name, member))
                 elif isinstance(member, griffe.Function):
                     _expand_options(member, loader)
@@ -136,9 +138,12 @@ def _expand_options(func: griffe.Function, loader: griffe.GriffeLoader) -> None:
     owner = func.parent
     assert owner is not None
     runtime = getattr(importlib.import_module(owner.module.path), owner.name)
-    signature = inspect.signature(getattr(runtime, func.name))
+    method = getattr(runtime, func.name)
+    given = list(inspect.signature(method).parameters.values())
+    if not inspect.ismethod(method):  # a plain function's first parameter is its ``self``
+        given = given[1:]
     parameters = [next(iter(func.parameters))]
-    for p in signature.parameters.values():
+    for p in given:
         field = options.all_members[p.name]
         if isinstance(field, griffe.Alias):  # a field of a base class
             field = field.final_target

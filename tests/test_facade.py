@@ -28,7 +28,9 @@ def test_public_methods_are_the_services_own() -> None:
     forwarded = _forwarded()
     assert len(forwarded) >= 37
     for name, method in forwarded.items():
-        service_method = inspect.unwrap(method)
+        # The service's method as its class has it (it may take an options object:
+        # ``takes_options``), not the implementation below it.
+        service_method = method.__wrapped__
         assert service_method.__name__ == name
         assert service_method.__qualname__.split(".")[0].endswith("Service")
         # What a reader (help, docs) or a generator (sync.py) sees is the service's.
@@ -139,3 +141,13 @@ def test_takes_options_builds_the_options() -> None:
     with pytest.raises(TypeError):
         make("a", bogus=1)  # type: ignore[call-arg]
     assert "rls" in inspect.signature(make).parameters
+
+
+async def test_takes_options_keeps_a_coroutine_function() -> None:
+    @takes_options(StoreConfig)
+    async def make(first: str, options: StoreConfig) -> bool:
+        return options.rls
+
+    # forward() and the sync generator tell an awaitable method by this.
+    assert inspect.iscoroutinefunction(make)
+    assert await make("a", rls=True) is True

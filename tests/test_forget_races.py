@@ -1,4 +1,4 @@
-"""forget(user_id=X) wins against work on X that started before it (issue 11, points 4-5).
+"""forget(user_id=X) wins against work on X that started before it.
 
 Two stores on one database stand for two worker processes: one is consolidating
 or holding buffered access counts of X while the other erases X. After forget

@@ -91,7 +91,7 @@ def lg(column: str, value: Any) -> Corruption:
     return set_col("langgraph_items", column, value)
 
 
-# What the LangGraph store's own writes never store (issue 30, point 5).
+# What the LangGraph store's own writes never store.
 LANGGRAPH_CASES: list[tuple[str, Corruption, str, str]] = [
     ("vectors not float32", lg("vectors", base64.b64encode(b"\x01" * 6).decode()), "vectors"),
     ("vectors of another width", lg("vectors", blob(*[0.1] * 48)), "vectors"),

@@ -745,7 +745,7 @@ async def test_concurrent_puts_and_searches(vec: MemstoreStore) -> None:
     assert len(await vec.asearch(ns, limit=100)) == 30
 
 
-# ---- numbers beyond float range (issue 30, point 4) ----------------------------------
+# ---- numbers beyond float range ------------------------------------------------------
 
 
 async def test_range_filters_compare_numbers_exactly_beyond_float_range(
@@ -789,7 +789,7 @@ async def test_numbers_beyond_float_range_survive_an_import(
     assert [(i.key, i.value["n"]) for i in found] == [("huge", 10**400)]
 
 
-# ---- embedder identity (issue 30, point 3) ---------------------------------------------
+# ---- embedder identity ----------------------------------------------------------------
 
 
 class ReversedEmbedder:
@@ -832,7 +832,7 @@ async def test_two_stores_racing_to_claim_with_langgraph_writes(db_url: str) -> 
         assert sorted(i.key for i in await _indexed(first).asearch(("docs",))) == ["a", "c"]
 
 
-# ---- reembed covers LangGraph items (issue 30, point 2) --------------------------------
+# ---- reembed covers LangGraph items ---------------------------------------------------
 
 _DOCS = {
     "cats": {"text": "cats purr on the sofa", "title": "pets"},
@@ -998,7 +998,7 @@ def test_reembed_cli_reports_langgraph_items_and_refuses_in_one_line(db_url: str
     assert "4 LangGraph item(s)" in refused.stderr
 
 
-# ---- imports give LangGraph items this store's vectors (issue 30, points 2 and 5) ------
+# ---- imports give LangGraph items this store's vectors --------------------------------
 
 
 async def _docs_dump(db_url: str) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""store.changes(): one tenant's committed changes, resumable, across processes (issue 29)."""
+"""store.changes(): one tenant's committed changes, resumable, across processes."""
 
 from __future__ import annotations
 

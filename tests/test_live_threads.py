@@ -1,4 +1,4 @@
-"""threads.wait / follow across processes, on SQLite and Postgres (issue 29, points 1 and 4)."""
+"""threads.wait / follow across processes, on SQLite and Postgres."""
 
 from __future__ import annotations
 

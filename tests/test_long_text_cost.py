@@ -3,8 +3,8 @@
 ``SentenceTransformerEmbedder`` cuts a text longer than a passage into passages that
 tile it and stores their vectors; the whole-text vector is the model's own cut (its
 first window). So ``remember_many`` sends each word piece about once plus one window
-per long text (it used to be about four times: half-overlapping whole-text windows
-and half-overlapping passages). docs/RECALL.md ("What a long text costs") has the
+per long text (not about four times, as half-overlapping whole-text windows and
+half-overlapping passages would cost). docs/RECALL.md ("What a long text costs") has the
 measured figures.
 """
 

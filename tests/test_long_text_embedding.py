@@ -1,9 +1,9 @@
 """Long episodes are read whole, not only up to the model's cut.
 
-MiniLM reads 256 word pieces (about 190 words); a multi-paragraph answer used to be
-embedded from its opening only, so what it said further on was invisible to semantic
-recall. Now its passages read the rest (or, without passages, the whole-text vector
-is a mean of windows over all of it). docs/RECALL.md ("Long episodes", "What a long
+MiniLM reads 256 word pieces (about 190 words); a multi-paragraph answer embedded
+from its opening only would hide what it says further on from semantic recall. Its
+passages read the rest (or, without passages, the whole-text vector is a mean of
+windows over all of it). docs/RECALL.md ("Long episodes", "What a long
 text costs") has the measured effect.
 """
 

@@ -1,8 +1,9 @@
-"""The public value types live in one module, ``memstore.types``, at the bottom of the layers.
+"""The public value types live in one package, ``memstore.types``, at the bottom of the layers.
 
 A reader finds every plain dataclass and enum that ``memstore`` exports in one
-place; ``memstore.types`` imports nothing but the standard library (and
-``memstore.errors``), so every layer may use it.
+place (its modules group them by subject; ``memstore.types`` exports them all);
+the package imports nothing but the standard library (and ``memstore.errors``),
+so every layer may use it.
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ import sys
 from pathlib import Path
 
 import memstore
+import memstore.types
 
-TYPES_PY = Path(memstore.__file__).parent / "types.py"
+TYPES_DIR = Path(memstore.__file__).parent / "types"
 # Context and ContextItem render themselves by the packer's budget rules, so
 # they stay with the packer (memstore/services/agent/context.py); ModelSpec reads
 # and checks the one definition of the model options (memstore/core/model_spec.py).
@@ -37,15 +39,22 @@ def test_every_exported_value_type_is_defined_in_memstore_types() -> None:
     elsewhere = {
         name: cls.__module__
         for name, cls in types.items()
-        if name not in WITH_BEHAVIOUR and cls.__module__ != "memstore.types"
+        if name not in WITH_BEHAVIOUR and not cls.__module__.startswith("memstore.types.")
     }
     assert elsewhere == {}
+    assert all(
+        getattr(memstore.types, name) is cls
+        for name, cls in types.items()
+        if name not in WITH_BEHAVIOUR
+    )
 
 
 def test_memstore_types_imports_only_the_standard_library() -> None:
-    tree = ast.parse(TYPES_PY.read_text(encoding="utf-8"))
+    modules = sorted(TYPES_DIR.glob("*.py"))
+    assert len(modules) > 1
     imported = set()
-    for node in ast.walk(tree):
+    nodes = [n for m in modules for n in ast.walk(ast.parse(m.read_text(encoding="utf-8")))]
+    for node in nodes:
         if isinstance(node, ast.Import):
             imported |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module:
@@ -55,5 +64,6 @@ def test_memstore_types_imports_only_the_standard_library() -> None:
         for name in imported
         if name.split(".")[0] not in sys.stdlib_module_names
         and name not in ("__future__", "memstore.errors")
+        and not name.startswith("memstore.types.")
     }
     assert foreign == set()

@@ -1,4 +1,4 @@
-"""Hybrid recall (issue 4): embeddings, dimension checks, fusion, filters, per-tenant search."""
+"""Hybrid recall: embeddings, dimension checks, fusion, filters, per-tenant search."""
 
 from __future__ import annotations
 

@@ -35,3 +35,11 @@ async def test_consolidate_refuses_bad_batch_size(store: MemoryStore, batch_size
     with pytest.raises(InvalidInput, match="batch_size"):
         await store.consolidate(batch_size=batch_size)
     assert (await store.consolidate()).processed == 1  # nothing was consumed by the refusal
+
+
+@pytest.mark.parametrize("weight", [float("nan"), float("inf"), -1, True, "1", None])
+async def test_bad_recency_weight_is_invalid_input(store: MemoryStore, weight: Any) -> None:
+    await store.remember(Episode(user_id="u", session_id="s", input="paris trip", occurred_at=T0))
+    for call in (store.recall, store.recall_scored):
+        with pytest.raises(InvalidInput, match="recency_weight"):
+            await call("paris", user_id="u", recency_weight=weight)

@@ -1,4 +1,4 @@
-"""The relevance floor (issue 14): ``min_score`` on recall, recall_scored, recall_facts, context."""
+"""The relevance floor: ``min_score`` on recall, recall_scored, recall_facts, context."""
 
 from __future__ import annotations
 

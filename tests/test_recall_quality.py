@@ -68,8 +68,8 @@ async def test_locomo_recall_at_10_does_not_regress(db_url: str, minilm: Any) ->
 
 # recall@10 of conv-30 stored as runs of 1-16 turns (``--granularity runs``: short and
 # long episodes mixed), measured on both backends: 0.903 with passages, 0.864 without.
-# Since the model's cut and the passage margin (issue 31) it is 0.895 on SQLite; the
-# floor is kept where it was, not lowered to the new figure.
+# With the model's own cut and the passage margin it measures 0.895 on SQLite; the
+# floor stays at 0.903 (less the tolerance), not lowered to that figure.
 MEASURED_RUNS = 0.903
 
 

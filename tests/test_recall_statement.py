@@ -1,4 +1,4 @@
-"""Recall in one statement (issue 13): round trips, the dense-only shape, the vector cache."""
+"""Recall in one statement: round trips, the dense-only shape, the vector cache."""
 
 from __future__ import annotations
 

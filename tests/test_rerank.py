@@ -1,4 +1,4 @@
-"""The reranking stage (issue 31, point 3): recall's top N re-ordered by a Reranker.
+"""The reranking stage: recall's top N re-ordered by a Reranker.
 
 The rerankers here are real implementations of the protocol (pure functions of
 the text), so the expected order can be computed beside the store; the model-

@@ -1,4 +1,4 @@
-"""One meaning per score (issue 30, point 14).
+"""One meaning per score.
 
 ``score`` of every recalled episode and fact is its relevance to the query, 0..1,
 the number ``min_score`` is compared with; where facts and episodes are merged

@@ -154,7 +154,7 @@ def test_statements_without_tenant_filter_are_caught(sql: str, expected: str) ->
 
 # Tenant-filtered, yet a Citus cluster cannot route them to one shard (PostgreSQL only).
 UNROUTABLE = [
-    # update_block's creation before the fix: Citus refused it outright
+    # a block created with its pinned order from a subquery: Citus refuses it outright
     (
         "INSERT INTO blocks (user_id, name, content, pinned_order, version, updated_at) "
         "VALUES ($1::VARCHAR, $2::VARCHAR, $3::VARCHAR, (SELECT coalesce(max("
@@ -170,7 +170,7 @@ UNROUTABLE = [
         "DO UPDATE SET next_turn = session_turns.next_turn + excluded.next_turn",
         "INSERT … SELECT whose user_id is not a co-located tenant table's column",
     ),
-    # the access-count flush before the fix: a correlated VALUES list
+    # an access-count flush from a correlated VALUES list
     (
         "WITH buffered(user_id, item_id) AS (VALUES ($1, $2), ($3, $4)) INSERT INTO "
         "access_stats (user_id, item_id) SELECT buffered.user_id, buffered.item_id FROM "

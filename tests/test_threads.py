@@ -1,4 +1,4 @@
-"""Thread context buffers (seed 000/001): append, reads, immutability, limits, GC."""
+"""Thread context buffers: append, reads, immutability, limits, GC."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Scoped working memory (seed 002): keys, TTL, task state, scratchpad, checkpoints."""
+"""Scoped working memory: keys, TTL, task state, scratchpad, checkpoints."""
 
 from __future__ import annotations
 
@@ -63,7 +63,7 @@ async def test_reserved_keys(store: MemoryStore) -> None:
     await wm.set("visible", 1)
     await wm.append_scratchpad("thinking")
     await wm.set_task_state(TaskState(task_id="task-1"))
-    # Internal state is stored under the seed's reserved keys but hidden from listings.
+    # Internal state is stored under reserved keys ("_" prefix) but hidden from listings.
     assert await wm.list_keys() == ["visible"]
     assert await wm.get_all() == {"visible": 1}
     assert await wm.exists("_task_state") and await wm.exists("_metadata")

@@ -81,26 +81,43 @@ def takes_options(
     """Decorate ``impl(first, opts)`` to take ``options``' parameters instead of ``opts``.
 
     ``options`` is typically a frozen dataclass: its fields are written once and
-    become the keyword parameters of the decorated function (for type checkers
-    and for ``inspect.signature``).
+    become the parameters of the decorated function (for type checkers and for
+    ``inspect.signature``), so methods that take the same arguments share them.
+    A coroutine function stays one.
     """
     parameters = list(inspect.signature(options, eval_str=True).parameters.values())
 
     def decorate(impl: Callable[[T, O], R]) -> Callable[Concatenate[T, P], R]:
-        def call(first: T, /, *args: P.args, **kwargs: P.kwargs) -> R:
-            return impl(first, options(*args, **kwargs))
+        run: Callable[..., Any] = impl
+        call: Callable[..., Any]
+        if inspect.iscoroutinefunction(impl):
 
+            async def call_async(first: Any, /, *args: Any, **kwargs: Any) -> Any:
+                return await run(first, options(*args, **kwargs))
+
+            call = call_async
+        else:
+
+            def call_plain(first: Any, /, *args: Any, **kwargs: Any) -> Any:
+                return run(first, options(*args, **kwargs))
+
+            call = call_plain
         # ``__wrapped__`` stays: ``typing.get_type_hints`` resolves the return
         # annotation in ``impl``'s module; ``inspect.signature`` stops at ours.
         functools.update_wrapper(call, impl)
-        own = inspect.signature(impl)
+        try:
+            own = inspect.signature(impl, eval_str=True)
+        except NameError:
+            # A method of a class that is not defined yet (``open`` returns its own
+            # class): its return annotation stays a string, resolved through ``__wrapped__``.
+            own = inspect.signature(impl)
         first = next(iter(own.parameters.values()))
         signature = own.replace(parameters=[first, *parameters])
-        call.__signature__ = signature  # type: ignore[attr-defined]
+        call.__signature__ = signature  # type: ignore[union-attr]
         call.__annotations__ = {
             **{p.name: p.annotation for p in parameters},
             "return": own.return_annotation,
         }
-        return call
+        return cast("Callable[Concatenate[T, P], R]", call)
 
     return decorate

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from memstore.core.validation import is_number
 from memstore.errors import ConfigurationError, InvalidInput
 
 __all__ = [
@@ -79,11 +80,7 @@ def check_ttl(ttl: object) -> float | None:
     """A TTL in minutes: None (never expires) or a positive number up to 1,000 years."""
     if ttl is None:
         return None
-    if (
-        isinstance(ttl, bool)
-        or not isinstance(ttl, int | float)
-        or not (0 < ttl <= MAX_TTL_MINUTES)
-    ):
+    if not is_number(ttl) or not (0 < ttl <= MAX_TTL_MINUTES):
         raise InvalidInput(f"ttl must be a positive number of minutes, got {ttl!r}")
     return float(ttl)
 

@@ -7,7 +7,7 @@ import math
 import unicodedata
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeGuard
 
 from memstore.errors import InvalidInput
 
@@ -27,6 +27,7 @@ __all__ = [
     "check_text",
     "check_time_range",
     "check_vector",
+    "is_number",
 ]
 
 MAX_IDENTIFIER_CHARS = 255
@@ -106,9 +107,14 @@ def check_text(
     return value
 
 
+def is_number(value: object) -> TypeGuard[int | float]:
+    """A finite int or float; a bool is not a number here (``True`` is no weight or score)."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
 def check_number_between(field: str, value: object, low: float, high: float) -> float:
     """A number (not a bool) in ``low..high``."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
+    if not is_number(value) or not low <= value <= high:
         raise InvalidInput(f"{field} must be a number between {low:g} and {high:g}")
     return value
 

@@ -190,7 +190,7 @@ def connect_args_of(engine: AsyncEngine) -> dict[str, Any]:
     """The ``connect_args`` of a memstore engine (TLS, timeouts, server settings); else ``{}``.
 
     A connection made outside the pool (the listener of :mod:`memstore.db.signal`)
-    needs them as much as the pool's do: the URL alone no longer carries them.
+    needs them as much as the pool's do: the URL alone does not carry them.
     """
     return dict(_CONNECT_ARGS.get(engine.sync_engine.dialect, {}))
 

@@ -17,6 +17,7 @@ from typing import Any
 from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from memstore.core.validation import is_number
 from memstore.dialects import dialect_for
 from memstore.errors import InvalidInput
 
@@ -54,12 +55,7 @@ def slow_query_ms_from_env(env: Mapping[str, str] | None = None) -> float | None
 
 def check_threshold(threshold_ms: object) -> float:
     """``threshold_ms`` as a float, or :class:`InvalidInput` if it is not a number >= 0."""
-    if (
-        isinstance(threshold_ms, bool)
-        or not isinstance(threshold_ms, int | float)
-        or not math.isfinite(threshold_ms)
-        or threshold_ms < 0
-    ):
+    if not is_number(threshold_ms) or threshold_ms < 0:
         raise InvalidInput(
             f"slow_query_ms must be a number of milliseconds >= 0, got {threshold_ms!r}"
         )

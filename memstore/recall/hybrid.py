@@ -12,6 +12,7 @@ SQL itself: everything below the query vector is memstore.search's.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import KW_ONLY, dataclass
 from datetime import datetime
 from typing import TypeVar
 
@@ -20,10 +21,11 @@ import numpy as np
 from memstore.core.documents import episode_search_text, fact_text
 from memstore.core.lexical import query_terms
 from memstore.core.tenancy import TenantId
+from memstore.core.validation import check_limit, check_text
 from memstore.db.unit import Database
 from memstore.embeddings.base import Embedder, queries_checked
 from memstore.errors import InvalidInput
-from memstore.recall.relevance import relevance
+from memstore.recall.relevance import check_min_score, relevance
 from memstore.recall.rerank import episode_rerank_text, reranked
 from memstore.repositories.episodes import EpisodeRepository
 from memstore.rerankers.base import (
@@ -38,19 +40,45 @@ from memstore.search.tables import EpisodeSearchBackend
 from memstore.search.tuning import RecallTuning
 from memstore.types import Episode, EpisodeMatch, Fact, FactMatch
 
-__all__ = ["HybridRecall"]
+__all__ = ["HybridRecall", "Ranking", "RecallArgs"]
 
 _Row = TypeVar("_Row", Episode, Fact)
+
+
+@dataclass(frozen=True)
+class RecallArgs:
+    """The arguments every recall of the facade takes first; each kind's subclass adds its own.
+
+    A kind's plain and scored recall share its subclass (``takes_options``): one
+    signature for both. A subclass declares its keyword-only fields, then
+    ``min_score`` and ``rerank``, which come last in the public signatures.
+    """
+
+    query: str
+    _: KW_ONLY
+    user_id: str | None = None
+    limit: int = 5
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """How a recall cuts its ranking: at most ``limit`` rows, none below ``floor``.
+
+    ``rerank`` re-orders the top candidates first; ``with_relevance`` asks for
+    every row's relevance even without a floor (the scored recalls report it).
+    """
+
+    limit: int
+    floor: float | None
+    with_relevance: bool
+    rerank: Reranker | None
 
 
 def _cut(
     ranked: Sequence[tuple[_Row, float, dict[str, float]]],
     request: Recall,
     text_of: Callable[[_Row], str],
-    *,
-    floor: float | None,
-    with_relevance: bool,
-    limit: int,
+    ranking: Ranking,
 ) -> list[tuple[_Row, float, dict[str, float]]]:
     """Rows with their relevance (``score``) and parts, the ``floor`` applied, in ranking order.
 
@@ -59,15 +87,16 @@ def _cut(
     Tokenising every returned row costs a few microseconds each: a plain recall
     without a floor, which drops the scores, does not pay for it.
     """
+    floor = ranking.floor
     scored: list[tuple[_Row, float, dict[str, float]]] = []
-    for row, ranking, ranking_parts in ranked:
-        parts = {**ranking_parts, "ranking": ranking}
-        if with_relevance or floor is not None:
+    for row, order, order_parts in ranked:
+        parts = {**order_parts, "ranking": order}
+        if ranking.with_relevance or floor is not None:
             parts["relevance"] = relevance(request.terms, text_of(row), parts.get("dense", 0.0))
         score = parts.get("relevance", 0.0)
         if floor is None or score >= floor:
             scored.append((row, score, parts))
-    return scored[:limit]
+    return scored[: ranking.limit]
 
 
 class HybridRecall:
@@ -105,6 +134,20 @@ class HybridRecall:
             )
         return check_reranker("rerank", rerank)
 
+    def ranking(
+        self,
+        args: RecallArgs,
+        min_score: float | None,
+        rerank: Reranker | bool | None,
+        *,
+        with_relevance: bool,
+    ) -> Ranking:
+        """A recall's checked query and cut; ``rerank`` as :meth:`reranker_for` takes it."""
+        check_text("query", args.query, allow_empty=True, max_chars=10_000)
+        check_limit("limit", args.limit)
+        floor = check_min_score(min_score)
+        return Ranking(args.limit, floor, with_relevance, self.reranker_for(rerank))
+
     def depth(self, limit: int, reranker: Reranker | None) -> int:
         """Rows to ask the statement for: ``limit``, or the reranker's candidates."""
         return limit if reranker is None else max(limit, self.rerank_candidates)
@@ -118,21 +161,19 @@ class HybridRecall:
         self,
         user_id: TenantId,
         query: str,
+        ranking: Ranking,
         *,
         time_range: tuple[datetime, datetime] | None,
         now: datetime,
         recency_weight: float,
-        limit: int,
-        floor: float | None,
-        with_relevance: bool,
-        rerank: Reranker | None = None,
     ) -> list[EpisodeMatch]:
         """The ``limit`` best episodes (fewer under a floor), best first.
 
         An empty query has no ranking: the newest episodes, score 0 (and no
-        reranking: there is nothing to score the rows against). ``rerank`` (from
-        :meth:`reranker_for`) re-orders the top ``rerank_candidates`` first.
+        reranking: there is nothing to score the rows against). ``ranking.rerank``
+        re-orders the top ``rerank_candidates`` first.
         """
+        limit, floor, rerank = ranking.limit, ranking.floor, ranking.rerank
         if not query.strip():
             if floor is not None and floor > 0:
                 return []  # an empty query is about nothing: no row reaches a positive floor
@@ -158,33 +199,24 @@ class HybridRecall:
         ranked = [(h.episode, h.score, h.parts) for h in hits[: request.limit]]
         if rerank is not None:
             ranked = await reranked(rerank, query, ranked, episode_rerank_text)
-        kept = _cut(
-            ranked,
-            request,
-            episode_search_text,
-            floor=floor,
-            with_relevance=with_relevance,
-            limit=limit,
-        )
+        kept = _cut(ranked, request, episode_search_text, ranking)
         return [EpisodeMatch(episode=e, score=s, parts=p) for e, s, p in kept]
 
     async def facts(
         self,
         user_id: TenantId,
         query: str,
+        ranking: Ranking,
         *,
         valid_at: datetime,
         known_at: datetime,
-        limit: int,
-        floor: float | None,
-        with_relevance: bool,
-        rerank: Reranker | None = None,
     ) -> list[FactMatch]:
         """The ``limit`` best facts true at ``valid_at`` as believed at ``known_at``.
 
         Ties go to the most recently recorded; an empty query has no ranking:
         the most recently recorded facts, score 0.
         """
+        limit, floor, rerank = ranking.limit, ranking.floor, ranking.rerank
         if not query.strip():
             if floor:
                 return []  # an empty query is about nothing: no fact reaches a positive floor
@@ -210,7 +242,5 @@ class HybridRecall:
         ranked = [(h.fact, h.score, h.parts) for h in hits]
         if rerank is not None:
             ranked = await reranked(rerank, query, ranked, fact_text)
-        kept = _cut(
-            ranked, request, fact_text, floor=floor, with_relevance=with_relevance, limit=limit
-        )
+        kept = _cut(ranked, request, fact_text, ranking)
         return [FactMatch(fact=f, score=s, parts=p) for f, s, p in kept]

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 
 from memstore.core.lexical import is_prefix
 from memstore.core.text import words as text_words
+from memstore.core.validation import is_number
 from memstore.errors import InvalidInput
 
 __all__ = ["check_min_score", "coverage", "relevance"]
@@ -34,12 +35,7 @@ def check_min_score(min_score: object) -> float | None:
     """``None`` (no floor) or a number in [0, 1]; anything else is refused before any I/O."""
     if min_score is None:
         return None
-    if (
-        isinstance(min_score, bool)
-        or not isinstance(min_score, int | float)
-        or not math.isfinite(min_score)
-        or not 0.0 <= min_score <= 1.0
-    ):
+    if not is_number(min_score) or not 0.0 <= min_score <= 1.0:
         raise InvalidInput(
             f"min_score must be None (no floor) or a number from 0 to 1, got {min_score!r}; "
             "it is compared with each row's relevance, the score of recall_scored (0.35 suits "

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import math
 from datetime import datetime
 from typing import Any
 
@@ -26,7 +25,13 @@ from sqlalchemy import (
 )
 from sqlalchemy.types import TypeDecorator
 
-from memstore.core.validation import check_aware, check_json, check_storable, check_vector
+from memstore.core.validation import (
+    check_aware,
+    check_json,
+    check_storable,
+    check_vector,
+    is_number,
+)
 from memstore.db.types import UTCDateTime, Vector, VectorList
 from memstore.errors import InvalidInput
 
@@ -92,11 +97,7 @@ def typed_value(column: Column[Any], value: Any, dim: int | None) -> Any:
             raise InvalidInput(f"is out of range for a {bits}-bit integer column")
         return value
     if isinstance(kind, Float):
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, int | float)
-            or not math.isfinite(value)
-        ):
+        if not is_number(value):
             raise InvalidInput(f"must be a finite number, got {value!r}")
         return float(value)
     if isinstance(kind, String | Text):

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import KW_ONLY, dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from memstore.core.forwarding import takes_options
 from memstore.core.tenancy import TenantId, storage_user_id
 from memstore.core.validation import MAX_TEXT_CHARS, check_identifier, check_text
 from memstore.errors import InvalidInput, NotFound
@@ -17,7 +19,18 @@ from memstore.types import BlockVersion, ChangeKind, MemoryBlock
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncSession
 
-__all__ = ["BlockService"]
+__all__ = ["BlockEdit", "BlockService"]
+
+
+@dataclass(frozen=True)
+class BlockEdit:
+    """The arguments of ``update_block`` and ``append_block``: one signature for both."""
+
+    name: str
+    content: str
+    _: KW_ONLY
+    user_id: str | None = None
+    expected_version: int | None = None
 
 
 async def _record(
@@ -37,14 +50,9 @@ class BlockService(Service):
         # The block limit itself is enforced on the edited content by the repository.
         return max(self.block_char_limit, MAX_TEXT_CHARS)
 
-    async def _write_block(
-        self,
-        name: str,
-        edit: Callable[[str], str],
-        user_id: str | None,
-        expected_version: int | None,
-    ) -> MemoryBlock:
-        user = storage_user_id(user_id)
+    async def _write_block(self, args: BlockEdit, edit: Callable[[str], str]) -> MemoryBlock:
+        name, expected_version = args.name, args.expected_version
+        user = storage_user_id(args.user_id)
         check_identifier("block name", name)
         if expected_version is not None and (
             isinstance(expected_version, bool)
@@ -64,33 +72,21 @@ class BlockService(Service):
             await _record(session, user, ChangeKind.BLOCK_UPDATED, name, self.db.now())
         return block
 
-    async def update_block(
-        self,
-        name: str,
-        content: str,
-        *,
-        user_id: str | None = None,
-        expected_version: int | None = None,
-    ) -> MemoryBlock:
+    @takes_options(BlockEdit)
+    async def update_block(self, args: BlockEdit) -> MemoryBlock:
         """Replace a block's content (creating it if new).
 
         Pass ``expected_version`` (0 for "must not exist yet") to fail with
         :class:`Conflict` instead of overwriting someone else's change.
         """
-        check_text("content", content, allow_empty=True, max_chars=self._content_cap)
-        return await self._write_block(name, lambda _old: content, user_id, expected_version)
+        content = check_text("content", args.content, allow_empty=True, max_chars=self._content_cap)
+        return await self._write_block(args, lambda _old: content)
 
-    async def append_block(
-        self,
-        name: str,
-        content: str,
-        *,
-        user_id: str | None = None,
-        expected_version: int | None = None,
-    ) -> MemoryBlock:
+    @takes_options(BlockEdit)
+    async def append_block(self, args: BlockEdit) -> MemoryBlock:
         """Append to a block atomically: concurrent appends all land, in some order."""
-        check_text("content", content, max_chars=self._content_cap)
-        return await self._write_block(name, lambda old: old + content, user_id, expected_version)
+        content = check_text("content", args.content, max_chars=self._content_cap)
+        return await self._write_block(args, lambda old: old + content)
 
     async def working(self, *, user_id: str | None = None) -> list[MemoryBlock]:
         """The user's pinned blocks, ordered by ``pinned_order``."""

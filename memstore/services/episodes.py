@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -10,6 +9,7 @@ from datetime import datetime
 import numpy as np
 
 from memstore.core.documents import episode_search_text, episode_text
+from memstore.core.forwarding import takes_options
 from memstore.core.tenancy import storage_user_id
 from memstore.core.validation import (
     check_aware,
@@ -18,12 +18,12 @@ from memstore.core.validation import (
     check_limit,
     check_text,
     check_time_range,
+    is_number,
 )
 from memstore.db.unit import Database
 from memstore.embeddings.base import Embedder, embed_with_passages_checked
 from memstore.errors import InvalidInput, NotFound
-from memstore.recall.hybrid import HybridRecall
-from memstore.recall.relevance import check_min_score
+from memstore.recall.hybrid import HybridRecall, RecallArgs
 from memstore.repositories.episodes import EpisodeRepository
 from memstore.rerankers.base import Reranker
 from memstore.search.settings import EmbedderGuard
@@ -31,11 +31,21 @@ from memstore.services.access import AccessTracker
 from memstore.services.limits import MAX_BATCH, MAX_EPISODE_ID_CHARS
 from memstore.types import Episode, EpisodeMatch, Message, Role
 
-__all__ = ["COPY_MIN_ROWS", "EpisodeService"]
+__all__ = ["COPY_MIN_ROWS", "EpisodeRecallArgs", "EpisodeService"]
 
 # Batches at least this large go to Postgres by COPY (a multi-row INSERT below:
 # COPY's setup costs more than it saves on a few rows).
 COPY_MIN_ROWS = 200
+
+
+@dataclass(frozen=True, kw_only=True)
+class EpisodeRecallArgs(RecallArgs):
+    """The arguments of ``recall`` and ``recall_scored``: one signature for both."""
+
+    time_range: tuple[datetime, datetime] | None = None
+    recency_weight: float = 0.0
+    min_score: float | None = None
+    rerank: Reranker | bool | None = None
 
 
 @dataclass(frozen=True)
@@ -157,17 +167,8 @@ class EpisodeService:
         self.access_tracker.record(user, "episode", [found.id], self.db.now())
         return found
 
-    async def recall_scored(
-        self,
-        query: str,
-        *,
-        user_id: str | None = None,
-        limit: int = 5,
-        time_range: tuple[datetime, datetime] | None = None,
-        recency_weight: float = 0.0,
-        min_score: float | None = None,
-        rerank: Reranker | bool | None = None,
-    ) -> list[EpisodeMatch]:
+    @takes_options(EpisodeRecallArgs)
+    async def recall_scored(self, args: EpisodeRecallArgs) -> list[EpisodeMatch]:
         """Episodes ranked by hybrid recall, each with its relevance and the ranking's parts.
 
         ``score`` is the row's relevance to the query, 0..1 (the number
@@ -187,68 +188,10 @@ class EpisodeService:
         ``parts["rerank"]``; rows then come in that order. docs/RECALL.md, "A reranking
         stage".
         """
-        return await self._ranked(
-            query,
-            user_id=user_id,
-            limit=limit,
-            time_range=time_range,
-            recency_weight=recency_weight,
-            min_score=min_score,
-            with_relevance=True,
-            rerank=rerank,
-        )
+        return await self._ranked(args, with_relevance=True)
 
-    async def _ranked(
-        self,
-        query: str,
-        *,
-        user_id: str | None,
-        limit: int,
-        time_range: tuple[datetime, datetime] | None,
-        recency_weight: float,
-        min_score: float | None,
-        with_relevance: bool,
-        rerank: Reranker | bool | None,
-    ) -> list[EpisodeMatch]:
-        user = storage_user_id(user_id)
-        check_text("query", query, allow_empty=True, max_chars=10_000)
-        check_limit("limit", limit)
-        if time_range is not None:
-            check_time_range(time_range)
-        if (
-            isinstance(recency_weight, bool)
-            or not isinstance(recency_weight, int | float)
-            or (not math.isfinite(recency_weight) or recency_weight < 0)
-        ):
-            raise InvalidInput("recency_weight must be a non-negative number")
-        floor = check_min_score(min_score)
-        reranker = self._recall.reranker_for(rerank)
-        now = self.db.now()
-        matches = await self._recall.episodes(
-            user,
-            query,
-            time_range=time_range,
-            now=now,
-            recency_weight=float(recency_weight),
-            limit=limit,
-            floor=floor,
-            with_relevance=with_relevance,
-            rerank=reranker,
-        )
-        self.access_tracker.record(user, "episode", [m.episode.id for m in matches], now)
-        return matches
-
-    async def recall(
-        self,
-        query: str,
-        *,
-        user_id: str | None = None,
-        limit: int = 5,
-        time_range: tuple[datetime, datetime] | None = None,
-        recency_weight: float = 0.0,
-        min_score: float | None = None,
-        rerank: Reranker | bool | None = None,
-    ) -> list[Episode]:
+    @takes_options(EpisodeRecallArgs)
+    async def recall(self, args: EpisodeRecallArgs) -> list[Episode]:
         """The ``limit`` episodes that best match ``query`` (hybrid: vector + keyword).
 
         ``min_score`` (0..1, default none) drops episodes less relevant than that,
@@ -256,17 +199,25 @@ class EpisodeService:
         embedders; docs/RECALL.md, "Scores and the relevance floor"). ``rerank``
         re-orders the top candidates by a reranker's score, as in :meth:`recall_scored`.
         """
-        matches = await self._ranked(
-            query,
-            user_id=user_id,
-            limit=limit,
-            time_range=time_range,
-            recency_weight=recency_weight,
-            min_score=min_score,
-            with_relevance=False,
-            rerank=rerank,
+        return [m.episode for m in await self._ranked(args, with_relevance=False)]
+
+    async def _ranked(self, args: EpisodeRecallArgs, *, with_relevance: bool) -> list[EpisodeMatch]:
+        user = storage_user_id(args.user_id)
+        ranking = self._recall.ranking(
+            args, args.min_score, args.rerank, with_relevance=with_relevance
         )
-        return [m.episode for m in matches]
+        if args.time_range is not None:
+            check_time_range(args.time_range)
+        weight = args.recency_weight
+        if not is_number(weight) or weight < 0:
+            raise InvalidInput("recency_weight must be a non-negative number")
+        weight = float(weight)
+        now = self.db.now()
+        matches = await self._recall.episodes(
+            user, args.query, ranking, time_range=args.time_range, now=now, recency_weight=weight
+        )
+        self.access_tracker.record(user, "episode", [m.episode.id for m in matches], now)
+        return matches
 
     async def session_messages(
         self, session_id: str, *, user_id: str | None = None, limit: int = 20

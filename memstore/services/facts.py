@@ -2,35 +2,84 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 
 from memstore.core.documents import fact_text
 from memstore.core.fact_input import MAX_FACT_FIELD_CHARS, valid_fact
+from memstore.core.forwarding import takes_options
 from memstore.core.predicates import normalize_predicate
-from memstore.core.tenancy import storage_user_id
-from memstore.core.validation import (
-    check_aware,
-    check_identifier,
-    check_limit,
-    check_text,
-)
+from memstore.core.tenancy import TenantId, storage_user_id
+from memstore.core.validation import check_aware, check_identifier, check_limit, check_text
 from memstore.db.unit import Database
 from memstore.embeddings.base import Embedder, embed_checked
 from memstore.errors import NotFound
-from memstore.recall.hybrid import HybridRecall
-from memstore.recall.relevance import check_min_score
+from memstore.recall.hybrid import HybridRecall, RecallArgs
 from memstore.repositories.changes import ChangeEntry, ChangeLogRepository
 from memstore.repositories.fact_reads import FactReads
 from memstore.repositories.facts import FactRepository
 from memstore.rerankers.base import Reranker
 from memstore.search.settings import EmbedderGuard
 from memstore.services.access import AccessTracker
+from memstore.services.bitemporal import FactWriter
 from memstore.types import AssertOutcome, ChangeKind, Fact, FactMatch
 
-__all__ = ["MAX_FACTS_LISTED", "FactService"]
+__all__ = [
+    "MAX_FACTS_LISTED",
+    "FactFilter",
+    "FactHistoryArgs",
+    "FactRecallArgs",
+    "FactService",
+    "FactsArgs",
+]
 
 # store.facts(limit=...) upper bound: a page, not a dump (export is for that).
 MAX_FACTS_LISTED = 10_000
+
+
+@dataclass(frozen=True, kw_only=True)
+class FactFilter:
+    """Whose facts, and of which subject and predicate (each optional)."""
+
+    user_id: str | None = None
+    subject: str | None = None
+    predicate: str | None = None
+
+    def checked(self) -> tuple[TenantId, str | None, str | None]:
+        """The stored tenant id, and the subject and predicate as they are stored."""
+        user = storage_user_id(self.user_id)
+        subject, predicate = self.subject, self.predicate
+        if subject is not None:
+            subject = check_text("subject", subject, max_chars=MAX_FACT_FIELD_CHARS).strip()
+        if predicate is not None:
+            predicate = normalize_predicate(check_text("predicate", predicate))
+        return user, subject, predicate
+
+
+@dataclass(frozen=True, kw_only=True)
+class FactHistoryArgs(FactFilter):
+    """The arguments of ``fact_history``: the filter, or one logical fact."""
+
+    fact_id: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class FactsArgs(FactFilter):
+    """The arguments of ``facts``: the filter, the two times and a page size."""
+
+    valid_at: datetime | None = None
+    known_at: datetime | None = None
+    limit: int = 100
+
+
+@dataclass(frozen=True, kw_only=True)
+class FactRecallArgs(RecallArgs):
+    """The arguments of ``recall_facts`` and ``recall_facts_scored``: one signature for both."""
+
+    valid_at: datetime | None = None
+    known_at: datetime | None = None
+    min_score: float | None = None
+    rerank: Reranker | bool | None = None
 
 
 class FactService:
@@ -57,8 +106,8 @@ class FactService:
         (vector,) = await embed_checked(self.embedder, [fact_text(cleaned)])
         async with self.db.write(user) as session:
             await self.embedder_guard.claim(session)
-            repo = FactRepository(session=session, embedder=self.embedder)
-            outcome = await repo.assert_fact(
+            writer = FactWriter(session=session, embedder=self.embedder)
+            outcome = await writer.assert_fact(
                 user,
                 cleaned,
                 single_valued=single,
@@ -66,7 +115,7 @@ class FactService:
                 now=self.db.now(),
                 embedding=vector,
             )
-            await repo.record_changes(user, [outcome], self.db.now())
+            await writer.record_changes(user, [outcome], self.db.now())
         return outcome
 
     async def add_fact(self, fact: Fact) -> str:
@@ -87,20 +136,11 @@ class FactService:
         if not closed:
             raise NotFound(f"no current fact {fact_id!r} for this user")
 
-    async def fact_history(
-        self,
-        *,
-        user_id: str | None = None,
-        subject: str | None = None,
-        predicate: str | None = None,
-        fact_id: str | None = None,
-    ) -> list[Fact]:
+    @takes_options(FactHistoryArgs)
+    async def fact_history(self, args: FactHistoryArgs) -> list[Fact]:
         """Every stored version, ordered by valid_from then recorded_at."""
-        user = storage_user_id(user_id)
-        if subject is not None:
-            subject = check_text("subject", subject, max_chars=MAX_FACT_FIELD_CHARS).strip()
-        if predicate is not None:
-            predicate = normalize_predicate(check_text("predicate", predicate))
+        user, subject, predicate = args.checked()
+        fact_id = args.fact_id
         if fact_id is not None:
             check_identifier("fact_id", fact_id)
         async with self.db.statement(user) as reader:
@@ -108,30 +148,17 @@ class FactService:
                 user, subject=subject, predicate=predicate, fact_id=fact_id
             )
 
-    async def facts(
-        self,
-        *,
-        user_id: str | None = None,
-        subject: str | None = None,
-        predicate: str | None = None,
-        valid_at: datetime | None = None,
-        known_at: datetime | None = None,
-        limit: int = 100,
-    ) -> list[Fact]:
+    @takes_options(FactsArgs)
+    async def facts(self, args: FactsArgs) -> list[Fact]:
         """Facts true at ``valid_at`` as believed at ``known_at`` (both default to now).
 
         No search: every such fact of the tenant, or of ``subject`` / ``predicate``
         when given, most recently recorded first, at most ``limit``.
         """
-        user = storage_user_id(user_id)
-        if subject is not None:
-            subject = check_text("subject", subject, max_chars=MAX_FACT_FIELD_CHARS).strip()
-        if predicate is not None:
-            predicate = normalize_predicate(check_text("predicate", predicate))
-        check_limit("limit", limit, maximum=MAX_FACTS_LISTED)
+        user, subject, predicate = args.checked()
+        limit = check_limit("limit", args.limit, maximum=MAX_FACTS_LISTED)
         now = self.db.now()
-        valid_at = check_aware("valid_at", valid_at) if valid_at is not None else now
-        known_at = check_aware("known_at", known_at) if known_at is not None else now
+        valid_at, known_at = _as_of(args.valid_at, args.known_at, now)
         async with self.db.statement(user) as reader:
             found = await FactReads(reader=reader).believed(
                 user,
@@ -144,46 +171,18 @@ class FactService:
         self.access_tracker.record(user, "fact", [f.fact_id or "" for f in found], now)
         return found
 
-    async def recall_facts(
-        self,
-        query: str,
-        *,
-        user_id: str | None = None,
-        limit: int = 5,
-        valid_at: datetime | None = None,
-        known_at: datetime | None = None,
-        min_score: float | None = None,
-        rerank: Reranker | bool | None = None,
-    ) -> list[Fact]:
+    @takes_options(FactRecallArgs)
+    async def recall_facts(self, args: FactRecallArgs) -> list[Fact]:
         """Facts true at ``valid_at`` as believed at ``known_at`` (both default to now).
 
         ``min_score`` (0..1, default none) drops facts less relevant than that, as in
         :meth:`recall`; ``rerank`` re-orders the top candidates by a reranker's score,
         as in :meth:`recall_scored`.
         """
-        matches = await self._ranked(
-            query,
-            user_id=user_id,
-            limit=limit,
-            valid_at=valid_at,
-            known_at=known_at,
-            min_score=min_score,
-            with_relevance=False,
-            rerank=rerank,
-        )
-        return [m.fact for m in matches]
+        return [m.fact for m in await self._ranked(args, with_relevance=False)]
 
-    async def recall_facts_scored(
-        self,
-        query: str,
-        *,
-        user_id: str | None = None,
-        limit: int = 5,
-        valid_at: datetime | None = None,
-        known_at: datetime | None = None,
-        min_score: float | None = None,
-        rerank: Reranker | bool | None = None,
-    ) -> list[FactMatch]:
+    @takes_options(FactRecallArgs)
+    async def recall_facts_scored(self, args: FactRecallArgs) -> list[FactMatch]:
         """:meth:`recall_facts` with each fact's relevance and the ranking's parts.
 
         ``score`` is the fact's relevance to the query, 0..1, on the same scale as
@@ -193,46 +192,26 @@ class FactService:
         ``fused``, ``ranking`` and ``relevance`` (= ``score``); ``rerank`` when a
         reranker re-ordered the facts (``rerank``, as in :meth:`recall_scored`).
         """
-        return await self._ranked(
-            query,
-            user_id=user_id,
-            limit=limit,
-            valid_at=valid_at,
-            known_at=known_at,
-            min_score=min_score,
-            with_relevance=True,
-            rerank=rerank,
-        )
+        return await self._ranked(args, with_relevance=True)
 
-    async def _ranked(
-        self,
-        query: str,
-        *,
-        user_id: str | None,
-        limit: int,
-        valid_at: datetime | None,
-        known_at: datetime | None,
-        min_score: float | None,
-        with_relevance: bool,
-        rerank: Reranker | bool | None,
-    ) -> list[FactMatch]:
-        user = storage_user_id(user_id)
-        check_text("query", query, allow_empty=True, max_chars=10_000)
-        check_limit("limit", limit)
-        floor = check_min_score(min_score)
-        reranker = self._recall.reranker_for(rerank)
+    async def _ranked(self, args: FactRecallArgs, *, with_relevance: bool) -> list[FactMatch]:
+        user = storage_user_id(args.user_id)
+        ranking = self._recall.ranking(
+            args, args.min_score, args.rerank, with_relevance=with_relevance
+        )
         now = self.db.now()
-        valid_at = check_aware("valid_at", valid_at) if valid_at is not None else now
-        known_at = check_aware("known_at", known_at) if known_at is not None else now
+        valid_at, known_at = _as_of(args.valid_at, args.known_at, now)
         matches = await self._recall.facts(
-            user,
-            query,
-            valid_at=valid_at,
-            known_at=known_at,
-            limit=limit,
-            floor=floor,
-            with_relevance=with_relevance,
-            rerank=reranker,
+            user, args.query, ranking, valid_at=valid_at, known_at=known_at
         )
         self.access_tracker.record(user, "fact", [m.fact.fact_id or "" for m in matches], now)
         return matches
+
+
+def _as_of(
+    valid_at: datetime | None, known_at: datetime | None, now: datetime
+) -> tuple[datetime, datetime]:
+    """The two times a bi-temporal read is as of; each defaults to ``now``."""
+    valid = check_aware("valid_at", valid_at) if valid_at is not None else now
+    known = check_aware("known_at", known_at) if known_at is not None else now
+    return valid, known

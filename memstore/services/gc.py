@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 from memstore.core.tenancy import TenantId, public_user_id
 from memstore.db.unit import Database
@@ -11,34 +13,52 @@ from memstore.repositories.working_memory import WorkingMemoryRepository
 from memstore.services.threads import ThreadBuffer
 from memstore.types import GcReport
 
+if TYPE_CHECKING:  # the unit of work's session, handed on to the repositories
+    from sqlalchemy.ext.asyncio import AsyncSession
+
 __all__ = ["collect", "prune_changes", "sweep_working_memory"]
+
+
+async def _per_tenant(
+    db: Database,
+    users: list[TenantId] | None,
+    find: Callable[[AsyncSession], Awaitable[list[TenantId]]],
+    delete: Callable[[AsyncSession, TenantId], Awaitable[int]],
+) -> int:
+    """``delete`` for each of ``users`` (None: the tenants ``find`` names); rows deleted.
+
+    One short transaction per tenant: never a long lock, never a cross-tenant DELETE.
+    """
+    if users is None:
+        async with db.read() as session:
+            users = await find(session)
+    removed = 0
+    for user in users:
+        async with db.write(user) as session:
+            removed += await delete(session, user)
+    return removed
 
 
 async def sweep_working_memory(db: Database, users: list[TenantId] | None) -> int:
     """Delete expired working-memory keys of ``users`` (stored ids; None = every tenant)."""
     now = db.now()
-    if users is None:
-        async with db.read() as session:
-            users = await WorkingMemoryRepository(session=session).tenants_with_expired(now)
-    removed = 0
-    for user in users:
-        # One short transaction per tenant: never a long lock, never a cross-tenant DELETE.
-        async with db.write(user) as session:
-            removed += await WorkingMemoryRepository(session=session).sweep(user, now)
-    return removed
+    return await _per_tenant(
+        db,
+        users,
+        lambda session: WorkingMemoryRepository(session=session).tenants_with_expired(now),
+        lambda session, user: WorkingMemoryRepository(session=session).sweep(user, now),
+    )
 
 
 async def prune_changes(db: Database, users: list[TenantId] | None, retention: float) -> int:
     """Delete change-log rows older than ``retention`` seconds (of ``users``; None = all)."""
     cutoff = db.now() - timedelta(seconds=retention)
-    if users is None:
-        async with db.read() as session:
-            users = await ChangeLogRepository(session=session).tenants_with_changes_before(cutoff)
-    removed = 0
-    for user in users:
-        async with db.write(user) as session:
-            removed += await ChangeLogRepository(session=session).prune(user, cutoff)
-    return removed
+    return await _per_tenant(
+        db,
+        users,
+        lambda session: ChangeLogRepository(session=session).tenants_with_changes_before(cutoff),
+        lambda session, user: ChangeLogRepository(session=session).prune(user, cutoff),
+    )
 
 
 async def collect(

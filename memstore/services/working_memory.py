@@ -1,5 +1,5 @@
 """``store.working_memory(...)``: scoped key/value memory with TTL, task state,
-scratchpad and checkpoints (the seed-002 API), shared through the database.
+scratchpad and checkpoints, shared through the database.
 
 Every call is its own short transaction. Read-modify-write calls
 (``append_scratchpad``, ``update_task_progress``) lock the row they change
@@ -43,7 +43,7 @@ from memstore.types import ScopeContext, ScopeLevel, TaskState
 __all__ = ["DEFAULT_SCRATCHPAD_LIMIT", "WorkingMemory"]
 
 DEFAULT_SCRATCHPAD_LIMIT = 100
-# Reserved keys of the seed; user keys may not start with "_".
+# Reserved keys of the internal state; user keys may not start with "_".
 TASK_STATE_KEY = "_task_state"
 SCRATCHPAD_KEY = "_scratchpad"
 METADATA_KEY = "_metadata"

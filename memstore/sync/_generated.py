@@ -31,28 +31,23 @@ from memstore.services.threads import ThreadBuffer
 from memstore.services.working_memory import WorkingMemory
 from memstore.store import MemoryStore
 from memstore.sync._runtime import SyncProxy, SyncStore, share_docstrings
-from memstore.types import (
+from memstore.types.changes import Change, ChangeKind
+from memstore.types.consolidation import ConsolidationResult
+from memstore.types.defaults import utcnow
+from memstore.types.memory import (
     AccessStat,
     AssertOutcome,
     BlockVersion,
-    Change,
-    ChangeKind,
-    ConsolidationResult,
     Episode,
     EpisodeMatch,
     Fact,
     FactMatch,
-    GcReport,
     MemoryBlock,
     Message,
     Profile,
-    RemovedThread,
-    ScopeContext,
-    Slot,
-    TaskState,
-    ThreadInfo,
-    utcnow,
 )
+from memstore.types.threads import GcReport, RemovedThread, Slot, ThreadInfo
+from memstore.types.working import ScopeContext, TaskState
 
 __all__ = ["SyncMemoryStore", "SyncThreadBuffer", "SyncWorkingMemory"]
 

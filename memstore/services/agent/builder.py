@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 from typing import Any
 
 from memstore.core.validation import check_limit
@@ -24,6 +25,7 @@ from memstore.types import Episode, EpisodeMatch, Fact, FactMatch, MemoryBlock, 
 __all__ = [
     "MAX_CONTEXT_TOKENS",
     "MAX_RECALLED",
+    "ContextRequest",
     "block_item",
     "build_context",
     "episode_item",
@@ -101,21 +103,32 @@ def episode_item(episode: Episode, **kw: Any) -> ContextItem:
     )
 
 
+@dataclass(frozen=True, kw_only=True)
+class ContextRequest:
+    """The arguments of ``context``: whose memory, for which turn, in how many tokens."""
+
+    user_id: str | None = None
+    session_id: str | None = None
+    query: str = ""
+    max_tokens: int = 2_000
+    counter: CounterLike | None = None
+    fact_limit: int | None = None
+    episode_limit: int | None = None
+    message_limit: int = 20
+    keep_recent: int = 4
+    min_score: float | None = None
+
+
 async def build_context(
     memory: AgentMemory,
+    request: ContextRequest,
     *,
-    user_id: str | None,
-    session_id: str | None,
-    query: str,
-    max_tokens: int,
-    counter: CounterLike | None = None,
-    fact_limit: int | None = None,
-    episode_limit: int | None = None,
-    message_limit: int = 20,
-    keep_recent: int = 4,
     message_overhead: int = DEFAULT_MESSAGE_OVERHEAD,
-    min_score: float | None = None,
 ) -> Context:
+    user_id, session_id, query = request.user_id, request.session_id, request.query
+    max_tokens, min_score = request.max_tokens, request.min_score
+    fact_limit, episode_limit = request.fact_limit, request.episode_limit
+    message_limit, keep_recent = request.message_limit, request.keep_recent
     check_limit("max_tokens", max_tokens, maximum=MAX_CONTEXT_TOKENS)
     if fact_limit is not None:
         check_limit("fact_limit", fact_limit, maximum=MAX_RECALLED)
@@ -124,7 +137,7 @@ async def build_context(
     check_limit("message_limit", message_limit, maximum=1_000)
     if isinstance(keep_recent, bool) or not isinstance(keep_recent, int) or keep_recent < 0:
         raise InvalidInput("keep_recent must be a non-negative integer")
-    counter = as_counter(counter)
+    counter = as_counter(request.counter)
     # Checked here too: the recalls below run concurrently with other reads.
     check_min_score(min_score)
 

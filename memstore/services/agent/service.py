@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from memstore.core.forwarding import takes_options
 from memstore.core.tenancy import storage_user_id
-from memstore.services.agent.builder import build_context
+from memstore.services.agent.builder import ContextRequest, build_context
 from memstore.services.agent.context import Context, ContextItem
 from memstore.services.agent.memory import AgentMemory
 from memstore.services.agent.prefetch import prefetch_items
-from memstore.services.agent.tokens import CounterLike
 from memstore.services.agent.tools import call_tool, tool_definitions
 
 __all__ = ["AgentService"]
@@ -21,20 +21,8 @@ class AgentService:
     def __init__(self, *, memory: AgentMemory) -> None:
         self.memory = memory
 
-    async def context(
-        self,
-        *,
-        user_id: str | None = None,
-        session_id: str | None = None,
-        query: str = "",
-        max_tokens: int = 2_000,
-        counter: CounterLike | None = None,
-        fact_limit: int | None = None,
-        episode_limit: int | None = None,
-        message_limit: int = 20,
-        keep_recent: int = 4,
-        min_score: float | None = None,
-    ) -> Context:
+    @takes_options(ContextRequest)
+    async def context(self, request: ContextRequest) -> Context:
         """Memory for one agent turn, packed by priority into ``max_tokens``.
 
         Priority: working blocks (pinned order), the newest ``keep_recent``
@@ -52,19 +40,7 @@ class AgentService:
         pessimistic estimate. Items are shown by handles (``m1``, …) that
         :meth:`Context.resolve` and ``call_tool(..., context=ctx)`` map to ids.
         """
-        return await build_context(
-            self.memory,
-            user_id=user_id,
-            session_id=session_id,
-            query=query,
-            max_tokens=max_tokens,
-            counter=counter,
-            fact_limit=fact_limit,
-            episode_limit=episode_limit,
-            message_limit=message_limit,
-            keep_recent=keep_recent,
-            min_score=min_score,
-        )
+        return await build_context(self.memory, request)
 
     def tool_definitions(self, style: str = "openai") -> list[dict[str, Any]]:
         """JSON-schema definitions of the memory tools (``openai`` or ``anthropic`` style)."""

@@ -45,8 +45,8 @@ from memstore.embeddings.base import Embedder, embed_checked
 from memstore.errors import InvalidInput
 from memstore.repositories.consolidation import ConsolidationRepository
 from memstore.repositories.erasure import guard_against_erasure
-from memstore.repositories.facts import FactRepository
 from memstore.search.settings import EmbedderGuard
+from memstore.services.bitemporal import FactWriter
 from memstore.services.consolidation.errors import ExtractionError
 from memstore.services.consolidation.types import (
     CandidateFact,
@@ -328,7 +328,7 @@ class Consolidator:
         )
         await self.store.embedder_guard.claim(session)
         counts = dict.fromkeys(FactChange, 0)
-        facts = FactRepository(session=session, embedder=self.store.embedder)
+        facts = FactWriter(session=session, embedder=self.store.embedder)
         outcomes: list[AssertOutcome] = []
         for item in ordered:
             outcome = await facts.assert_fact(

@@ -1,0 +1,107 @@
+"""The thread context buffer: immutable slots, thread headers and what GC removed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+__all__ = [
+    "GcReport",
+    "RemovedThread",
+    "Slot",
+    "SlotMetadata",
+    "ThreadInfo",
+]
+
+
+@dataclass(frozen=True, kw_only=True)
+class SlotMetadata:
+    """Everything about a slot except its payload; fixed once appended."""
+
+    thread_id: str
+    from_id: str
+    to_id: str
+    slot_index: int
+    timestamp: datetime
+    payload_type: str
+    own_name: str | None = None
+    is_self_call: bool = False
+    usage_instructions: str = ""
+    todo_nudge: str = ""
+    user_id: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Slot:
+    """One message of a thread, as stored.
+
+    Frozen, and every read builds a fresh copy from the database, so a handler
+    that mutates its ``payload`` (a plain JSON value) changes nobody else's view.
+    """
+
+    payload: Any
+    metadata: SlotMetadata
+
+    @property
+    def thread_id(self) -> str:
+        return self.metadata.thread_id
+
+    @property
+    def from_id(self) -> str:
+        return self.metadata.from_id
+
+    @property
+    def to_id(self) -> str:
+        return self.metadata.to_id
+
+    @property
+    def index(self) -> int:
+        return self.metadata.slot_index
+
+    @property
+    def slot_index(self) -> int:
+        return self.metadata.slot_index
+
+    @property
+    def payload_type(self) -> str:
+        return self.metadata.payload_type
+
+    @property
+    def timestamp(self) -> datetime:
+        return self.metadata.timestamp
+
+
+@dataclass(frozen=True, kw_only=True)
+class ThreadInfo:
+    """A thread's header: how many slots it holds and when it was created / last appended to."""
+
+    thread_id: str
+    slot_count: int
+    created_at: datetime
+    last_activity_at: datetime
+    user_id: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class RemovedThread:
+    """A thread garbage collection deleted, and why (``"idle"`` or ``"max_threads"``)."""
+
+    thread_id: str
+    slot_count: int
+    reason: str
+    user_id: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class GcReport:
+    """What one garbage collection removed."""
+
+    threads: tuple[RemovedThread, ...]
+    expired_keys: int
+    # Change-log rows older than the store's change_retention_seconds.
+    pruned_changes: int = 0
+
+    @property
+    def slots(self) -> int:
+        return sum(t.slot_count for t in self.threads)
