@@ -144,7 +144,7 @@ async def _run_one(
         reranker=config.reranker_spec(),
         rerank_candidates=config.candidates or DEFAULT_RERANK_CANDIDATES,
     ) as store:
-        backend = store.engine.dialect.name
+        backend = store.backend
         try:
             for conversation, rows in episodes.items():
                 await store.forget(user_id=tenants[conversation])

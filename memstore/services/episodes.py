@@ -19,7 +19,6 @@ from memstore.core.validation import (
     check_text,
     check_time_range,
 )
-from memstore.db.unit import Database
 from memstore.embeddings.base import Embedder, embed_with_passages_checked
 from memstore.errors import InvalidInput, NotFound
 from memstore.recall.hybrid import HybridRecall
@@ -28,6 +27,7 @@ from memstore.repositories.episodes import EpisodeRepository
 from memstore.rerankers.base import Reranker
 from memstore.search.settings import EmbedderGuard
 from memstore.services.access import AccessTracker
+from memstore.services.base import Service
 from memstore.services.limits import MAX_BATCH, MAX_EPISODE_ID_CHARS
 from memstore.types import Episode, EpisodeMatch, Message, Role
 
@@ -44,23 +44,13 @@ class EpisodeVectors:
     passages: np.ndarray | None  # a long text's passages' unit vectors, one per row
 
 
-class EpisodeService:
+class EpisodeService(Service):
     """Episodes: remember agent turns and recall them."""
 
-    def __init__(
-        self,
-        *,
-        db: Database,
-        embedder: Embedder,
-        embedder_guard: EmbedderGuard,
-        recall: HybridRecall,
-        access_tracker: AccessTracker,
-    ) -> None:
-        self.db = db
-        self.embedder = embedder
-        self.embedder_guard = embedder_guard
-        self._recall = recall
-        self.access_tracker = access_tracker
+    embedder: Embedder
+    embedder_guard: EmbedderGuard
+    hybrid: HybridRecall
+    access_tracker: AccessTracker
 
     def _valid_episode(self, episode: Episode) -> tuple[str, Episode]:
         if not isinstance(episode, Episode):
@@ -221,9 +211,9 @@ class EpisodeService:
         ):
             raise InvalidInput("recency_weight must be a non-negative number")
         floor = check_min_score(min_score)
-        reranker = self._recall.reranker_for(rerank)
+        reranker = self.hybrid.reranker_for(rerank)
         now = self.db.now()
-        matches = await self._recall.episodes(
+        matches = await self.hybrid.episodes(
             user,
             query,
             time_range=time_range,

@@ -14,7 +14,6 @@ from memstore.core.validation import (
     check_limit,
     check_text,
 )
-from memstore.db.unit import Database
 from memstore.embeddings.base import Embedder, embed_checked
 from memstore.errors import NotFound
 from memstore.recall.hybrid import HybridRecall
@@ -25,6 +24,7 @@ from memstore.repositories.facts import FactRepository
 from memstore.rerankers.base import Reranker
 from memstore.search.settings import EmbedderGuard
 from memstore.services.access import AccessTracker
+from memstore.services.base import Service
 from memstore.types import AssertOutcome, ChangeKind, Fact, FactMatch
 
 __all__ = ["MAX_FACTS_LISTED", "FactService"]
@@ -33,23 +33,13 @@ __all__ = ["MAX_FACTS_LISTED", "FactService"]
 MAX_FACTS_LISTED = 10_000
 
 
-class FactService:
+class FactService(Service):
     """Bi-temporal facts: assert, retract, history and recall as of any time."""
 
-    def __init__(
-        self,
-        *,
-        db: Database,
-        embedder: Embedder,
-        embedder_guard: EmbedderGuard,
-        recall: HybridRecall,
-        access_tracker: AccessTracker,
-    ) -> None:
-        self.db = db
-        self.embedder = embedder
-        self.embedder_guard = embedder_guard
-        self._recall = recall
-        self.access_tracker = access_tracker
+    embedder: Embedder
+    embedder_guard: EmbedderGuard
+    hybrid: HybridRecall
+    access_tracker: AccessTracker
 
     async def assert_fact(self, fact: Fact) -> AssertOutcome:
         """Like :meth:`add_fact`, but also says whether it added, reinforced or superseded."""
@@ -220,11 +210,11 @@ class FactService:
         check_text("query", query, allow_empty=True, max_chars=10_000)
         check_limit("limit", limit)
         floor = check_min_score(min_score)
-        reranker = self._recall.reranker_for(rerank)
+        reranker = self.hybrid.reranker_for(rerank)
         now = self.db.now()
         valid_at = check_aware("valid_at", valid_at) if valid_at is not None else now
         known_at = check_aware("known_at", known_at) if known_at is not None else now
-        matches = await self._recall.facts(
+        matches = await self.hybrid.facts(
             user,
             query,
             valid_at=valid_at,

@@ -92,7 +92,8 @@ def default_worker_id() -> str:
 
 
 class ConsolidationHost(Protocol):
-    """What a consolidator needs of a store (a :class:`~memstore.MemoryStore` has it)."""
+    """What a consolidator writes with: the store's parts, given by
+    :meth:`memstore.MemoryStore.consolidator`."""
 
     @property
     def db(self) -> Database: ...
@@ -107,7 +108,7 @@ class ConsolidationHost(Protocol):
 
 
 class Consolidator:
-    """Runs batches of one tenant at a time against a :class:`~memstore.MemoryStore`."""
+    """Runs batches of one tenant at a time (built by :meth:`memstore.MemoryStore.consolidator`)."""
 
     def __init__(
         self,
@@ -122,7 +123,7 @@ class Consolidator:
         from memstore.services.consolidation.rules import RuleExtractor
 
         if not isinstance(getattr(store, "db", None), Database):
-            raise InvalidInput("Consolidator needs a MemoryStore")
+            raise InvalidInput("build a Consolidator with MemoryStore.consolidator(...)")
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise InvalidInput("batch_size must be a positive integer")
         if not (isinstance(lease_seconds, int | float) and lease_seconds > 0):
