@@ -137,16 +137,15 @@ class MemoryStore:
         access_tracker: AccessTracker | None = None,
         episode_search: EpisodeSearchBackend | None = None,
     ) -> None:
-        # ``db``, ``access_tracker`` and ``episode_search`` are given by
-        # :meth:`bind`: a view joined to a caller's session that buffers
-        # accesses and caches vectors in the binding store.
+        # ``db``, ``access_tracker``, ``episode_search``: :meth:`bind`'s view joined to a
+        # session, which buffers accesses and caches vectors in the binding store.
         self.config = config = config if config is not None else StoreConfig()
+        """The store's options (frozen), as :meth:`open` was given them."""
         self._engine = engine
         if db is None:
             db = Database(engine, clock=config.clock, rls=config.rls)
         self._db = db
-        # The engine's connections belong to the loop the store was opened on;
-        # synchronous adapters (the LangGraph store) hand their calls to it.
+        # The engine's connections belong to this loop; sync adapters hand calls to it.
         try:
             self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
         except RuntimeError:
@@ -182,6 +181,7 @@ class MemoryStore:
             max_threads=config.max_threads,
             idle_ttl_seconds=config.thread_idle_ttl_seconds,
         )
+        """Thread context buffers shared through the database (:class:`ThreadBuffer`)."""
         self._tracker = tracker = AccessTracker(db) if access_tracker is None else access_tracker
         # The services, each given its collaborators.
         self._episodes = EpisodeService(
