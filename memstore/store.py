@@ -1,10 +1,9 @@
 """The MemoryStore facade: the public API agent code calls.
 
 It owns construction (``__init__``, ``open``, ``bind``) and wires the services of
-``memstore.services``, each given the store's :class:`~memstore.db.unit.Database`
-and the other services it works with (never the facade). Every public method
-is a service's own method, forwarded with its signature and docstring
-(:func:`~memstore.core.forwarding.forward`): each signature is written once.
+``memstore.services``, each given its collaborators (never the facade), which stay
+private. Every public method is a service's own method, forwarded with its
+signature and docstring (:func:`~memstore.core.forwarding.forward`).
 """
 
 from __future__ import annotations
@@ -49,6 +48,7 @@ from memstore.services import (
 )
 from memstore.services.access import AccessService, AccessTracker
 from memstore.services.agent.memory import AgentMemory
+from memstore.services.langgraph import LangGraphItems
 from memstore.services.limits import (
     DEFAULT_BLOCK_CHAR_LIMIT,
     DEFAULT_CHANGE_RETENTION_SECONDS,
@@ -138,37 +138,36 @@ class MemoryStore:
         access_tracker: AccessTracker | None = None,
         episode_search: EpisodeSearchBackend | None = None,
     ) -> None:
-        # ``db``, ``access_tracker`` and ``episode_search`` are given by
-        # :meth:`bind`: a view joined to a caller's session that buffers
-        # accesses and caches vectors in the binding store.
+        # ``db``, ``access_tracker``, ``episode_search``: :meth:`bind`'s view joined to a
+        # session, which buffers accesses and caches vectors in the binding store.
         self.config = config = config if config is not None else StoreConfig()
-        self.db = db if db is not None else Database(engine, clock=config.clock, rls=config.rls)
-        self.engine = engine
-        # The engine's connections belong to the loop the store was opened on;
-        # synchronous adapters (the LangGraph store) hand their calls to it.
-        self._loop = _running_loop()
-        self.rls = config.rls
-        self.embedder: Embedder = (
-            embedder if embedder is not None else cast(Embedder, HashingEmbedder())
-        )
-        self.embedder_identity = embedder_identity(self.embedder)
-        self.allow_embedder_change = bool(config.allow_embedder_change)
-        self.embedder_guard = EmbedderGuard(
-            self.embedder_identity, allow_change=self.allow_embedder_change
+        """The store's options (frozen), as :meth:`open` was given them."""
+        self._engine = engine
+        if db is None:
+            db = Database(engine, clock=config.clock, rls=config.rls)
+        self._db = db
+        # The engine's connections belong to this loop; sync adapters hand calls to it.
+        try:
+            self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            self._loop = None
+        if embedder is None:
+            embedder = cast(Embedder, HashingEmbedder())
+        self._embedder = embedder
+        guard = EmbedderGuard(
+            embedder_identity(embedder), allow_change=bool(config.allow_embedder_change)
         )
         threshold = config.exact_scan_threshold
-        self.search = backend_for(
-            engine, **({} if threshold is None else {"exact_threshold": threshold})
-        )
-        self.recall_engine = HybridRecall(
-            db=self.db,
-            embedder=self.embedder,
+        options = {} if threshold is None else {"exact_threshold": threshold}
+        search = backend_for(engine, **options)
+        if episode_search is None:
+            episode_search = episode_search_for(engine, search)
+        self._episode_search = episode_search
+        recall = HybridRecall(
+            db=db,
+            embedder=embedder,
             fact_search=fact_search_for(engine),
-            episode_search=(
-                episode_search
-                if episode_search is not None
-                else episode_search_for(engine, self.search)
-            ),
+            episode_search=episode_search,
             tuning=config.recall_tuning,
             reranker=resolve_reranker(config.reranker, from_env=False),
             rerank_candidates=(
@@ -177,50 +176,58 @@ class MemoryStore:
                 else config.rerank_candidates
             ),
         )
-        self.block_char_limit = config.block_char_limit
-        # Thread context buffers; limits validated there.
         self.threads = ThreadBuffer(
-            self.db,
+            db,
             max_slots_per_thread=config.max_slots_per_thread,
             max_threads=config.max_threads,
             idle_ttl_seconds=config.thread_idle_ttl_seconds,
         )
-        self.scratchpad_limit = check_limit(
-            "scratchpad_limit", config.scratchpad_limit, maximum=1_000_000
-        )
-        self.access_tracker = (
-            access_tracker if access_tracker is not None else AccessTracker(self.db)
-        )
+        """Thread context buffers shared through the database (:class:`ThreadBuffer`)."""
+        self._tracker = tracker = AccessTracker(db) if access_tracker is None else access_tracker
         # The services, each given its collaborators.
-        db, tracker, recall = self.db, self.access_tracker, self.recall_engine
-        embedder, guard = self.embedder, self.embedder_guard
         self._episodes = EpisodeService(
-            db=db, recall=recall, access_tracker=tracker, embedder=embedder, embedder_guard=guard
+            db=db, hybrid=recall, access_tracker=tracker, embedder=embedder, embedder_guard=guard
         )
         self._facts = FactService(
-            db=db, recall=recall, access_tracker=tracker, embedder=embedder, embedder_guard=guard
+            db=db, hybrid=recall, access_tracker=tracker, embedder=embedder, embedder_guard=guard
         )
-        self._blocks = BlockService(db=db, block_char_limit=self.block_char_limit)
+        self._blocks = BlockService(db=db, block_char_limit=config.block_char_limit)
         self._working = WorkingService(
             db=db,
             threads=self.threads,
-            scratchpad_limit=self.scratchpad_limit,
+            scratchpad_limit=check_limit(
+                "scratchpad_limit", config.scratchpad_limit, maximum=10**6
+            ),
             consolidation=ConsolidationParts(db=db, embedder=embedder, embedder_guard=guard),
             change_retention_seconds=config.change_retention_seconds,
         )
-        self._tenants = TenantService(
-            db=db, access_tracker=tracker, episode_search=recall.episode_search
-        )
+        self._tenants = TenantService(db=db, access_tracker=tracker, episode_search=episode_search)
         self._transfer = TransferService(db=db, embedder=embedder, embedder_guard=guard)
         self._access = AccessService(db=db, access_tracker=tracker)
         self._changes = ChangeService(db=db)
+        self._langgraph = LangGraphItems(db=db, embedder=embedder, embedder_guard=guard)
         # The agent layer (context, prefetch, tools) works through the services.
         services = (self._episodes, self._facts, self._blocks, self._tenants, self._access)
-        self._agent = AgentService(memory=AgentMemory(db, *services))
+        self._agent = AgentService(db=db, memory=AgentMemory(db, *services))
 
     def now(self) -> datetime:
         """The store's clock (timezone-aware UTC)."""
-        return self.db.now()
+        return self._db.now()
+
+    @property
+    def backend(self) -> str:
+        """The database's kind: ``"sqlite"`` or ``"postgresql"`` (Citus included)."""
+        return self._db.dialect
+
+    @property
+    def embedder(self) -> Embedder:
+        """The embedder the store writes and searches with (``dim`` is the database's width)."""
+        return self._embedder
+
+    def langgraph_items(self) -> LangGraphItems:
+        """The items :class:`~memstore.integrations.langgraph.MemstoreStore` stores here
+        (embedded with :attr:`embedder`); use that class rather than this."""
+        return self._langgraph
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop | None:
@@ -235,7 +242,7 @@ class MemoryStore:
         For tools that look at memory without being the agent (the inspector):
         their recalls must not raise the access prior of what they looked at.
         """
-        with self.access_tracker.muted():
+        with self._tracker.muted():
             yield
 
     def bind(self, session: AsyncSession) -> MemoryStore:
@@ -250,12 +257,12 @@ class MemoryStore:
         ``threads.follow``) raise :class:`Unsupported` there (docs/bind.md).
         """
         return MemoryStore(
-            engine=self.engine,
+            engine=self._engine,
             config=self.config,
-            embedder=self.embedder,
-            db=self.db.joined(session),
-            access_tracker=self.access_tracker,
-            episode_search=self.recall_engine.episode_search,
+            embedder=self._embedder,
+            db=self._db.joined(session),
+            access_tracker=self._tracker,
+            episode_search=self._episode_search,
         )
 
     @classmethod
@@ -327,15 +334,18 @@ class MemoryStore:
             candidates = spec_candidates(options.reranker)
             if candidates is not None:
                 config = replace(config, rerank_candidates=candidates)
-            store = cls(engine=engine, config=config, embedder=embedder)
+            db = Database(engine, clock=config.clock, rls=config.rls)
+            tracker = AccessTracker(db)
             try:
-                yield store
+                yield cls(
+                    engine=engine, config=config, embedder=embedder, db=db, access_tracker=tracker
+                )
             finally:
                 try:
-                    await store.access_tracker.close()
+                    await tracker.close()
                 finally:
                     # The listening connection and its waiters end with the store.
-                    await store.db.signal.close()
+                    await db.signal.close()
         finally:
             await engine.dispose()
 
@@ -364,6 +374,7 @@ class MemoryStore:
     working_memory = forward("_working", WorkingService.working_memory)
     gc = forward("_working", WorkingService.gc)
     consolidate = forward("_working", WorkingService.consolidate)
+    consolidator = forward("_working", WorkingService.consolidator)
 
     profile = forward("_tenants", TenantService.profile)
     list_tenants_cross_tenant = forward("_tenants", TenantService.list_tenants_cross_tenant)
@@ -382,15 +393,9 @@ class MemoryStore:
     prefetch = forward("_agent", AgentService.prefetch)
 
     changes = forward("_changes", ChangeService.changes)
+    change_position = forward("_changes", ChangeService.change_position)
 
     record_access = forward("_access", AccessService.record_access)
     flush_access = forward("_access", AccessService.flush_access)
     access_counts = forward("_access", AccessService.access_counts)
     access_stats = forward("_access", AccessService.access_stats)
-
-
-def _running_loop() -> asyncio.AbstractEventLoop | None:
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        return None

@@ -19,6 +19,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from memstore import Episode, MemoryStore
+from memstore.db.engine import create_engine
 from memstore.repositories.tenants import tenant_tables
 
 LINES = [
@@ -39,9 +40,13 @@ LINES = [
 
 async def bench(url: str, episodes: int, users: int, batch_size: int) -> None:
     async with MemoryStore.open(url, auto_migrate=True) as store:
-        async with store.engine.begin() as conn:
-            for table in tenant_tables():
-                await conn.execute(table.delete())
+        engine = create_engine(url)
+        try:
+            async with engine.begin() as conn:
+                for table in tenant_tables():
+                    await conn.execute(table.delete())
+        finally:
+            await engine.dispose()
         t0 = datetime(2026, 1, 1, tzinfo=UTC)
         per_user = episodes // users
         batch = [
@@ -61,7 +66,7 @@ async def bench(url: str, episodes: int, users: int, batch_size: int) -> None:
         result = await store.consolidate(batch_size=batch_size)
         elapsed = time.perf_counter() - started
         print(
-            f"{store.engine.dialect.name}: {result.processed} episodes, {users} users, "
+            f"{store.backend}: {result.processed} episodes, {users} users, "
             f"batch {batch_size}: {elapsed:.2f}s = {result.processed / elapsed:.0f} "
             f"episodes/s ({result.added} added, {result.reinforced} reinforced, "
             f"{result.superseded} superseded)"

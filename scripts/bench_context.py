@@ -102,7 +102,7 @@ async def bench(url: str, *, episodes: int, facts: int, runs: int, max_tokens: i
             assert ctx.used_tokens <= max_tokens
             if n >= 3:  # warm-up
                 samples.append(elapsed)
-                with store.access_tracker.muted():
+                with store.reads_unrecorded():
                     t = time.perf_counter()
                     await store.recall_scored(query, user_id="bench-user", limit=20)
                     parts["recall_scored"].append(time.perf_counter() - t)

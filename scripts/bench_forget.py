@@ -24,10 +24,11 @@ import time
 from pathlib import Path
 
 from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from memstore import Episode, Fact, MemoryStore
 from memstore.core.tenancy import storage_user_id
+from memstore.db.engine import create_engine
 from memstore.db.scrub import purge_full_text
 from memstore.repositories.tenants import TenantRepository
 
@@ -58,8 +59,8 @@ async def _fill(store: MemoryStore, users: int, per_user: int) -> None:
         )
 
 
-async def _fts_bytes(store: MemoryStore) -> int:
-    async with store.engine.connect() as conn:
+async def _fts_bytes(engine: AsyncEngine) -> int:
+    async with engine.connect() as conn:
         return sum(
             [
                 int(
@@ -70,16 +71,16 @@ async def _fts_bytes(store: MemoryStore) -> int:
         )
 
 
-async def _file_bytes(store: MemoryStore) -> int:
-    async with store.engine.connect() as conn:
+async def _file_bytes(engine: AsyncEngine) -> int:
+    async with engine.connect() as conn:
         pages = await conn.scalar(text("PRAGMA page_count"))
         size = await conn.scalar(text("PRAGMA page_size"))
         return int(pages or 0) * int(size or 0)
 
 
-async def _delete(store: MemoryStore, user: str, *, optimize: bool) -> float:
+async def _delete(engine: AsyncEngine, user: str, *, optimize: bool) -> float:
     started = time.perf_counter()
-    async with store.engine.begin() as conn:
+    async with engine.begin() as conn:
         # secure_delete is per connection: off for this one transaction only.
         await conn.exec_driver_sql("PRAGMA secure_delete = OFF")
         session = AsyncSession(bind=conn)
@@ -98,22 +99,24 @@ async def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="memstore-bench-forget-") as tmp:
         url = f"sqlite+aiosqlite:///{Path(tmp) / 'forget.db'}"
+        # The raw deletes compared with forget() run on an engine of their own.
+        engine = create_engine(url)
         async with MemoryStore.open(url, auto_migrate=True) as store:
             started = time.perf_counter()
             await _fill(store, args.users, args.episodes_per_user)
             print(
                 f"filled {args.users} x {args.episodes_per_user} episodes in "
                 f"{time.perf_counter() - started:.1f} s; file "
-                f"{await _file_bytes(store) / 1e6:.1f} MB, FTS5 data "
-                f"{await _fts_bytes(store) / 1e6:.1f} MB"
+                f"{await _file_bytes(engine) / 1e6:.1f} MB, FTS5 data "
+                f"{await _fts_bytes(engine) / 1e6:.1f} MB"
             )
             forget, optimized, plain = [], [], []
             for r in range(args.repeat):
                 started = time.perf_counter()
                 await store.forget(user_id=f"user{r}")
                 forget.append(time.perf_counter() - started)
-                optimized.append(await _delete(store, f"user{args.repeat + r}", optimize=True))
-                plain.append(await _delete(store, f"user{2 * args.repeat + r}", optimize=False))
+                optimized.append(await _delete(engine, f"user{args.repeat + r}", optimize=True))
+                plain.append(await _delete(engine, f"user{2 * args.repeat + r}", optimize=False))
             for label, runs in (
                 ("forget (complete erasure)", forget),
                 ("deletes + FTS5 optimize, no secure_delete/WAL truncate", optimized),
@@ -122,6 +125,7 @@ async def main() -> None:
                 print(
                     f"{label}: median {statistics.median(runs):.3f} s {[round(x, 3) for x in runs]}"
                 )
+        await engine.dispose()
 
 
 if __name__ == "__main__":

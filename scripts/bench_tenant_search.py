@@ -27,10 +27,13 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
 
-from memstore import MemoryStore
+from memstore.db.engine import create_engine
+from memstore.db.unit import Database
 from memstore.models import EpisodeRow
 from memstore.schema.migrate import upgrade
+from memstore.search.backends import backend_for
 
 DIM = 384
 
@@ -51,10 +54,15 @@ async def main(args: argparse.Namespace) -> None:
     owner += [f"t{i % 40}" for i in range(n - len(owner))]
     data = vectors(n, seed=3)
     queries = vectors(args.queries, seed=4)
-    async with MemoryStore.open(args.url, exact_scan_threshold=args.threshold) as store:
+    # The dense search itself, as the store builds it, on an engine of the script's own.
+    engine = create_engine(args.url)
+    db = Database(engine)
+    options = {} if args.threshold is None else {"exact_threshold": args.threshold}
+    search: Any = backend_for(engine, **options)
+    try:
         build = 0.0
-        reuse = args.reuse and await _scalar(store, "SELECT count(*) FROM episodes") == n
-        async with store.engine.begin() as conn:
+        reuse = args.reuse and await _scalar(engine, "SELECT count(*) FROM episodes") == n
+        async with engine.begin() as conn:
             if not reuse:
                 await _load(conn, owner, data, n)
                 started = time.perf_counter()
@@ -67,7 +75,9 @@ async def main(args: argparse.Namespace) -> None:
                 )
                 await conn.execute(text("ANALYZE episodes"))
                 build = time.perf_counter() - started
-        version = await _scalar(store, "SELECT extversion FROM pg_extension WHERE extname='vector'")
+        version = await _scalar(
+            engine, "SELECT extversion FROM pg_extension WHERE extname='vector'"
+        )
         print(
             f"rows={n} dim={DIM} pgvector={version} hnsw build={build:.0f}s "
             f"k={args.k} queries={args.queries}"
@@ -81,7 +91,7 @@ async def main(args: argparse.Namespace) -> None:
             naive_recall, naive_rows, ours, plans, spent = [], [], [], set(), 0.0
             for q in queries:
                 truth = {f"e{rows[j]}" for j in np.argsort(-(data[rows] @ q))[: args.k]}
-                async with store.engine.begin() as conn:
+                async with engine.begin() as conn:
                     got = [
                         r[0]
                         for r in (
@@ -98,17 +108,17 @@ async def main(args: argparse.Namespace) -> None:
                 naive_rows.append(len(got))
                 naive_recall.append(len(truth & set(got)) / args.k)
                 started = time.perf_counter()
-                async with store.db.read() as session:
-                    found = await store.search.dense(session, EpisodeRow, tenant, q, args.k, [])
+                async with db.read() as session:
+                    found = await search.dense(session, EpisodeRow, tenant, q, args.k, [])
                 spent += time.perf_counter() - started
-                plans.add(store.search.last_plan)  # type: ignore[union-attr]
+                plans.add(search.last_plan)
                 ours.append(len(truth & set(found)) / args.k)
             print(
                 f"{tenant:<8}{len(rows):>7}{len(rows) / n:>7.1%}{np.mean(naive_recall):>11.3f}"
                 f"{np.mean(naive_rows):>11.1f}{np.mean(ours):>14.3f}"
                 f"{','.join(sorted(plans)):>24}{1000 * spent / len(queries):>10.1f}"
             )
-        async with store.engine.begin() as conn:
+        async with engine.begin() as conn:
             plan = await conn.execute(
                 text(
                     "EXPLAIN SELECT id FROM episodes WHERE embedding IS NOT NULL "
@@ -117,6 +127,8 @@ async def main(args: argparse.Namespace) -> None:
                 {"q": queries[0]},
             )
             print("over-fetch subquery plan:", " / ".join(r[0].strip() for r in plan)[:200])
+    finally:
+        await engine.dispose()
 
 
 async def _load(conn: Any, owner: list[str], data: np.ndarray, n: int) -> None:
@@ -132,8 +144,8 @@ async def _load(conn: Any, owner: list[str], data: np.ndarray, n: int) -> None:
     )
 
 
-async def _scalar(store: MemoryStore, sql: str) -> object:
-    async with store.engine.connect() as conn:
+async def _scalar(engine: AsyncEngine, sql: str) -> object:
+    async with engine.connect() as conn:
         return await conn.scalar(text(sql))
 
 

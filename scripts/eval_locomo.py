@@ -46,7 +46,8 @@ import tempfile
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -55,7 +56,10 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from memstore import Episode, MemoryStore  # noqa: E402
+from memstore.db.engine import create_engine  # noqa: E402
+from memstore.db.unit import Database  # noqa: E402
 from memstore.embeddings import HashingEmbedder  # noqa: E402
+from memstore.embeddings.base import Embedder  # noqa: E402
 
 # Re-exported: the other measuring scripts read LoCoMo through this module.
 from memstore.evaluation.locomo import norm_id as norm_id  # noqa: E402
@@ -64,6 +68,9 @@ from memstore.evaluation.locomo import tenant_of as tenant_of  # noqa: E402
 from memstore.evaluation.locomo import turn_text as turn_text  # noqa: E402
 from memstore.recall import RecallTuning  # noqa: E402
 from memstore.schema.migrate import upgrade  # noqa: E402
+from memstore.search.backends import backend_for, episode_search_for  # noqa: E402
+from memstore.services.access import AccessTracker  # noqa: E402
+from memstore.store import StoreConfig  # noqa: E402
 
 DEFAULT_DATA = "../shared/data/locomo-dev.json"
 KS = (1, 5, 10, 20)
@@ -285,15 +292,42 @@ async def evaluate(
     plans: set[str] = set()
     out: dict[str, Results] = {}
     async with MemoryStore.open(url, embedder=embedder) as store:
-        backend = store.engine.dialect.name
+        backend = store.backend
         await ingest(store, data, granularity)
     for name, tuning in tunings.items():
-        async with MemoryStore.open(url, embedder=embedder, recall_tuning=tuning) as store:
+        async with _store_with_search(url, embedder, tuning) as (store, search):
             asked = await ask(store, data, granularity, ceilings if name == "shipped" else ())
             out[name] = asked.pop("shipped")
             out.update(asked)
-            plans.add(getattr(store.search, "last_plan", "") or "exact (numpy)")
+            plans.add(getattr(search, "last_plan", "") or "exact (numpy)")
     return out, backend, plans
+
+
+@asynccontextmanager
+async def _store_with_search(
+    url: str, embedder: Embedder, tuning: RecallTuning | None
+) -> AsyncIterator[tuple[MemoryStore, object]]:
+    """A store built on a dense search the script holds, to report the plans it used."""
+    engine = create_engine(url)
+    search = backend_for(engine)
+    db = Database(engine)
+    tracker = AccessTracker(db)
+    try:
+        yield (
+            MemoryStore(
+                engine=engine,
+                config=StoreConfig(recall_tuning=tuning),
+                embedder=embedder,
+                db=db,
+                access_tracker=tracker,
+                episode_search=episode_search_for(engine, search),
+            ),
+            search,
+        )
+    finally:
+        await tracker.close()
+        await db.signal.close()
+        await engine.dispose()
 
 
 def _cell(value: float, width: int) -> str:

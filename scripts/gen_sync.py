@@ -54,6 +54,9 @@ class SyncClass:
     openers: frozenset[str] = frozenset()
     # Instance attributes to expose, typed by the attribute of the async object.
     attributes: dict[str, str] = field(default_factory=dict)
+    # Methods that hand memstore's async adapters an async object: not mirrored
+    # (a sync caller would get coroutines); ``async_store`` still has them.
+    async_only: frozenset[str] = frozenset()
 
 
 # The table to update when an async class moves or a sync twin is added.
@@ -71,6 +74,7 @@ CLASSES = (
         store=True,
         openers=frozenset({"open"}),
         attributes={"threads": "memstore.services.threads:ThreadBuffer"},
+        async_only=frozenset({"consolidator", "langgraph_items"}),
     ),
     SyncClass(
         "SyncThreadBuffer",
@@ -386,7 +390,7 @@ def _class(cls: SyncClass, async_cls: type, r: _Renderer) -> list[str]:
     for name, tp_path in cls.attributes.items():
         out += _attribute(name, _load(tp_path), r, cls)
     for name in sorted(dir(async_cls)):
-        if name.startswith("_") or name in cls.attributes:
+        if name.startswith("_") or name in cls.attributes or name in cls.async_only:
             continue
         if name in RESERVED:
             raise GenerationError(f"{cls.source}.{name} clashes with the sync base's {name}")

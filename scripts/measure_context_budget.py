@@ -163,7 +163,7 @@ async def measure(
             matches = await store.recall_scored(question, user_id=tenant, limit=RANKED)
         ranked = [m.episode for m in matches]
         for budget in args.budgets:
-            guard = store.access_tracker.muted() if args.muted else contextlib.nullcontext()
+            guard = store.reads_unrecorded() if args.muted else contextlib.nullcontext()
             with guard:
                 ctx = await store.context(
                     user_id=tenant, query=question, max_tokens=budget, counter=counter
@@ -197,7 +197,7 @@ async def run(args: argparse.Namespace, raw: Any) -> None:
     embedder = eval_longchat.make_embedder("minilm", Path(args.cache) if args.cache else None)
     started = time.perf_counter()
     async with MemoryStore.open(url, embedder=embedder) as store:
-        backend = store.engine.dialect.name
+        backend = store.backend
         for tenant in sorted({e.user_id for e in episodes}):
             await store.forget(user_id=tenant)
         for start in range(0, len(episodes), 500):

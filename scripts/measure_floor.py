@@ -78,7 +78,7 @@ async def run(args: argparse.Namespace) -> None:
     per_query: dict[str, int] = dict.fromkeys(OFF_TOPIC, 0)  # rows at RECOMMENDED, all tenants
     started = time.perf_counter()
     async with MemoryStore.open(url, embedder=embedder) as store:
-        backend = store.engine.dialect.name
+        backend = store.backend
         for index, sample in enumerate(data):
             tenant = str(sample.get("sample_id") or f"conv-{index}")
             await store.forget(user_id=tenant)

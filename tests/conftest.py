@@ -27,6 +27,7 @@ from typing import Any
 import pytest
 from sqlalchemy import event, text
 from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from memstore import MemoryStore
 from memstore.db.engine import create_engine
@@ -37,6 +38,7 @@ from memstore.schema.citus import apply_citus
 from memstore.schema.migrate import upgrade
 from tests.citus_cluster import CitusCluster, citus_unavailable, private_citus_cluster
 from tests.pg_servers import private_pgserver
+from tests.store_parts import StoreParts, own_engine, store_with_parts
 from tests.tenant_audit import TenantAudit
 
 # The Citus stage: opt in, because the cluster needs root and ../shared/citus.
@@ -319,6 +321,20 @@ async def store(db_url: str) -> AsyncIterator[MemoryStore]:
         yield opened
 
 
+@pytest.fixture
+async def engine(db_url: str) -> AsyncIterator[AsyncEngine]:
+    """An engine of the test's own on ``db_url`` (the store's database), for raw SQL."""
+    async with own_engine(db_url) as opened:
+        yield opened
+
+
+@pytest.fixture
+async def parts(db_url: str) -> AsyncIterator[StoreParts]:
+    """A store on ``db_url`` built from parts the test holds (tests/store_parts.py)."""
+    async with store_with_parts(db_url) as built:
+        yield built
+
+
 class ManualClock:
     """A clock tests move by hand (``MemoryStore(clock=...)``): TTLs need no sleeping."""
 
@@ -332,10 +348,11 @@ class ManualClock:
         self.now += timedelta(**delta)
 
 
-async def table_counts(store: MemoryStore, user_id: str | None = None) -> dict[str, int]:
-    """Rows per tenant table (optionally of one stored tenant id), by scanning the tables."""
+async def table_counts(url: str, user_id: str | None = None) -> dict[str, int]:
+    """Rows per tenant table of the database at ``url`` (optionally of one stored tenant
+    id), by scanning the tables on an engine of the test's own."""
     counts: dict[str, int] = {}
-    async with store.engine.connect() as conn:
+    async with own_engine(url) as engine, engine.connect() as conn:
         for table in tenant_tables():
             stmt: Any = table.select()
             if user_id is not None:

@@ -7,8 +7,9 @@ from typing import Any
 
 from sqlalchemy import func, select
 
-from memstore import Episode, MemoryStore
+from memstore import Episode
 from memstore.models import EpisodeConsolidationRow, FactRow
+from tests.store_parts import own_engine
 
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 MARCH = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
@@ -44,9 +45,9 @@ def user_episodes(user: str, count: int, *, start: datetime = T0) -> list[Episod
     ]
 
 
-async def current_facts(store: MemoryStore) -> list[tuple[Any, ...]]:
+async def current_facts(url: str) -> list[tuple[Any, ...]]:
     """Every tenant's current fact rows as comparable tuples (ids and record times left out)."""
-    async with store.engine.connect() as conn:
+    async with own_engine(url) as engine, engine.connect() as conn:
         rows = (await conn.execute(select(FactRow).where(FactRow.superseded_at.is_(None)))).all()
     return sorted(
         (
@@ -63,9 +64,9 @@ async def current_facts(store: MemoryStore) -> list[tuple[Any, ...]]:
     )
 
 
-async def consolidation_marks(store: MemoryStore) -> dict[str, int]:
+async def consolidation_marks(url: str) -> dict[str, int]:
     """Per-episode count of consolidation marks (must be exactly 1 each)."""
-    async with store.engine.connect() as conn:
+    async with own_engine(url) as engine, engine.connect() as conn:
         rows = (
             await conn.execute(
                 select(EpisodeConsolidationRow.episode_id, func.count())
@@ -76,8 +77,8 @@ async def consolidation_marks(store: MemoryStore) -> dict[str, int]:
     return {episode_id: n for episode_id, n in rows}
 
 
-async def reset_consolidation(store: MemoryStore) -> None:
+async def reset_consolidation(url: str) -> None:
     """Forget every fact and mark, keeping the episodes (to re-run from scratch)."""
-    async with store.engine.begin() as conn:
+    async with own_engine(url) as engine, engine.begin() as conn:
         await conn.execute(EpisodeConsolidationRow.__table__.delete())
         await conn.execute(FactRow.__table__.delete())

@@ -15,6 +15,7 @@ import time
 from typing import Any
 
 from sqlalchemy import event
+from sqlalchemy.engine import Engine
 
 from memstore import Episode, Fact, MemoryStore
 
@@ -26,17 +27,18 @@ def say(line: str) -> None:
     sys.stdout.flush()
 
 
-def freeze_after_first(store: MemoryStore, prefix: str) -> None:
-    """Block the process inside the open transaction once ``prefix`` has executed."""
+def freeze_after_first(prefix: str) -> None:
+    """Block the process inside the open transaction once ``prefix`` has executed
+    (on every engine of the process: the store's is its only one)."""
 
-    @event.listens_for(store.engine.sync_engine, "after_cursor_execute")
+    @event.listens_for(Engine, "after_cursor_execute")
     def after(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
         if statement.lstrip().upper().startswith(prefix):
             say("PAUSED")
             time.sleep(3600)  # the parent SIGKILLs us here
 
 
-def freeze_before_commit_of(store: MemoryStore, prefix: str) -> None:
+def freeze_before_commit_of(prefix: str) -> None:
     """Block the process just before committing a transaction that ran ``prefix``.
 
     Rows a batch writes may go by COPY (Postgres, large batches), which no
@@ -44,12 +46,12 @@ def freeze_before_commit_of(store: MemoryStore, prefix: str) -> None:
     """
     armed: list[bool] = []
 
-    @event.listens_for(store.engine.sync_engine, "after_cursor_execute")
+    @event.listens_for(Engine, "after_cursor_execute")
     def after(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
         if statement.lstrip().upper().startswith(prefix):
             armed.append(True)
 
-    @event.listens_for(store.engine.sync_engine, "commit")
+    @event.listens_for(Engine, "commit")
     def commit(_conn: Any) -> None:
         if armed:
             say("PAUSED")
@@ -59,7 +61,7 @@ def freeze_before_commit_of(store: MemoryStore, prefix: str) -> None:
 async def pause_batch(url: str, n: int) -> None:
     async with MemoryStore.open(url) as store:
         # the turn counter upsert opens the transaction that writes the batch
-        freeze_before_commit_of(store, "INSERT INTO SESSION_TURNS")
+        freeze_before_commit_of("INSERT INTO SESSION_TURNS")
         await store.remember_many(
             [Episode(user_id="alice", session_id="big", input=f"turn {i}") for i in range(n)]
         )
@@ -68,7 +70,7 @@ async def pause_batch(url: str, n: int) -> None:
 
 async def pause_fact(url: str) -> None:
     async with MemoryStore.open(url) as store:
-        freeze_after_first(store, "INSERT INTO FACTS")
+        freeze_after_first("INSERT INTO FACTS")
         await store.add_fact(
             Fact(user_id="alice", subject="alice", predicate="lives_in", object="Berlin")
         )

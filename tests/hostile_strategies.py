@@ -141,18 +141,19 @@ def _event(name: str) -> None:
 
 
 async def attempt(
-    store: MemoryStore, call: Any, *, also: tuple[type[Exception], ...] = ()
+    store: MemoryStore, url: str, call: Any, *, also: tuple[type[Exception], ...] = ()
 ) -> tuple[bool, Any]:
     """(True, result) of ``call``; or (False, None) after checking that it raised
-    InvalidInput (or one of ``also``) and wrote nothing to any tenant table."""
-    await store.access_tracker.flush()  # buffered access counts must not blur the counts
-    before = await table_counts(store)
+    InvalidInput (or one of ``also``) and wrote nothing to any tenant table of ``url``
+    (the store's database)."""
+    await store.flush_access()  # buffered access counts must not blur the counts
+    before = await table_counts(url)
     try:
         result = await call()
     except (InvalidInput, *also) as exc:
         _event(f"refused: {type(exc).__name__}")
-        await store.access_tracker.flush()
-        assert await table_counts(store) == before, "a refused call wrote rows"
+        await store.flush_access()
+        assert await table_counts(url) == before, "a refused call wrote rows"
         return False, None
     _event("succeeded")
     return True, result

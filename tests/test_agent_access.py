@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 from memstore import Episode, Fact, MemoryStore
 from memstore.services.agent import access_prior
 from tests.conftest import table_counts
+from tests.store_parts import StoreParts
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -36,28 +37,29 @@ async def test_access_counts_increase_on_recall_and_load(store: MemoryStore) -> 
     assert await store.access_counts("episode", [ep, "other"], user_id="u") == {ep: 3}
 
 
-async def test_buffer_is_off_the_database_until_flushed(store: MemoryStore) -> None:
+async def test_buffer_is_off_the_database_until_flushed(db_url: str, store: MemoryStore) -> None:
     ep = await store.remember(Episode(user_id="u", session_id="s", input="buffered"))
     for _ in range(5):
         await store.get_episode(ep, user_id="u")
     # Recorded in memory only: nothing written yet, but readers see the pending counts.
-    assert (await table_counts(store))["access_stats"] == 0
+    assert (await table_counts(db_url))["access_stats"] == 0
     assert await store.access_counts("episode", [ep], user_id="u") == {ep: 5}
     await store.flush_access()
-    assert (await table_counts(store))["access_stats"] == 1
+    assert (await table_counts(db_url))["access_stats"] == 1
     await store.flush_access()  # nothing pending: no change
     assert await store.access_counts("episode", [ep], user_id="u") == {ep: 5}
 
 
-async def test_buffer_flushes_by_itself_after_enough_events(store: MemoryStore) -> None:
-    store.access_tracker.flush_every = 10
+async def test_buffer_flushes_by_itself_after_enough_events(db_url: str, parts: StoreParts) -> None:
+    store = parts.store
+    parts.tracker.flush_every = 10
     ids = await store.remember_many(
         [Episode(user_id="u", session_id="s", input=f"item {n}") for n in range(12)]
     )
     for episode_id in ids:
         await store.get_episode(episode_id, user_id="u")
-    assert await store.access_tracker.background_flush_done()
-    assert (await table_counts(store))["access_stats"] >= 10
+    assert await parts.tracker.background_flush_done()
+    assert (await table_counts(db_url))["access_stats"] >= 10
 
 
 async def test_counts_survive_close_and_are_per_tenant(db_url: str) -> None:
@@ -106,7 +108,7 @@ async def test_prior_breaks_ties_in_context(store: MemoryStore) -> None:
             Episode(user_id="u", session_id="old", input="orchid care", occurred_at=T0),
         ]
     )
-    with store.access_tracker.muted():
+    with store.reads_unrecorded():
         before = await store.context(user_id="u", query="orchid", max_tokens=5000)
     first = before.episodes[0].id.removeprefix("episode:")
     other = b if first == a else a

@@ -236,7 +236,7 @@ async def seeded(store: MemoryStore) -> None:
 async def test_priority_order_is_kept_at_every_budget(store: MemoryStore) -> None:
     await seeded(store)
     args = {"user_id": "alice", "session_id": "now", "query": "ferns paris"}
-    with store.access_tracker.muted():  # keep the ranking fixed across calls
+    with store.reads_unrecorded():  # keep the ranking fixed across calls
         full = await store.context(**args, max_tokens=100_000)
         ordered = sorted(full.items, key=lambda i: i.priority)
         kinds = [i.kind for i in ordered]

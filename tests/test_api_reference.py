@@ -22,6 +22,7 @@ import pytest
 from doc_blocks import ROOT
 
 from memstore.sync import public_members
+from tests.test_private_core import FACADE_API
 
 pytest.importorskip("mkdocstrings_handlers.python", reason="the docs extra builds the site")
 
@@ -108,6 +109,13 @@ def _problems(site: Path, page_name: str, identifier: str) -> list[str]:
         if doc and _first_words(doc) not in _text(section):
             problems.append(f"{where}: docstring {_first_words(doc)!r} not rendered")
     return problems
+
+
+def test_the_facades_allow_list_is_rendered(site: Path) -> None:
+    """Each public name of the facade (tests/test_private_core.py), attributes included."""
+    page = (site / "api/store" / "index.html").read_text(encoding="utf-8")
+    missing = [n for n in sorted(FACADE_API) if _section(page, f"memstore.MemoryStore.{n}") is None]
+    assert missing == []
 
 
 @pytest.mark.parametrize(("page", "identifier"), REFERENCE, ids=[i for _, i in REFERENCE])

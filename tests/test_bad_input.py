@@ -71,11 +71,13 @@ CASES: dict[str, tuple[type[Exception], Call]] = {
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-async def test_bad_input_raises_and_writes_nothing(store: MemoryStore, case: str) -> None:
+async def test_bad_input_raises_and_writes_nothing(
+    db_url: str, store: MemoryStore, case: str
+) -> None:
     await store.remember(ep(input="baseline"))
-    before = await table_counts(store)
+    before = await table_counts(db_url)
     error, call = CASES[case]
     with pytest.raises(error) as raised:
         await call(store)
     assert str(raised.value)  # a message a person can act on
-    assert await table_counts(store) == before
+    assert await table_counts(db_url) == before

@@ -25,6 +25,7 @@ from memstore.db.engine import resolve_url
 from memstore.repositories.tenants import tenant_tables
 from tests.bound_cases import CASES, NOT_CALLED, USER, Seeded, public_names, seed
 from tests.conftest import ManualClock, is_postgres
+from tests.store_parts import store_with_parts
 
 app_metadata = MetaData()
 ledger = Table("app_ledger", app_metadata, Column("id", Integer, primary_key=True))
@@ -100,7 +101,7 @@ async def test_each_public_method_on_a_bound_store(
     async with MemoryStore.open(db_url, clock=clock) as store:
         async with async_sessionmaker(app_engine, expire_on_commit=False)() as session:
             seeded: Seeded = await seed(store, clock, session)
-            async with store.engine.connect() as conn:
+            async with app_engine.connect() as conn:
                 before = await _fingerprint(conn)
             # No pooled connection: the session's first operation has to make one.
             await app_engine.dispose()
@@ -123,7 +124,7 @@ async def test_each_public_method_on_a_bound_store(
             else:
                 assert inside == before, f"{name} changed rows"
             await session.rollback()
-        async with store.engine.connect() as conn:
+        async with app_engine.connect() as conn:
             assert await _fingerprint(conn) == before, "the rollback left rows behind"
             assert (await conn.execute(select(ledger))).all() == []
 
@@ -165,7 +166,9 @@ async def test_a_bound_forget_does_not_wait_for_a_flush_behind_the_callers_lock(
 ) -> None:
     """A background flush of access counts waits for the caller's write lock (SQLite
     has one); a forget in the caller's transaction must not wait for that flush."""
-    async with MemoryStore.open(db_url, engine_options={"sqlite_busy_timeout_ms": 60_000}) as store:
+    options = {"sqlite_busy_timeout_ms": 60_000}
+    async with store_with_parts(db_url, engine_options=options) as parts:
+        store = parts.store
         episode = await store.remember(Episode(user_id=USER, session_id="s1", input="a lamp"))
         async with async_sessionmaker(app_engine)() as session:
             await session.begin()
@@ -178,10 +181,10 @@ async def test_a_bound_forget_does_not_wait_for_a_flush_behind_the_callers_lock(
                 if t.get_coro().__qualname__.endswith("_background_flush")  # type: ignore[union-attr]
             ]
             await asyncio.sleep(0)  # the flush's first step: it takes the counts
-            assert store.access_tracker.pending(USER, "episode", [episode]) == {}
+            assert parts.tracker.pending(USER, "episode", [episode]) == {}
             assert await store.bind(session).forget(user_id=USER) > 0
             assert not flush.done()
             await session.rollback()
-        assert await store.access_tracker.background_flush_done()
+        assert await parts.tracker.background_flush_done()
         # The rollback kept the episode, so the flush counted its accesses.
         assert await store.access_counts("episode", [episode], user_id=USER) == {episode: 256}

@@ -23,12 +23,14 @@ from typing import Any
 
 import pytest
 from sqlalchemy import event, text
+from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError
 
 from memstore import Episode, Fact, MemoryStore
 from memstore.db.engine import create_engine
 from tests.citus_cluster import SHARD_COUNT
 from tests.conftest import CITUS_ENABLED
+from tests.store_parts import own_engine
 from tests.tenant_audit import tenant_table_names
 
 # The LangGraph store's statements are routed too: this module needs memstore[langgraph].
@@ -239,13 +241,14 @@ CROSS_TENANT_CALLS: list[tuple[str, Call]] = [
 
 async def _run(store: MemoryStore, calls: list[tuple[str, Call]]) -> Captured:
     captured = Captured()
-    event.listen(store.engine.sync_engine, "before_cursor_execute", captured)
+    # Every engine of the process: the store's is the only one open meanwhile.
+    event.listen(Engine, "before_cursor_execute", captured)
     try:
         for label, call in calls:
             captured.label = label
             await call(store)
     finally:
-        event.remove(store.engine.sync_engine, "before_cursor_execute", captured)
+        event.remove(Engine, "before_cursor_execute", captured)
     return captured
 
 
@@ -299,17 +302,16 @@ async def test_multi_tenant_turn_batch_stays_correct(db_url: str) -> None:
             await store.remember_many(
                 [_ep(f"u{k % 4}", f"s{k % 2}", f"r{round_} k{k}", at) for k in range(8)]
             )
-        engine = store.engine
-        async with engine.connect() as conn:
-            rows = (
-                await conn.execute(
-                    text(
-                        "SELECT user_id, session_id, array_agg(turn ORDER BY turn) "
-                        "FROM episodes WHERE user_id = ANY(:u) GROUP BY 1, 2 ORDER BY 1, 2"
-                    ),
-                    {"u": [f"u{k}" for k in range(4)]},
-                )
-            ).all()
+    async with own_engine(db_url) as engine, engine.connect() as conn:
+        rows = (
+            await conn.execute(
+                text(
+                    "SELECT user_id, session_id, array_agg(turn ORDER BY turn) "
+                    "FROM episodes WHERE user_id = ANY(:u) GROUP BY 1, 2 ORDER BY 1, 2"
+                ),
+                {"u": [f"u{k}" for k in range(4)]},
+            )
+        ).all()
     assert [(r[0], r[1], list(r[2])) for r in rows] == [
         (f"u{k}", f"s{k % 2}", [0, 1, 2, 3, 4, 5]) for k in range(4)
     ]

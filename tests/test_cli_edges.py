@@ -263,7 +263,7 @@ def test_unreadable_or_unwritable_dump_files_are_one_line(tmp_path: Path) -> Non
 
 async def _state(url: str) -> tuple[dict[str, int], list[Any]]:
     async with MemoryStore.open(url) as store:
-        counts = await table_counts(store)
+        counts = await table_counts(url)
         dumps = [(await store.export(user_id=u))["tables"] for u in ("alice", "bob")]
     return counts, dumps
 

@@ -20,11 +20,13 @@ from consolidation_helpers import (
     current_facts,
     user_episodes,
 )
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from memstore import Episode, ExtractionError, MemoryStore
 from memstore.repositories.consolidation import ConsolidationRepository
-from memstore.services.consolidation import CandidateFact, Consolidator
+from memstore.services.consolidation import CandidateFact
 from tests.conftest import is_postgres
+from tests.store_parts import StoreParts, store_with_parts
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -123,16 +125,16 @@ async def test_multi_valued_predicates_keep_several_current_objects(store: Memor
     assert by_predicate["works_at"] == {"Globex"}  # single-valued: the later one only
 
 
-async def test_each_episode_is_consolidated_once(store: MemoryStore) -> None:
+async def test_each_episode_is_consolidated_once(db_url: str, store: MemoryStore) -> None:
     await store.remember_many(user_episodes("carol", 12) + user_episodes("dave", 7))
     first = await store.consolidate()
     assert first.processed == 19
-    snapshot = await current_facts(store)
+    snapshot = await current_facts(db_url)
     again = await store.consolidate()
     assert (again.processed, again.added, again.reinforced) == (0, 0, 0)
-    assert await current_facts(store) == snapshot
-    assert set((await consolidation_marks(store)).values()) == {1}
-    assert len(await consolidation_marks(store)) == 19
+    assert await current_facts(db_url) == snapshot
+    assert set((await consolidation_marks(db_url)).values()) == {1}
+    assert len(await consolidation_marks(db_url)) == 19
 
 
 async def test_limit_user_and_batches(store: MemoryStore) -> None:
@@ -189,20 +191,20 @@ class _HalfBad:
 
 @pytest.mark.parametrize("extractor", [_Exploding(), _HalfBad()], ids=["raises", "invalid"])
 async def test_failed_extraction_writes_nothing_and_can_be_retried(
-    store: MemoryStore, extractor: object
+    db_url: str, store: MemoryStore, extractor: object
 ) -> None:
     await store.remember_many([ep("I love tea.", MARCH), ep("I live in Oslo.", JUNE)])
     with pytest.raises(ExtractionError):
         await store.consolidate(extractor=extractor)  # type: ignore[arg-type]
-    counts = await table_counts(store)
+    counts = await table_counts(db_url)
     assert counts["facts"] == 0
-    assert await consolidation_marks(store) == {}
+    assert await consolidation_marks(db_url) == {}
     # Claims were released (SQLite) / rolled back (Postgres): a retry needs no waiting.
     retry = await store.consolidate()
     assert (retry.processed, retry.added) == (2, 2)
 
 
-async def test_forget_and_export_cover_consolidation_state(store: MemoryStore) -> None:
+async def test_forget_and_export_cover_consolidation_state(db_url: str, store: MemoryStore) -> None:
     await store.remember_many(
         [ep("I love tea.", MARCH, session="a"), ep("I love jam.", MARCH, session="b")]
     )
@@ -210,19 +212,20 @@ async def test_forget_and_export_cover_consolidation_state(store: MemoryStore) -
     dump = await store.export(user_id="alice")
     assert len(dump["tables"]["episode_consolidation"]) == 2
     await store.forget(user_id="alice", session_id="a")
-    assert len(await consolidation_marks(store)) == 1  # cascaded with its episode
+    assert len(await consolidation_marks(db_url)) == 1  # cascaded with its episode
     await store.forget(user_id="alice")
-    assert (await table_counts(store, "alice"))["episode_consolidation"] == 0
+    assert (await table_counts(db_url, "alice"))["episode_consolidation"] == 0
 
 
 async def test_expired_lease_is_taken_over_and_late_worker_writes_nothing(
     db_url: str, backend: str
 ) -> None:
     clock = [T0]
-    async with MemoryStore.open(db_url, clock=lambda: clock[0]) as store:
+    async with store_with_parts(db_url, clock=lambda: clock[0]) as parts:
+        store = parts.store
         await store.remember_many(user_episodes("erin", 4))
-        slow = Consolidator(store, lease_seconds=60, worker_id="slow")
-        fast = Consolidator(store, lease_seconds=60, worker_id="fast")
+        slow = store.consolidator(lease_seconds=60, worker_id="slow")
+        fast = store.consolidator(lease_seconds=60, worker_id="fast")
         claimed = await slow.claim(10, None)
         assert claimed is not None and len(claimed[1]) == 4
         # A live lease held by another worker: the tenant is skipped.
@@ -231,26 +234,27 @@ async def test_expired_lease_is_taken_over_and_late_worker_writes_nothing(
         taken = await fast.run()
         assert taken.processed == 4
         # The slow worker comes back after its lease was taken over: no longer its episodes.
-        async with store.db.write() as session:
+        async with parts.db.write() as session:
             repo = ConsolidationRepository(session=session)
             assert await repo.still_leased("erin", [e.id for e in claimed[1]], "slow") == set()
-        assert set((await consolidation_marks(store)).values()) == {1}
+        assert set((await consolidation_marks(db_url)).values()) == {1}
 
 
 async def test_a_claim_skips_a_tenant_whose_write_is_in_progress(db_url: str, backend: str) -> None:
     """Postgres: the tenant lock of a write transaction makes a claim skip the tenant."""
     if not is_postgres(backend):
         pytest.skip("SQLite write transactions are serial (BEGIN IMMEDIATE)")
-    async with MemoryStore.open(db_url) as store:
+    async with store_with_parts(db_url) as parts:
+        store = parts.store
         await store.remember_many(user_episodes("erin", 3) + user_episodes("fred", 2))
-        async with store.db.write() as session:
+        async with parts.db.write() as session:
             repo = ConsolidationRepository(session=session)
             assert await repo.try_lock_tenant("erin")
             # Meanwhile another worker only gets the tenant that is not locked.
-            other = await Consolidator(store).run()
+            other = await store.consolidator().run()
             assert (other.processed, other.users) == (2, {"fred"})
         # The lock ended with the transaction: erin's episodes are still pending.
-        rest = await Consolidator(store).run()
+        rest = await store.consolidator().run()
         assert (rest.processed, rest.users) == (3, {"erin"})
 
 
@@ -259,14 +263,14 @@ class _Probe:
 
     name = "probe"
 
-    def __init__(self, store: MemoryStore, db_url: str, backend: str) -> None:
-        self.store, self.db_url, self.backend = store, db_url, backend
+    def __init__(self, engine: AsyncEngine, db_url: str, backend: str) -> None:
+        self.engine, self.db_url, self.backend = engine, db_url, backend
         self.seen: list[dict[str, object]] = []
 
     async def extract(self, episodes: Sequence[Episode]) -> list[CandidateFact]:
         from memstore.services.consolidation import RuleExtractor
 
-        held: dict[str, object] = {"checked_out": self.store.engine.pool.checkedout()}
+        held: dict[str, object] = {"checked_out": self.engine.pool.checkedout()}
         if is_postgres(self.backend):
             held.update(await _postgres_activity(self.db_url))
         else:
@@ -307,11 +311,12 @@ async def _postgres_activity(url: str) -> dict[str, object]:
 
 
 async def test_nothing_is_held_while_the_extractor_runs(
-    store: MemoryStore, db_url: str, backend: str
+    parts: StoreParts, db_url: str, backend: str
 ) -> None:
     """No transaction, lock or pooled connection of the store during extraction."""
+    store = parts.store
     await store.remember_many(user_episodes("erin", 3) + user_episodes("fred", 2))
-    probe = _Probe(store, db_url, backend)
+    probe = _Probe(parts.engine, db_url, backend)
     result = await store.consolidate(extractor=probe, batch_size=10)
     assert result.processed == 5 and len(probe.seen) == 2
     for held in probe.seen:
@@ -320,7 +325,7 @@ async def test_nothing_is_held_while_the_extractor_runs(
             assert held["in_transaction"] == 0 and held["locks"] == 0
         else:
             assert held["other_writer_committed"] is True
-    assert set((await consolidation_marks(store)).values()) == {1}
+    assert set((await consolidation_marks(db_url)).values()) == {1}
 
 
 def _cli(*args: str, env_url: str | None = None) -> subprocess.CompletedProcess[str]:

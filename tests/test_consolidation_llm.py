@@ -251,7 +251,12 @@ async def test_a_retry_recovers_from_one_5xx(store: MemoryStore, chat: ChatServe
     ],
 )
 async def test_misbehaving_endpoint_writes_nothing(
-    store: MemoryStore, chat: ChatServer, mode: str, error: type[Exception], message: str
+    db_url: str,
+    store: MemoryStore,
+    chat: ChatServer,
+    mode: str,
+    error: type[Exception],
+    message: str,
 ) -> None:
     chat.mode = mode
     await remember_two(store)
@@ -260,8 +265,8 @@ async def test_misbehaving_endpoint_writes_nothing(
     # Bounded retries: transport and parse failures are retried once here; an
     # invalid item or a 4xx is final at once.
     assert len(chat.requests) == (1 if mode in ("bad-item", "401") else 2)
-    assert (await table_counts(store))["facts"] == 0
-    assert await consolidation_marks(store) == {}
+    assert (await table_counts(db_url))["facts"] == 0
+    assert await consolidation_marks(db_url) == {}
     chat.mode = "good"
     assert (await store.consolidate(extractor=extractor(chat))).processed == 2
 
@@ -278,7 +283,7 @@ async def test_the_api_key_is_never_logged(
     assert "sk-secret-4711" not in str(failure.value)
 
 
-async def test_unreachable_endpoint(store: MemoryStore) -> None:
+async def test_unreachable_endpoint(db_url: str, store: MemoryStore) -> None:
     await remember_two(store)
     pytest.importorskip("openai", reason="LLMExtractor needs memstore[llm]")
     dead = LLMExtractor(
@@ -286,7 +291,7 @@ async def test_unreachable_endpoint(store: MemoryStore) -> None:
     )
     with pytest.raises(LLMEndpointError, match="unreachable"):
         await store.consolidate(extractor=dead)
-    assert (await table_counts(store))["facts"] == 0
+    assert (await table_counts(db_url))["facts"] == 0
 
 
 def test_config_from_env() -> None:

@@ -19,10 +19,12 @@ from consolidation_helpers import (
     user_episodes,
 )
 from sqlalchemy import func, select, text
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from memstore import MemoryStore
 from memstore.models import EpisodeConsolidationRow, FactRow
 from tests.conftest import is_postgres
+from tests.store_parts import own_engine
 
 pytestmark = pytest.mark.slow
 
@@ -48,17 +50,17 @@ def _processed(summary: str) -> int:
     return int(match.group(1))
 
 
-async def _uninterrupted(store: MemoryStore, batch_size: int) -> list[tuple[object, ...]]:
-    await reset_consolidation(store)
+async def _uninterrupted(store: MemoryStore, url: str, batch_size: int) -> list[tuple[object, ...]]:
+    await reset_consolidation(url)
     result = await store.consolidate(batch_size=batch_size)
-    assert result.processed == len(await _episode_ids(store))
-    return await current_facts(store)
+    assert result.processed == len(await _episode_ids(url))
+    return await current_facts(url)
 
 
-async def _episode_ids(store: MemoryStore) -> set[str]:
+async def _episode_ids(url: str) -> set[str]:
     from memstore.models import EpisodeRow
 
-    async with store.engine.connect() as conn:
+    async with own_engine(url) as engine, engine.connect() as conn:
         return set((await conn.execute(select(EpisodeRow.id))).scalars().all())
 
 
@@ -79,17 +81,17 @@ async def test_three_processes_consolidate_each_episode_exactly_once(
         assert worker.returncode == 0, err
     # The workers' own counts add up to 600: no episode was processed twice.
     assert sum(_processed(out) for out, _err in outputs) == 600
-    marks = await consolidation_marks(store)
+    marks = await consolidation_marks(db_url)
     assert len(marks) == 600 and set(marks.values()) == {1}
 
-    concurrent = await current_facts(store)
+    concurrent = await current_facts(db_url)
     statements = [row[:6] for row in concurrent]
     assert len(statements) == len(set(statements)), "duplicate current facts"
-    assert concurrent == await _uninterrupted(store, 25)
+    assert concurrent == await _uninterrupted(store, db_url, 25)
 
 
 async def test_sigkill_mid_batch_then_rerun_equals_uninterrupted_run(
-    store: MemoryStore, db_url: str, backend: str
+    engine: AsyncEngine, store: MemoryStore, db_url: str, backend: str
 ) -> None:
     episodes = [e for user in USERS[:2] for e in user_episodes(user, 80)]
     await store.remember_many(episodes)
@@ -110,7 +112,7 @@ async def test_sigkill_mid_batch_then_rerun_equals_uninterrupted_run(
     await asyncio.sleep(0.5)
     if is_postgres(backend):
         # The worker's write transaction is open (it pauses between fact writes).
-        async with store.engine.connect() as conn:
+        async with engine.connect() as conn:
             open_batches = await conn.scalar(
                 text(
                     "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
@@ -122,10 +124,10 @@ async def test_sigkill_mid_batch_then_rerun_equals_uninterrupted_run(
     worker.communicate(timeout=60)
     assert worker.returncode == -signal.SIGKILL
 
-    marks = await consolidation_marks(store)
+    marks = await consolidation_marks(db_url)
     assert 0 < len(marks) < len(episodes), "the kill must land mid-run"
     # The dead worker still holds the lease of the batch it was writing.
-    async with store.engine.connect() as conn:
+    async with engine.connect() as conn:
         leased = await conn.scalar(
             select(func.count())
             .select_from(EpisodeConsolidationRow)
@@ -136,7 +138,7 @@ async def test_sigkill_mid_batch_then_rerun_equals_uninterrupted_run(
         )
     assert leased == 20
     assert len(marks) % 20 == 0, "only whole batches are ever committed"
-    async with store.engine.connect() as conn:
+    async with engine.connect() as conn:
         sources = (await conn.execute(select(FactRow.sources))).scalars().all()
     # Nothing half-written: every fact comes from an episode marked consolidated.
     assert {s for row in sources for s in row} <= set(marks)
@@ -150,8 +152,8 @@ async def test_sigkill_mid_batch_then_rerun_equals_uninterrupted_run(
             break
         await asyncio.sleep(0.1)
     assert rerun + len(marks) == len(episodes)
-    after = await consolidation_marks(store)
+    after = await consolidation_marks(db_url)
     assert len(after) == len(episodes) and set(after.values()) == {1}
 
-    recovered = await current_facts(store)
-    assert recovered == await _uninterrupted(store, 20)
+    recovered = await current_facts(db_url)
+    assert recovered == await _uninterrupted(store, db_url, 20)

@@ -157,7 +157,7 @@ async def test_context_carries_at_least_recalls_ranking_at_every_budget(
     shares: dict[int, list[tuple[float, float]]] = {b: [] for b in BUDGETS}
     # Accesses would lift some rows a little for later queries (the access
     # prior): muted, every context here sees the ranking recall gives.
-    with store.access_tracker.muted():
+    with store.reads_unrecorded():
         for question, answers in QUESTIONS.items():
             evidence = {ids[a] for a in answers}
             ranked = [
@@ -195,7 +195,7 @@ async def test_a_count_limit_still_caps_when_the_caller_sets_one(
         await store.add_fact(
             Fact(user_id="alice", subject="alice", predicate=f"plays_{n}", object="violin")
         )
-    with store.access_tracker.muted():
+    with store.reads_unrecorded():
         free = await store.context(user_id="alice", query="violin lessons", max_tokens=100_000)
         assert len(free.episodes) == len(SESSIONS) * 8 and len(free.facts) == 4
         capped = await store.context(

@@ -170,7 +170,7 @@ async def test_the_same_budget_carries_more_turns_than_their_ids_would_allow(
         ]
     )
     count = ApproxTokenCounter().count
-    with store.access_tracker.muted():
+    with store.reads_unrecorded():
         ranked = [m.episode for m in await store.recall_scored("ferns", user_id="alice", limit=32)]
         for budget in (400, 600, 800):
             ctx = await store.context(user_id="alice", query="ferns", max_tokens=budget)

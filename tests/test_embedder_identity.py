@@ -15,6 +15,7 @@ from memstore.embeddings.identity import embedder_identity
 from memstore.models import ConfigRow, EpisodeRow
 from memstore.models.config import EMBEDDER_KEY
 from memstore.search.reembed import reembed
+from tests.store_parts import own_engine
 
 HASHING = HashingEmbedder().identity
 
@@ -44,8 +45,8 @@ async def recorded(url: str) -> str | None:
         await engine.dispose()
 
 
-async def episode_count(store: MemoryStore) -> int:
-    async with store.engine.connect() as conn:
+async def episode_count(url: str) -> int:
+    async with own_engine(url) as engine, engine.connect() as conn:
         return int(await conn.scalar(select(func.count()).select_from(EpisodeRow)) or 0)
 
 
@@ -95,7 +96,7 @@ async def test_two_stores_racing_to_claim_a_fresh_database(db_url: str) -> None:
             await second.remember(ep("second"))
         with pytest.raises(EmbedderMismatch):
             await second.add_fact(Fact(user_id="u", subject="u", predicate="likes", object="tea"))
-        assert await episode_count(first) == 1
+        assert await episode_count(db_url) == 1
         assert await first.fact_history(user_id="u") == []
 
 

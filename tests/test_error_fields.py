@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from memstore import Conflict, Episode, InvalidInput, MemoryStore
 from memstore.db.errors import translated
@@ -25,6 +26,7 @@ async def test_a_duplicate_key_is_a_conflict_naming_constraint_and_table(
 
 
 async def test_a_check_violation_is_invalid_input_naming_constraint_and_table(
+    engine: AsyncEngine,
     store: MemoryStore,
 ) -> None:
     now = datetime.now(UTC)
@@ -43,7 +45,7 @@ async def test_a_check_violation_is_invalid_input_naming_constraint_and_table(
     }
     with pytest.raises(InvalidInput) as caught:
         with translated("insert fact"):
-            async with store.engine.begin() as conn:
+            async with engine.begin() as conn:
                 await conn.execute(FactRow.__table__.insert().values(**row))
     assert not isinstance(caught.value, Conflict)
     assert caught.value.table == "facts"
@@ -55,10 +57,12 @@ async def test_a_serialisation_style_conflict_has_no_constraint() -> None:
     assert plain.constraint is None and plain.table is None
 
 
-async def test_a_missing_required_value_is_invalid_input(store: MemoryStore) -> None:
+async def test_a_missing_required_value_is_invalid_input(
+    engine: AsyncEngine, store: MemoryStore
+) -> None:
     with pytest.raises(InvalidInput) as caught:
         with translated("insert fact"):
-            async with store.engine.begin() as conn:
+            async with engine.begin() as conn:
                 await conn.execute(
                     FactRow.__table__.insert().values(
                         user_id="u", id="f2", fact_id="f2", subject="u", predicate="p"

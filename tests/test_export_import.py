@@ -17,10 +17,12 @@ from conftest import table_counts
 
 from memstore import Conflict, Episode, Fact, InvalidInput, MemoryStore
 from memstore.core.tenancy import storage_user_id
+from memstore.db.unit import Database
 from memstore.embeddings.base import embed_checked
 from memstore.repositories.langgraph import LangGraphRepository
 from memstore.repositories.tenants import tenant_tables
 from memstore.schema.migrate import upgrade
+from tests.store_parts import own_engine
 
 MARCH = datetime(2026, 3, 1, 9, 30, 15, 123456, tzinfo=UTC)
 JUNE = datetime(2026, 6, 1, tzinfo=timezone(timedelta(hours=2)))
@@ -28,9 +30,9 @@ AUGUST = datetime(2026, 8, 1, tzinfo=UTC)
 ROOT = Path(__file__).resolve().parents[1]
 
 
-async def populate(store: MemoryStore, user: str | None) -> None:
+async def populate(store: MemoryStore, url: str, user: str | None) -> None:
     """Something in every core table, with the awkward values: both time axes,
-    history, unicode, exact floats, nested JSON, offsets."""
+    history, unicode, exact floats, nested JSON, offsets (``url``: the store's database)."""
     await store.remember_many(
         [
             Episode(
@@ -114,7 +116,7 @@ async def populate(store: MemoryStore, user: str | None) -> None:
     # a vector blob, its indexed fields and a TTL, the columns other tables do not have.
     stored = storage_user_id(user)
     vectors = await embed_checked(store.embedder, ["likes tea ☕"])
-    async with store.db.write(stored) as session:
+    async with own_engine(url) as engine, Database(engine).write(stored) as session:
         await LangGraphRepository(session=session).put(
             stored,
             "memories.prefs",
@@ -165,12 +167,12 @@ async def api_view(store: MemoryStore, user: str | None) -> dict[str, Any]:
     }
 
 
-async def test_round_trip_on_one_backend(store: MemoryStore) -> None:
-    await populate(store, "alice")
-    await populate(store, "bob")
+async def test_round_trip_on_one_backend(db_url: str, store: MemoryStore) -> None:
+    await populate(store, db_url, "alice")
+    await populate(store, db_url, "bob")
     dump = await store.export(user_id="alice")
     view = await api_view(store, "alice")
-    bob_before = await table_counts(store, "bob")
+    bob_before = await table_counts(db_url, "bob")
     assert all(dump["tables"][t.name] for t in tenant_tables()), "populate every table"
     json.dumps(dump, allow_nan=False)  # really JSON
 
@@ -179,7 +181,7 @@ async def test_round_trip_on_one_backend(store: MemoryStore) -> None:
     assert counts == {name: len(rows) for name, rows in dump["tables"].items() if rows}
     assert comparable(await store.export(user_id="alice")) == comparable(dump)
     assert await api_view(store, "alice") == view
-    assert await table_counts(store, "bob") == bob_before
+    assert await table_counts(db_url, "bob") == bob_before
 
     # Under another tenant id, leaving the original alone.
     await store.import_(dump, user_id="carol")
@@ -190,17 +192,17 @@ async def test_round_trip_on_one_backend(store: MemoryStore) -> None:
     assert same_tables((await store.export(user_id=None))["tables"]) == same_tables(dump["tables"])
 
 
-async def test_import_refuses_a_tenant_with_data(store: MemoryStore) -> None:
-    await populate(store, "alice")
+async def test_import_refuses_a_tenant_with_data(db_url: str, store: MemoryStore) -> None:
+    await populate(store, db_url, "alice")
     dump = await store.export(user_id="alice")
-    before = await table_counts(store)
+    before = await table_counts(db_url)
     with pytest.raises(Conflict):
         await store.import_(dump)
     await store.forget(user_id="dave")
     await store.update_block("x", "y", user_id="dave")
     with pytest.raises(Conflict):
         await store.import_(dump, user_id="dave")
-    after = await table_counts(store)
+    after = await table_counts(db_url)
     after["blocks"] -= 1
     after["block_versions"] -= 1
     # dave's update_block is in the change log too (his first change: a new head).
@@ -222,14 +224,14 @@ async def test_import_refuses_a_tenant_with_data(store: MemoryStore) -> None:
         lambda d: d.update(user_id="__system"),
     ],
 )
-async def test_malformed_dump_imports_nothing(store: MemoryStore, spoil: Any) -> None:
-    await populate(store, "alice")
+async def test_malformed_dump_imports_nothing(db_url: str, store: MemoryStore, spoil: Any) -> None:
+    await populate(store, db_url, "alice")
     dump = json.loads(json.dumps(await store.export(user_id="alice")))
     await store.forget(user_id="alice")
     spoil(dump)
     with pytest.raises(InvalidInput):
         await store.import_(dump)
-    assert sum((await table_counts(store)).values()) == 0
+    assert sum((await table_counts(db_url)).values()) == 0
 
 
 async def _fresh(kind: str, pg_cluster: Any, tmp_path: Path) -> str:
@@ -258,8 +260,9 @@ async def test_cross_backend_is_lossless(
     two_backends: dict[str, MemoryStore], source: str, target: str
 ) -> None:
     src, dst = two_backends[source], two_backends[target]
-    await populate(src, "alice")
-    await populate(src, None)
+    url = two_backends["urls"][source]  # type: ignore[index]
+    await populate(src, url, "alice")
+    await populate(src, url, None)
     for user in ("alice", None):
         dump = await src.export(user_id=user)
         await dst.import_(json.loads(json.dumps(dump)))
@@ -298,7 +301,7 @@ async def test_jsonl_cli_round_trip_and_truncation(
     two_backends: dict[str, Any], tmp_path: Path
 ) -> None:
     lite, pg, urls = two_backends["sqlite"], two_backends["postgres"], two_backends["urls"]
-    await populate(lite, "alice")
+    await populate(lite, urls["sqlite"], "alice")
     dump_file = tmp_path / "alice.jsonl"
     done = await asyncio.to_thread(
         _cli, "export", "--url", urls["sqlite"], "--user", "alice", "-o", str(dump_file)
@@ -315,7 +318,7 @@ async def test_jsonl_cli_round_trip_and_truncation(
     cut.write_text("\n".join(lines[:-2]) + "\n", encoding="ascii")
     done = await asyncio.to_thread(_cli, "import", "--url", urls["postgres"], "-i", str(cut))
     assert done.returncode == 1 and "truncated" in done.stderr
-    assert sum((await table_counts(pg)).values()) == 0
+    assert sum((await table_counts(urls["postgres"])).values()) == 0
 
     done = await asyncio.to_thread(_cli, "import", "--url", urls["postgres"], "-i", str(dump_file))
     assert done.returncode == 0, done.stderr
@@ -337,8 +340,8 @@ async def test_jsonl_cli_round_trip_and_truncation(
     assert same_tables(zoe["tables"]) == same_tables(alice["tables"])
 
 
-async def test_export_stream_is_a_stream(store: MemoryStore) -> None:
-    await populate(store, "alice")
+async def test_export_stream_is_a_stream(store: MemoryStore, db_url: str) -> None:
+    await populate(store, db_url, "alice")
     stream = store.export_stream(user_id="alice")
     first = await anext(stream)
     assert first[0] in {t.name for t in tenant_tables()}

@@ -10,9 +10,10 @@ from typing import Any, get_type_hints
 import pytest
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from memstore import MemoryStore
+from memstore import InvalidInput, MemoryStore
 from memstore.core.forwarding import forward, forwards_owned, takes_options
 from memstore.store import OpenOptions, StoreConfig
+from tests.store_parts import own_engine
 
 
 def _forwarded() -> dict[str, Any]:
@@ -47,7 +48,7 @@ def test_public_methods_are_the_services_own() -> None:
         for name, member in vars(MemoryStore).items()
         if inspect.isfunction(member) and not name.startswith("_") and name not in forwarded
     ]
-    assert sorted(hand_written) == ["bind", "now", "reads_unrecorded"]
+    assert sorted(hand_written) == ["bind", "langgraph_items", "now", "reads_unrecorded"]
 
 
 def test_open_takes_the_options_fields_once() -> None:
@@ -84,11 +85,13 @@ async def test_no_service_is_handed_the_facade(db_url: str) -> None:
 async def test_bind_and_open_keep_the_options(db_url: str) -> None:
     async with MemoryStore.open(db_url, block_char_limit=7, scratchpad_limit=3) as store:
         assert store.config == StoreConfig(block_char_limit=7, scratchpad_limit=3)
-        async with AsyncSession(store.engine) as session:
+        async with own_engine(db_url) as engine, AsyncSession(engine) as session:
             view = store.bind(session)
-            assert view.config is store.config and view.block_char_limit == 7
-            assert view.access_tracker is store.access_tracker
-            assert view.db is not store.db and view.scratchpad_limit == 3
+            assert view.config is store.config and view.embedder is store.embedder
+            # The view's services are the options': the limits hold in its transaction.
+            with pytest.raises(InvalidInput):
+                await view.update_block("persona", "12345678", user_id="alice")
+            assert await view.working(user_id="alice") == []
 
 
 class _Component:

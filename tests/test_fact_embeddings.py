@@ -11,18 +11,20 @@ from typing import Any
 
 import numpy as np
 from sqlalchemy import select, update
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from memstore import Episode, Fact, MemoryStore
 from memstore.core.documents import fact_text
 from memstore.core.tenancy import storage_user_id
+from memstore.embeddings.identity import embedder_identity
 from memstore.models import EpisodeRow, FactRow
 
 MARCH = datetime(2026, 3, 1, tzinfo=UTC)
 JUNE = datetime(2026, 6, 1, tzinfo=UTC)
 
 
-async def fact_rows(store: MemoryStore, user: str) -> list[Any]:
-    async with store.engine.connect() as conn:
+async def fact_rows(engine: AsyncEngine, user: str) -> list[Any]:
+    async with engine.connect() as conn:
         stmt = select(
             FactRow.subject,
             FactRow.predicate,
@@ -34,8 +36,8 @@ async def fact_rows(store: MemoryStore, user: str) -> list[Any]:
         return list((await conn.execute(stmt)).all())
 
 
-async def assert_all_embedded(store: MemoryStore, user: str) -> None:
-    rows = await fact_rows(store, user)
+async def assert_all_embedded(store: MemoryStore, engine: AsyncEngine, user: str) -> None:
+    rows = await fact_rows(engine, user)
     assert rows
     for row in rows:
         assert row.embedding is not None, f"fact row {row.object!r} has no embedding"
@@ -57,17 +59,20 @@ async def assert_berlin_found_densely(store: MemoryStore, user: str) -> None:
     assert [r["text"] for r in tool["results"] if "Berlin" in r["text"]]
 
 
-async def test_consolidated_fact_is_embedded_and_found(store: MemoryStore) -> None:
+async def test_consolidated_fact_is_embedded_and_found(
+    engine: AsyncEngine, store: MemoryStore
+) -> None:
     await store.remember(
         Episode(session_id="s", user_id="ann", input="I live in Berlin", occurred_at=MARCH)
     )
     result = await store.consolidate(user_id="ann")
     assert result.added == 1
-    await assert_all_embedded(store, "ann")
+    await assert_all_embedded(store, engine, "ann")
     await assert_berlin_found_densely(store, "ann")
 
 
 async def test_consolidation_supersession_and_reinforcement_rows_are_embedded(
+    engine: AsyncEngine,
     store: MemoryStore,
 ) -> None:
     await store.remember_many(
@@ -79,12 +84,14 @@ async def test_consolidation_supersession_and_reinforcement_rows_are_embedded(
     )
     result = await store.consolidate(user_id="bob")
     assert (result.reinforced, result.superseded) == (1, 1)
-    assert len(await fact_rows(store, "bob")) >= 4  # versions: added, reinforced, cut, new
-    await assert_all_embedded(store, "bob")
+    assert len(await fact_rows(engine, "bob")) >= 4  # versions: added, reinforced, cut, new
+    await assert_all_embedded(store, engine, "bob")
     await assert_berlin_found_densely(store, "bob")
 
 
-async def test_add_fact_and_remember_fact_tool_are_embedded(store: MemoryStore) -> None:
+async def test_add_fact_and_remember_fact_tool_are_embedded(
+    engine: AsyncEngine, store: MemoryStore
+) -> None:
     await store.add_fact(
         Fact(user_id="cat", subject="cat", predicate="lives_in", object="Berlin", valid_from=MARCH)
     )
@@ -94,11 +101,12 @@ async def test_add_fact_and_remember_fact_tool_are_embedded(store: MemoryStore) 
         user_id="dan",
     )
     for user in ("cat", "dan"):
-        await assert_all_embedded(store, user)
+        await assert_all_embedded(store, engine, user)
         await assert_berlin_found_densely(store, user)
 
 
 async def test_copies_of_rows_written_without_embedding_are_embedded(
+    engine: AsyncEngine,
     store: MemoryStore,
 ) -> None:
     # Rows from before facts were embedded (or never re-embedded) have NULL
@@ -113,7 +121,7 @@ async def test_copies_of_rows_written_without_embedding_are_embedded(
             confidence=0.5,
         )
     )
-    async with store.engine.begin() as conn:
+    async with engine.begin() as conn:
         await conn.execute(update(FactRow).where(FactRow.user_id == "eve").values(embedding=None))
     # Reinforcement: a new version of the same statement.
     await store.add_fact(
@@ -130,7 +138,7 @@ async def test_copies_of_rows_written_without_embedding_are_embedded(
     await store.add_fact(
         Fact(user_id="eve", subject="eve", predicate="lives_in", object="Berlin", valid_from=JUNE)
     )
-    rows = await fact_rows(store, "eve")
+    rows = await fact_rows(engine, "eve")
     assert sum(1 for r in rows if r.embedding is None) == 1  # only the legacy row itself
     derived = [r for r in rows if r.embedding is not None]
     assert {(r.object, r.valid_to is not None) for r in derived} >= {
@@ -141,7 +149,9 @@ async def test_copies_of_rows_written_without_embedding_are_embedded(
     assert [f.object for f in paris] == ["Paris"]
 
 
-async def test_import_embeds_rows_without_embedding(store: MemoryStore) -> None:
+async def test_import_embeds_rows_without_embedding(
+    engine: AsyncEngine, store: MemoryStore
+) -> None:
     await store.remember(
         Episode(session_id="s", user_id="fay", input="I live in Berlin", occurred_at=MARCH)
     )
@@ -151,9 +161,9 @@ async def test_import_embeds_rows_without_embedding(store: MemoryStore) -> None:
         for row in dump["tables"][table]:
             row.pop("embedding", None)
     await store.import_(dump, user_id="gus")
-    await assert_all_embedded(store, "gus")
+    await assert_all_embedded(store, engine, "gus")
     await assert_berlin_found_densely(store, "gus")
-    async with store.engine.connect() as conn:
+    async with engine.connect() as conn:
         missing = (
             await conn.execute(
                 select(EpisodeRow.id).where(
@@ -164,20 +174,22 @@ async def test_import_embeds_rows_without_embedding(store: MemoryStore) -> None:
     assert missing == []
 
 
-async def test_import_recomputes_embeddings_of_another_embedder(store: MemoryStore) -> None:
+async def test_import_recomputes_embeddings_of_another_embedder(
+    engine: AsyncEngine, store: MemoryStore
+) -> None:
     await store.add_fact(
         Fact(user_id="hal", subject="hal", predicate="lives_in", object="Berlin", valid_from=MARCH)
     )
     dump = await store.export(user_id="hal")
-    assert dump["embedder"] == store.embedder_identity
+    assert dump["embedder"] == embedder_identity(store.embedder)
     foreign = [1.0] + [0.0] * (store.embedder.dim - 1)
     for row in dump["tables"]["facts"]:
         row["embedding"] = foreign
     dump["embedder"] = "some-other-model"
     await store.import_(dump, user_id="ivy")
-    await assert_all_embedded(store, "ivy")
+    await assert_all_embedded(store, engine, "ivy")
     # Same embedder: the dump's vectors are kept as they are.
-    dump["embedder"] = store.embedder_identity
+    dump["embedder"] = embedder_identity(store.embedder)
     await store.import_(dump, user_id="jay")
-    (row,) = await fact_rows(store, "jay")
+    (row,) = await fact_rows(engine, "jay")
     assert np.allclose(np.asarray(row.embedding, dtype=np.float32), foreign)

@@ -73,4 +73,4 @@ async def test_bad_arguments_are_refused(db_url: str, kwargs: dict[str, object])
     async with MemoryStore.open(db_url) as store:
         with pytest.raises(InvalidInput):
             await store.facts(**{"user_id": "alice", **kwargs})  # type: ignore[arg-type]
-        assert set((await table_counts(store)).values()) <= {0}
+        assert set((await table_counts(db_url)).values()) <= {0}

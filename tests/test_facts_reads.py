@@ -19,6 +19,7 @@ from sqlalchemy import event, text
 from memstore import Fact, MemoryStore
 from memstore.repositories.fact_reads import FACT_COLUMNS, fact_from_columns
 from memstore.repositories.facts import fact_from_row
+from tests.store_parts import StoreParts, store_with_parts
 
 MARCH = datetime(2026, 3, 1, tzinfo=UTC)
 
@@ -26,10 +27,10 @@ MARCH = datetime(2026, 3, 1, tzinfo=UTC)
 class Sent:
     """Records every statement memstore's engine sends, for the life of the store."""
 
-    def __init__(self, store: MemoryStore) -> None:
+    def __init__(self, parts: StoreParts) -> None:
         self.log: list[str] = []
         self._drivers: set[int] = set()
-        engine = store.engine.sync_engine
+        engine = parts.engine.sync_engine
         if engine.dialect.name == "sqlite":
             event.listen(engine, "before_cursor_execute", self._on_execute)
         else:
@@ -83,8 +84,9 @@ async def _two_versions(store: MemoryStore) -> None:
 
 async def test_reads_of_one_statement_send_only_that_statement(db_url: str) -> None:
     postgres = db_url.startswith("postgresql")
-    async with MemoryStore.open(db_url) as store:
-        sent = Sent(store)
+    async with store_with_parts(db_url) as parts:
+        store = parts.store
+        sent = Sent(parts)
         await _two_versions(store)
         with sent.during() as seen:
             await _two_versions(store)  # unchanged, still one transaction each
@@ -108,16 +110,17 @@ async def test_reads_of_one_statement_send_only_that_statement(db_url: str) -> N
 async def test_a_connection_used_by_application_sql_is_still_reset(db_url: str) -> None:
     # One pooled connection, so the application's SQL and the read share it.
     one = {"pool_size": 1, "max_overflow": 0}
-    async with MemoryStore.open(db_url, engine_options=one) as store:
-        sent = Sent(store)
+    async with store_with_parts(db_url, engine_options=one) as parts:
+        store = parts.store
+        sent = Sent(parts)
         await _two_versions(store)
         await store.fact_history(user_id="alice")
-        async with store.engine.connect() as conn:
+        async with parts.engine.connect() as conn:
             await conn.execute(text("SELECT 1"))
             await conn.commit()
         with sent.during() as seen:
             assert len(await store.fact_history(user_id="alice")) == 3
-        expected = ["SELECT"] if store.db.dialect == "sqlite" else ["RESET"]
+        expected = ["SELECT"] if store.backend == "sqlite" else ["RESET"]
         assert _queries(seen) == expected, seen
 
 
@@ -128,15 +131,16 @@ async def test_an_idle_connection_is_reset_even_after_memstores_own_use(
     from memstore.db import connections
 
     one = {"pool_size": 1, "max_overflow": 0}
-    async with MemoryStore.open(db_url, engine_options=one) as store:
-        sent = Sent(store)
+    async with store_with_parts(db_url, engine_options=one) as parts:
+        store = parts.store
+        sent = Sent(parts)
         await _two_versions(store)
         await store.fact_history(user_id="alice")
         # Every connection counts as idle: the next checkout must round-trip.
         monkeypatch.setattr(connections, "LIVENESS_IDLE_S", 0.0)
         with sent.during() as seen:
             assert len(await store.fact_history(user_id="alice")) == 3
-        expected = ["SELECT"] if store.db.dialect == "sqlite" else ["RESET"]
+        expected = ["SELECT"] if store.backend == "sqlite" else ["RESET"]
         assert _queries(seen) == expected, seen
 
 
@@ -196,8 +200,9 @@ async def test_postgres_recall_of_a_small_tenant_is_one_statement(db_url: str) -
     from memstore import Episode
 
     postgres = db_url.startswith("postgresql")
-    async with MemoryStore.open(db_url) as store:
-        sent = Sent(store)
+    async with store_with_parts(db_url) as parts:
+        store = parts.store
+        sent = Sent(parts)
         await store.remember_many(
             [
                 Episode(session_id="s", user_id="alice", input=f"we talked about boats {i}")

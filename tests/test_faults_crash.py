@@ -14,9 +14,11 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from memstore import Episode, Fact, MemoryStore
 from tests.conftest import table_counts
+from tests.store_parts import own_engine
 
 pytestmark = pytest.mark.slow
 WORKER = Path(__file__).with_name("fault_worker.py")
@@ -60,10 +62,10 @@ def workers() -> Iterator[list[Worker]]:
             worker.kill()
 
 
-async def assert_inside_a_transaction(store: MemoryStore) -> None:
+async def assert_inside_a_transaction(url: str) -> None:
     """Prove the worker is frozen with its transaction open (not before or after it)."""
-    if store.engine.dialect.name == "postgresql":
-        async with store.engine.connect() as conn:
+    if url.startswith("postgresql"):
+        async with own_engine(url) as engine, engine.connect() as conn:
             states = (
                 await conn.execute(
                     text(
@@ -74,7 +76,7 @@ async def assert_inside_a_transaction(store: MemoryStore) -> None:
             ).scalars()
             assert "idle in transaction" in list(states)
     else:
-        path = make_url(str(store.engine.url)).database
+        path = make_url(url).database
         probe = sqlite3.connect(path, timeout=0, isolation_level=None)
         try:
             with pytest.raises(sqlite3.OperationalError, match="locked"):
@@ -87,14 +89,14 @@ async def test_killed_bulk_insert_leaves_nothing(
     store: MemoryStore, db_url: str, workers: list[Worker]
 ) -> None:
     await store.remember(Episode(user_id="alice", session_id="before", input="kept"))
-    before = await table_counts(store)
+    before = await table_counts(db_url)
     worker = Worker("pause-batch", db_url, "3000")
     workers.append(worker)
     await worker.expect("PAUSED")
-    await assert_inside_a_transaction(store)
+    await assert_inside_a_transaction(db_url)
     worker.kill()
 
-    assert await table_counts(store) == before
+    assert await table_counts(db_url) == before
     assert await store.session_messages("big", user_id="alice") == []
     # The lock died with the process: writing works at once.
     await store.remember(Episode(user_id="alice", session_id="after", input="ok"))
@@ -110,7 +112,7 @@ async def test_killed_fact_correction_leaves_the_old_belief(
     worker = Worker("pause-fact", db_url)
     workers.append(worker)
     await worker.expect("PAUSED")
-    await assert_inside_a_transaction(store)
+    await assert_inside_a_transaction(db_url)
     worker.kill()
 
     # The supersede UPDATE and the first INSERT were in flight: neither survives.
@@ -123,7 +125,7 @@ async def test_killed_fact_correction_leaves_the_old_belief(
 
 
 async def test_kill_at_an_arbitrary_point_of_a_write_stream(
-    store: MemoryStore, db_url: str, workers: list[Worker]
+    engine: AsyncEngine, store: MemoryStore, db_url: str, workers: list[Worker]
 ) -> None:
     worker = Worker("stream", db_url)
     workers.append(worker)
@@ -133,7 +135,7 @@ async def test_kill_at_an_arbitrary_point_of_a_write_stream(
     worker.kill()
 
     counts: dict[str, int] = {}
-    async with store.engine.connect() as conn:
+    async with engine.connect() as conn:
         for session_id, n in await conn.execute(
             text("SELECT session_id, count(*) FROM episodes GROUP BY session_id")
         ):

@@ -26,6 +26,7 @@ from sqlalchemy import (
     select,
     text,
 )
+from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.types import TypeDecorator
 
 from memstore import Episode, Fact, MemoryStore
@@ -48,8 +49,8 @@ def residue_marker(user: str) -> bytes:
     return f"{user}secretword".encode()
 
 
-async def populate_everything(store: MemoryStore, user: str) -> None:
-    await populate(store, user)
+async def populate_everything(store: MemoryStore, url: str, user: str) -> None:
+    await populate(store, url, user)
     secret = secret_word(user)
     await store.remember(
         Episode(user_id=user, session_id="s9", input=f"more {secret}", output=f"said {secret}")
@@ -97,10 +98,10 @@ def _synthetic(column: Any, n: int) -> Any:
     return {}  # JSON documents
 
 
-async def synthesise_row(store: MemoryStore, table: Table, user: str) -> None:
+async def synthesise_row(engine: AsyncEngine, table: Table, user: str) -> None:
     """One plausible row of ``table`` for ``user``; parents' keys copied from their rows."""
     row: dict[str, Any] = {}
-    async with store.engine.begin() as conn:
+    async with engine.begin() as conn:
         for fk in table.foreign_key_constraints:
             parent = fk.referred_table
             found = (
@@ -123,10 +124,10 @@ async def synthesise_row(store: MemoryStore, table: Table, user: str) -> None:
         await conn.execute(table.insert().values(**row))
 
 
-async def rows_of(store: MemoryStore, user: str) -> dict[str, int]:
+async def rows_of(engine: AsyncEngine, user: str) -> dict[str, int]:
     """Rows of ``user`` in every table that has a user_id column, per the live catalog."""
     counts: dict[str, int] = {}
-    async with store.engine.connect() as conn:
+    async with engine.connect() as conn:
         names = await conn.run_sync(lambda c: inspect(c).get_table_names())
         for name in names:
             columns = await conn.run_sync(lambda c, n=name: inspect(c).get_columns(n))
@@ -140,20 +141,22 @@ async def rows_of(store: MemoryStore, user: str) -> dict[str, int]:
     return counts
 
 
-async def test_forget_leaves_no_row_of_the_tenant_anywhere(store: MemoryStore) -> None:
+async def test_forget_leaves_no_row_of_the_tenant_anywhere(
+    engine: AsyncEngine, store: MemoryStore, db_url: str
+) -> None:
     metadata_tenant_tables = {t.name for t in Base.metadata.sorted_tables if "user_id" in t.c}
     assert metadata_tenant_tables == {t.name for t in tenant_tables()}
     for user in (VICTIM, BYSTANDER):
-        await populate_everything(store, user)
+        await populate_everything(store, db_url, user)
         for table in tenant_tables():
-            async with store.engine.connect() as conn:
+            async with engine.connect() as conn:
                 has = await conn.scalar(
                     select(func.count()).select_from(table).where(table.c.user_id == user)
                 )
             if not has:
-                await synthesise_row(store, table, user)
+                await synthesise_row(engine, table, user)
 
-    before = {u: await rows_of(store, u) for u in (VICTIM, BYSTANDER)}
+    before = {u: await rows_of(engine, u) for u in (VICTIM, BYSTANDER)}
     # Every tenant table of the metadata exists in the database and has rows of both.
     assert metadata_tenant_tables <= set(before[VICTIM])
     assert all(before[VICTIM].values()) and all(before[BYSTANDER].values()), before
@@ -163,20 +166,20 @@ async def test_forget_leaves_no_row_of_the_tenant_anywhere(store: MemoryStore) -
     # forget counts rows of the metadata's tenant tables; backend-only index side
     # tables (SQLite FTS) follow by trigger and are checked by the scan below.
     assert removed == sum(n for name, n in before[VICTIM].items() if name in metadata_tenant_tables)
-    after = {u: await rows_of(store, u) for u in (VICTIM, BYSTANDER)}
+    after = {u: await rows_of(engine, u) for u in (VICTIM, BYSTANDER)}
     assert after[VICTIM] == dict.fromkeys(before[VICTIM], 0)
     assert after[BYSTANDER] == before[BYSTANDER]
     assert (await store.export(user_id=VICTIM))["tables"] == {
         t.name: [] for t in reversed(tenant_tables())
     }
-    if store.engine.dialect.name == "sqlite":
-        await assert_no_sqlite_residue(store)
+    if store.backend == "sqlite":
+        await assert_no_sqlite_residue(engine)
 
 
-async def sqlite_tables_containing(store: MemoryStore, marker: bytes) -> list[str]:
+async def sqlite_tables_containing(engine: AsyncEngine, marker: bytes) -> list[str]:
     """Tables of sqlite_master (FTS5 shadow tables included) with a value holding ``marker``."""
     found = []
-    async with store.engine.connect() as conn:
+    async with engine.connect() as conn:
         names = (
             (await conn.execute(text("SELECT name FROM sqlite_master WHERE type = 'table'")))
             .scalars()
@@ -194,21 +197,21 @@ async def sqlite_tables_containing(store: MemoryStore, marker: bytes) -> list[st
     return found
 
 
-async def assert_no_sqlite_residue(store: MemoryStore) -> None:
+async def assert_no_sqlite_residue(engine: AsyncEngine) -> None:
     """Neither a table (shadow tables too) nor the file's bytes hold the victim's words."""
-    assert await sqlite_tables_containing(store, residue_marker(BYSTANDER)), (
+    assert await sqlite_tables_containing(engine, residue_marker(BYSTANDER)), (
         "the scan must see the bystander's words, else it proves nothing"
     )
-    assert await sqlite_tables_containing(store, residue_marker(VICTIM)) == []
+    assert await sqlite_tables_containing(engine, residue_marker(VICTIM)) == []
     # forget checkpointed and truncated the write-ahead log: no old page images.
-    wal = Path(f"{store.engine.url.database}-wal")
+    wal = Path(f"{engine.url.database}-wal")
     wal_bytes = await asyncio.to_thread(lambda: wal.read_bytes() if wal.exists() else b"")
     assert residue_marker(VICTIM) not in wal_bytes
-    async with store.engine.connect() as conn:
+    async with engine.connect() as conn:
         raw = await conn.get_raw_connection()
         cursor = await raw.driver_connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         assert (await cursor.fetchone())[0] == 0  # not busy: the WAL is now empty
-    path = store.engine.url.database
+    path = engine.url.database
     assert path is not None
     data = await asyncio.to_thread(Path(path).read_bytes)
     assert residue_marker(BYSTANDER) in data
@@ -230,21 +233,23 @@ async def test_every_table_is_a_tenant_table_or_declared_global() -> None:
     )
 
 
-async def test_forget_succeeds_while_a_reader_pins_the_wal(store: MemoryStore) -> None:
+async def test_forget_succeeds_while_a_reader_pins_the_wal(
+    engine: AsyncEngine, store: MemoryStore, db_url: str
+) -> None:
     """The post-erase checkpoint is best effort: a reader delays it, never fails forget."""
-    if store.engine.dialect.name != "sqlite":
+    if store.backend != "sqlite":
         return
-    await populate_everything(store, VICTIM)
-    path = store.engine.url.database
+    await populate_everything(store, db_url, VICTIM)
+    path = engine.url.database
     assert path is not None
     reader = sqlite3.connect(path, isolation_level=None)
     try:
         reader.execute("BEGIN")
         reader.execute("SELECT count(*) FROM episodes").fetchone()  # holds a WAL snapshot
         assert await store.forget(user_id=VICTIM) > 0
-        assert not any((await rows_of(store, VICTIM)).values())
+        assert not any((await rows_of(engine, VICTIM)).values())
     finally:
         reader.close()
-    assert await truncate_wal(store.engine)  # once the reader is gone it goes through
+    assert await truncate_wal(engine)  # once the reader is gone it goes through
     wal = Path(f"{path}-wal")
     assert await asyncio.to_thread(lambda: wal.read_bytes() if wal.exists() else b"") == b""

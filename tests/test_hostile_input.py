@@ -113,13 +113,13 @@ HYPOTHESIS = settings(
 )
 
 
-async def attempt(store: MemoryStore, call: Any) -> Any:
-    """Run ``call``; return its result, or None after checking it wrote nothing."""
-    before = await table_counts(store)
+async def attempt(store: MemoryStore, url: str, call: Any) -> Any:
+    """Run ``call``; return its result, or None after checking it wrote nothing to ``url``."""
+    before = await table_counts(url)
     try:
         return await call()
     except InvalidInput:
-        assert await table_counts(store) == before, "a refused call wrote rows"
+        assert await table_counts(url) == before, "a refused call wrote rows"
         return None
 
 
@@ -134,6 +134,7 @@ async def attempt(store: MemoryStore, call: Any) -> Any:
     occurred=datetimes,
 )
 async def test_remember_round_trips_or_refuses(
+    db_url: str,
     store: MemoryStore,
     user: str | None,
     session: str,
@@ -152,11 +153,11 @@ async def test_remember_round_trips_or_refuses(
         tool_calls=[tools],
         occurred_at=occurred,
     )
-    before = await table_counts(store)
-    episode_id = await attempt(store, lambda: store.remember(episode))
+    before = await table_counts(db_url)
+    episode_id = await attempt(store, db_url, lambda: store.remember(episode))
     if episode_id is None:
         return
-    after = await table_counts(store)
+    after = await table_counts(db_url)
     assert after["episodes"] == before["episodes"] + 1
     back = await store.get_episode(episode_id, user_id=user)
     assert back == episode  # every field, datetimes compared as instants
@@ -174,6 +175,7 @@ async def test_remember_round_trips_or_refuses(
     confidence=st.floats(),
 )
 async def test_add_fact_round_trips_or_refuses(
+    db_url: str,
     store: MemoryStore,
     user: str | None,
     subject: str,
@@ -194,7 +196,7 @@ async def test_add_fact_round_trips_or_refuses(
     # predicate would make this one a (documented) reinforcement or correction.
     with contextlib.suppress(InvalidInput):
         await store.forget(user_id=user)
-    fact_id = await attempt(store, lambda: store.add_fact(fact))
+    fact_id = await attempt(store, db_url, lambda: store.add_fact(fact))
     if fact_id is None:
         return
     versions = await store.fact_history(user_id=user, fact_id=fact_id)
@@ -215,9 +217,9 @@ async def test_add_fact_round_trips_or_refuses(
 @HYPOTHESIS
 @given(user=user_ids, name=identifiers, content=any_text)
 async def test_blocks_round_trip_or_refuse(
-    store: MemoryStore, user: str | None, name: str, content: str
+    db_url: str, store: MemoryStore, user: str | None, name: str, content: str
 ) -> None:
-    block = await attempt(store, lambda: store.update_block(name, content, user_id=user))
+    block = await attempt(store, db_url, lambda: store.update_block(name, content, user_id=user))
     if block is None:
         return
     assert block.content == content and block.name == name
@@ -229,10 +231,10 @@ async def test_blocks_round_trip_or_refuse(
 @HYPOTHESIS
 @given(user=user_ids, text=st.one_of(hostile_text, around(10_000)), session=identifiers)
 async def test_queries_never_fail_with_anything_but_invalid_input(
-    store: MemoryStore, user: str | None, text: str, session: str
+    db_url: str, store: MemoryStore, user: str | None, text: str, session: str
 ) -> None:
     await store.remember(Episode(user_id="victim", session_id="s", input="secret % _ '"))
-    before = await table_counts(store)
+    before = await table_counts(db_url)
     for call in (
         lambda: store.recall(text, user_id=user),
         lambda: store.recall_facts(text, user_id=user),
@@ -241,10 +243,10 @@ async def test_queries_never_fail_with_anything_but_invalid_input(
         lambda: store.working(user_id=user),
         lambda: store.profile(user_id=user),
     ):
-        result = await attempt(store, call)
+        result = await attempt(store, db_url, call)
         if isinstance(result, list):
             assert all(getattr(r, "user_id", user) == user for r in result), "tenant leak"
-    assert await table_counts(store) == before
+    assert await table_counts(db_url) == before
 
 
 @HYPOTHESIS
@@ -267,15 +269,15 @@ async def test_queries_never_fail_with_anything_but_invalid_input(
     position=st.integers(0, 4),
 )
 async def test_one_bad_episode_spoils_the_whole_batch(
-    store: MemoryStore, bad: dict[str, Any], position: int
+    db_url: str, store: MemoryStore, bad: dict[str, Any], position: int
 ) -> None:
     batch = [Episode(user_id="alice", session_id="s", input=f"turn {i}") for i in range(5)]
     fields = {"user_id": "alice", "session_id": "s", "input": "ok", **bad}
     batch[position] = Episode(**fields)
-    before = await table_counts(store)
+    before = await table_counts(db_url)
     with pytest.raises(InvalidInput):
         await store.remember_many(batch)
-    assert await table_counts(store) == before
+    assert await table_counts(db_url) == before
 
 
 def nested(depth: int) -> Any:
@@ -300,14 +302,14 @@ def nested(depth: int) -> Any:
     ],
 )
 async def test_json_edge_cases(
-    store: MemoryStore, metadata: dict[str, Any], accepted: bool
+    db_url: str, store: MemoryStore, metadata: dict[str, Any], accepted: bool
 ) -> None:
     episode = Episode(user_id="alice", session_id="s", input="x", metadata=metadata)
     if not accepted:
-        before = await table_counts(store)
+        before = await table_counts(db_url)
         with pytest.raises(InvalidInput):
             await store.remember(episode)
-        assert await table_counts(store) == before
+        assert await table_counts(db_url) == before
         return
     back = await store.get_episode(await store.remember(episode), user_id="alice")
     assert back.metadata == metadata

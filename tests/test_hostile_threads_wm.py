@@ -29,7 +29,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memstore import InvalidInput, MemoryStore, NotFound, TaskState
-from memstore.services.threads import MAX_DURATION_SECONDS
+from memstore.services.limits import MAX_DURATION_SECONDS
 
 _scope_counter = itertools.count()
 
@@ -62,6 +62,7 @@ def same_json(a: Any, b: Any) -> bool:
     nudge=mostly(any_text, st.integers()),
 )
 async def test_append_round_trips_or_refuses(
+    db_url: str,
     store: MemoryStore,
     user: str | None,
     thread: str,
@@ -73,9 +74,10 @@ async def test_append_round_trips_or_refuses(
     usage: str,
     nudge: Any,
 ) -> None:
-    before = await table_counts(store)
+    before = await table_counts(db_url)
     ok, slot = await attempt(
         store,
+        db_url,
         lambda: store.threads.append(
             thread,
             payload,
@@ -90,7 +92,7 @@ async def test_append_round_trips_or_refuses(
     )
     if not ok:
         return
-    assert (await table_counts(store))["slots"] == before["slots"] + 1
+    assert (await table_counts(db_url))["slots"] == before["slots"] + 1
     meta = slot.metadata
     assert (
         meta.thread_id,
@@ -128,6 +130,7 @@ async def test_append_round_trips_or_refuses(
     ),
 )
 async def test_thread_reads_and_delete_stay_in_their_thread(
+    db_url: str,
     store: MemoryStore,
     user: str | None,
     thread: str,
@@ -140,11 +143,13 @@ async def test_thread_reads_and_delete_stay_in_their_thread(
     await store.threads.append("other", {"n": 1}, from_id="a", to_id="b", user_id="victim")
     await attempt(
         store,
+        db_url,
         lambda: store.threads.append(thread, {"n": 2}, from_id="a", to_id="b", user_id="victim"),
     )
     for i in range(3):
         await attempt(
             store,
+            db_url,
             lambda i=i: store.threads.append(
                 thread, {"i": i}, from_id="a", to_id="b", user_id=user
             ),
@@ -158,7 +163,7 @@ async def test_thread_reads_and_delete_stay_in_their_thread(
     ]
     results = []
     for read in reads:
-        ok, found = await attempt(store, read)
+        ok, found = await attempt(store, db_url, read)
         results.append(found if ok else None)
         for slot in found or []:
             assert slot.metadata.user_id == tenant and slot.thread_id == thread, "leak"
@@ -170,16 +175,18 @@ async def test_thread_reads_and_delete_stay_in_their_thread(
             assert by_from == [s for s in everything if s.from_id == from_id]
         if sliced is not None:
             assert sliced == everything[start:end]
-    other_before = await table_counts(store, "victim")
-    ok, removed = await attempt(store, lambda: store.threads.delete_thread(thread, user_id=user))
+    other_before = await table_counts(db_url, "victim")
+    ok, removed = await attempt(
+        store, db_url, lambda: store.threads.delete_thread(thread, user_id=user)
+    )
     if ok:
         assert removed == bool(everything)
         assert await store.threads.get_thread(thread, user_id=user) == []
     if thread != "other" or user != "victim":
-        assert await table_counts(store, "victim") == other_before
+        assert await table_counts(db_url, "victim") == other_before
 
 
-async def test_dataclass_payloads_round_trip_or_refuse(store: MemoryStore) -> None:
+async def test_dataclass_payloads_round_trip_or_refuse(db_url: str, store: MemoryStore) -> None:
     @dataclasses.dataclass
     class Note:
         text: str
@@ -198,10 +205,10 @@ async def test_dataclass_payloads_round_trip_or_refuse(store: MemoryStore) -> No
         Note(text="\ud800", tags=None),
         Note,
     ):
-        before = await table_counts(store)
+        before = await table_counts(db_url)
         with pytest.raises(InvalidInput):
             await store.threads.append("t", bad, from_id="a", to_id="b", user_id="u")
-        assert await table_counts(store) == before
+        assert await table_counts(db_url) == before
 
 
 @pytest.mark.parametrize(
@@ -218,26 +225,28 @@ async def test_dataclass_payloads_round_trip_or_refuse(store: MemoryStore) -> No
         pytest.param(10**400, id="huge"),
     ],
 )
-async def test_gc_refuses_absurd_idle_ttls(store: MemoryStore, ttl: Any) -> None:
+async def test_gc_refuses_absurd_idle_ttls(db_url: str, store: MemoryStore, ttl: Any) -> None:
     await store.threads.append("t", 1, from_id="a", to_id="b", user_id="u")
-    before = await table_counts(store)
+    before = await table_counts(db_url)
     with pytest.raises(InvalidInput):
         await store.threads.gc(user_id="u", idle_ttl_seconds=ttl)
     with pytest.raises(InvalidInput):
         await store.threads.gc_all_tenants(idle_ttl_seconds=ttl)
-    assert await table_counts(store) == before
+    assert await table_counts(db_url) == before
 
 
 @pytest.mark.parametrize(
     "ttl", [1e12, 1e300, float("inf"), 0, -1, pytest.param(10**400, id="huge")]
 )
-async def test_working_memory_refuses_absurd_ttls(store: MemoryStore, ttl: Any) -> None:
-    before = await table_counts(store)
+async def test_working_memory_refuses_absurd_ttls(
+    db_url: str, store: MemoryStore, ttl: Any
+) -> None:
+    before = await table_counts(db_url)
     with pytest.raises(InvalidInput):
         await store.working_memory(user_id="u", session_id="s").set("k", 1, ttl_seconds=ttl)
     with pytest.raises(InvalidInput):
         await store.working_memory(user_id="u", session_id="s", default_ttl_seconds=ttl).set("k", 1)
-    assert await table_counts(store) == before
+    assert await table_counts(db_url) == before
     # The longest accepted TTL still works and keeps the value.
     wm = store.working_memory(user_id="u", session_id="s")
     await wm.set("k", 1, ttl_seconds=MAX_DURATION_SECONDS)
@@ -278,6 +287,7 @@ def open_wm(
     default_ttl=ttls,
 )
 async def test_set_round_trips_or_refuses(
+    db_url: str,
     store: MemoryStore,
     user: str | None,
     project: str | None,
@@ -293,7 +303,7 @@ async def test_set_round_trips_or_refuses(
         await wm.set(key, value, ttl_seconds=ttl)
         return wm
 
-    ok, wm = await attempt(store, set_it)
+    ok, wm = await attempt(store, db_url, set_it)
     if not ok:
         return
     assert same_json(await wm.get(key, default=object()), value)
@@ -323,11 +333,13 @@ odd_keys = st.lists(KEY_ALPHABET, min_size=1, max_size=5).map("".join)
 odd_patterns = st.lists(KEY_ALPHABET, min_size=1, max_size=6).map("".join)
 
 
-async def check_list_keys(store: MemoryStore, keys: list[str], patterns: list[str]) -> None:
+async def check_list_keys(
+    store: MemoryStore, db_url: str, keys: list[str], patterns: list[str]
+) -> None:
     wm = store.working_memory(user_id="alice", session_id=f"s{next(_scope_counter)}")
     stored: set[str] = set()
     for key in keys:
-        ok, _ = await attempt(store, lambda key=key: wm.set(key, key))
+        ok, _ = await attempt(store, db_url, lambda key=key: wm.set(key, key))
         if ok:
             stored.add(key)
         else:
@@ -349,12 +361,12 @@ async def check_list_keys(store: MemoryStore, keys: list[str], patterns: list[st
 @HYPOTHESIS
 @given(keys=st.lists(odd_keys, max_size=8), patterns=st.lists(odd_patterns, max_size=3))
 async def test_list_keys_follows_fnmatch(
-    store: MemoryStore, keys: list[str], patterns: list[str]
+    store: MemoryStore, db_url: str, keys: list[str], patterns: list[str]
 ) -> None:
-    await check_list_keys(store, keys, patterns)
+    await check_list_keys(store, db_url, keys, patterns)
 
 
-async def test_list_keys_with_sql_and_glob_metacharacters(store: MemoryStore) -> None:
+async def test_list_keys_with_sql_and_glob_metacharacters(store: MemoryStore, db_url: str) -> None:
     keys = [
         "a",
         "ab",
@@ -376,6 +388,7 @@ async def test_list_keys_with_sql_and_glob_metacharacters(store: MemoryStore) ->
     ]
     await check_list_keys(
         store,
+        db_url,
         keys,
         [
             "*",
@@ -419,15 +432,15 @@ async def test_list_keys_refuses_unusable_patterns(store: MemoryStore, pattern: 
     user=user_ids, notes=st.lists(mostly(any_text, st.sampled_from([1, None, b"x"])), max_size=4)
 )
 async def test_scratchpad_round_trips_or_refuses(
-    store: MemoryStore, user: str | None, notes: list[Any]
+    db_url: str, store: MemoryStore, user: str | None, notes: list[Any]
 ) -> None:
-    ok, wm = await attempt(store, lambda: _wm(store, user))
+    ok, wm = await attempt(store, db_url, lambda: _wm(store, user))
     if not ok:
         return
     await wm.clear_scratchpad()
     kept = []
     for note in notes:
-        ok, _ = await attempt(store, lambda note=note: wm.append_scratchpad(note))
+        ok, _ = await attempt(store, db_url, lambda note=note: wm.append_scratchpad(note))
         if ok:
             kept.append(note)
     assert await wm.get_scratchpad() == kept
@@ -461,6 +474,7 @@ percents = mostly(st.one_of(st.integers(0, 100), st.floats(0, 100)), bad_numbers
     updated=datetimes,
 )
 async def test_task_state_round_trips_or_refuses(
+    db_url: str,
     store: MemoryStore,
     user: str | None,
     task_id: str,
@@ -487,7 +501,7 @@ async def test_task_state_round_trips_or_refuses(
         started_at=started,
         updated_at=updated,
     )
-    ok, stored = await attempt(store, lambda: wm.set_task_state(state))
+    ok, stored = await attempt(store, db_url, lambda: wm.set_task_state(state))
     if not ok:
         return
     back = await wm.get_task_state()
@@ -512,12 +526,13 @@ async def test_task_state_round_trips_or_refuses(
     status=st.one_of(st.none(), mostly(odd_text, st.one_of(hostile_text, st.integers()))),
 )
 async def test_task_progress_updates_or_refuses(
-    store: MemoryStore, step: Any, progress: Any, status: Any
+    db_url: str, store: MemoryStore, step: Any, progress: Any, status: Any
 ) -> None:
     wm = store.working_memory(user_id="alice", session_id="progress")
     await wm.set_task_state(TaskState(task_id="t", current_step=1, progress_percent=10.0))
     ok, state = await attempt(
         store,
+        db_url,
         lambda: wm.update_task_progress(
             current_step=step, progress_percent=progress, status=status
         ),
@@ -540,14 +555,16 @@ async def test_task_progress_updates_or_refuses(
     checkpoint_id=st.one_of(identifiers, st.uuids().map(str)),
 )
 async def test_checkpoints_restore_exactly_or_refuse(
-    store: MemoryStore, values: dict[str, Any], description: str, checkpoint_id: str
+    db_url: str, store: MemoryStore, values: dict[str, Any], description: str, checkpoint_id: str
 ) -> None:
     wm = store.working_memory(user_id="alice", session_id=f"c{next(_scope_counter)}")
     await wm.append_scratchpad("note")
     for key, value in values.items():
-        await attempt(store, lambda key=key, value=value: wm.set(key, value, ttl_seconds=86_400))
+        await attempt(
+            store, db_url, lambda key=key, value=value: wm.set(key, value, ttl_seconds=86_400)
+        )
     snapshot = await wm.get_all()
-    ok, made = await attempt(store, lambda: wm.create_checkpoint(description))
+    ok, made = await attempt(store, db_url, lambda: wm.create_checkpoint(description))
     if not ok:
         return
     await wm.clear()
@@ -556,7 +573,7 @@ async def test_checkpoints_restore_exactly_or_refuse(
         lambda: wm.restore_checkpoint(checkpoint_id),
         lambda: wm.delete_checkpoint(checkpoint_id),
     ):
-        ok, result = await attempt(store, call, also=(NotFound,))
+        ok, result = await attempt(store, db_url, call, also=(NotFound,))
         assert not ok or result is False  # an unknown id is never some other checkpoint
     await wm.restore_checkpoint(made)
     restored = await wm.get_all()

@@ -111,11 +111,13 @@ def check_result(result: Any, user: str | None) -> None:
 @HYPOTHESIS
 @given(name=names, args=arguments, user=user_ids)
 async def test_any_call_succeeds_or_refuses_cleanly(
-    store: MemoryStore, name: Any, args: Any, user: str | None
+    db_url: str, store: MemoryStore, name: Any, args: Any, user: str | None
 ) -> None:
     await seed(store)
     also = (NotFound,) if name == "load_memory" else ()
-    ok, result = await attempt(store, lambda: store.call_tool(name, args, user_id=user), also=also)
+    ok, result = await attempt(
+        store, db_url, lambda: store.call_tool(name, args, user_id=user), also=also
+    )
     if ok:
         check_result(result, user)
 
@@ -127,11 +129,12 @@ async def test_any_call_succeeds_or_refuses_cleanly(
     key=st.one_of(hostile_text, around(292), st.uuids().map(str), st.just("vault")),
 )
 async def test_load_memory_with_odd_ids(
-    store: MemoryStore, user: str | None, kind: str, key: str
+    db_url: str, store: MemoryStore, user: str | None, kind: str, key: str
 ) -> None:
     await seed(store)
     ok, result = await attempt(
         store,
+        db_url,
         lambda: store.call_tool("load_memory", {"id": kind + key}, user_id=user),
         also=(NotFound,),
     )
@@ -151,6 +154,7 @@ async def test_load_memory_with_odd_ids(
     as_text=st.booleans(),
 )
 async def test_remember_fact_round_trips_or_refuses(
+    db_url: str,
     store: MemoryStore,
     user: str | None,
     subject: str,
@@ -166,7 +170,9 @@ async def test_remember_fact_round_trips_or_refuses(
     if valid_from is not None:
         args["valid_from"] = valid_from
     sent: Any = as_json_text(args) if as_text else args
-    ok, made = await attempt(store, lambda: store.call_tool("remember_fact", sent, user_id=user))
+    ok, made = await attempt(
+        store, db_url, lambda: store.call_tool("remember_fact", sent, user_id=user)
+    )
     if not ok:
         return
     check_result(made, user)
@@ -197,11 +203,12 @@ async def test_remember_fact_round_trips_or_refuses(
     limit=st.integers(1, 20),
 )
 async def test_search_finds_only_the_callers_memory(
-    store: MemoryStore, user: str | None, query: str, kind: str, limit: int
+    db_url: str, store: MemoryStore, user: str | None, query: str, kind: str, limit: int
 ) -> None:
     await seed(store)
     ok, found = await attempt(
         store,
+        db_url,
         lambda: store.call_tool(
             "search_memory",
             {"query": query + " secret", "kind": kind, "limit": limit},
@@ -227,8 +234,12 @@ async def test_search_finds_only_the_callers_memory(
     ],
     ids=["list", "dict", "set", "none", "int", "bytes", "nul", "surrogate"],
 )
-async def test_unknown_tool_names_are_invalid_input(store: MemoryStore, name: Any) -> None:
-    ok, _ = await attempt(store, lambda: store.call_tool(name, {"query": "x"}, user_id="alice"))
+async def test_unknown_tool_names_are_invalid_input(
+    db_url: str, store: MemoryStore, name: Any
+) -> None:
+    ok, _ = await attempt(
+        store, db_url, lambda: store.call_tool(name, {"query": "x"}, user_id="alice")
+    )
     assert not ok
 
 
@@ -244,8 +255,12 @@ DEEP = 100_000
         pytest.param(("[" * DEEP).encode(), id="bytes"),
     ],
 )
-async def test_deeply_nested_json_text_is_invalid_input(store: MemoryStore, args: Any) -> None:
-    ok, _ = await attempt(store, lambda: store.call_tool("search_memory", args, user_id="a"))
+async def test_deeply_nested_json_text_is_invalid_input(
+    db_url: str, store: MemoryStore, args: Any
+) -> None:
+    ok, _ = await attempt(
+        store, db_url, lambda: store.call_tool("search_memory", args, user_id="a")
+    )
     assert not ok
 
 
@@ -257,8 +272,12 @@ async def test_deeply_nested_json_text_is_invalid_input(store: MemoryStore, args
         pytest.param({"query": "x", 2.5: 1, "z": 1}, id="float-and-str"),
     ],
 )
-async def test_non_string_argument_keys_are_invalid_input(store: MemoryStore, args: Any) -> None:
-    ok, _ = await attempt(store, lambda: store.call_tool("search_memory", args, user_id="a"))
+async def test_non_string_argument_keys_are_invalid_input(
+    db_url: str, store: MemoryStore, args: Any
+) -> None:
+    ok, _ = await attempt(
+        store, db_url, lambda: store.call_tool("search_memory", args, user_id="a")
+    )
     assert not ok
 
 
@@ -272,20 +291,22 @@ async def test_non_string_argument_keys_are_invalid_input(store: MemoryStore, ar
     ],
 )
 async def test_deeply_nested_values_are_invalid_input(
-    store: MemoryStore, name: Any, args: Any
+    db_url: str, store: MemoryStore, name: Any, args: Any
 ) -> None:
     # The error message quotes the value: that must not recurse through it.
-    ok, _ = await attempt(store, lambda: store.call_tool(name, args, user_id="a"))
+    ok, _ = await attempt(store, db_url, lambda: store.call_tool(name, args, user_id="a"))
     assert not ok
 
 
 async def test_predicate_that_grows_when_normalised_is_invalid_input(
+    db_url: str,
     store: MemoryStore,
 ) -> None:
     # "İ".lower() is two characters: 200 of them normalise to a 399-character name,
     # longer than the predicate column holds.
     ok, _ = await attempt(
         store,
+        db_url,
         lambda: store.call_tool(
             "remember_fact",
             {"subject": "a", "predicate": "İ" * 200, "object": "b"},
@@ -295,6 +316,7 @@ async def test_predicate_that_grows_when_normalised_is_invalid_input(
     assert not ok
     ok, _ = await attempt(
         store,
+        db_url,
         lambda: store.add_fact(Fact(user_id="alice", subject="a", predicate="İ" * 200, object="b")),
     )
     assert not ok

@@ -196,8 +196,8 @@ CASES: list[tuple[str, Corruption, str, str]] = [
 
 
 @pytest.fixture
-async def good_dump(store: MemoryStore) -> Dump:
-    await populate(store, "src")
+async def good_dump(store: MemoryStore, db_url: str) -> Dump:
+    await populate(store, db_url, "src")
     wm = store.working_memory(session_id="s1", project_id="p", agent_id="a", user_id="src")
     await wm.set_task_state(TaskState(task_id="t1", total_steps=3))
     dump = await store.export(user_id="src")
@@ -207,7 +207,13 @@ async def good_dump(store: MemoryStore) -> Dump:
 
 @pytest.mark.parametrize(("case", "corrupt", "table", "column"), CASES, ids=[c[0] for c in CASES])
 async def test_import_refuses_what_the_api_refuses(
-    store: MemoryStore, good_dump: Dump, case: str, corrupt: Corruption, table: str, column: str
+    db_url: str,
+    store: MemoryStore,
+    good_dump: Dump,
+    case: str,
+    corrupt: Corruption,
+    table: str,
+    column: str,
 ) -> None:
     bad = copy.deepcopy(good_dump)
     row = corrupt(bad)
@@ -216,20 +222,20 @@ async def test_import_refuses_what_the_api_refuses(
     error = caught.value
     assert (error.table, error.row, error.column) == (table, row, column), str(error)
     assert f"{table}[{row}].{column}" in str(error)
-    assert set((await table_counts(store, "dst")).values()) == {0}, "something was written"
+    assert set((await table_counts(db_url, "dst")).values()) == {0}, "something was written"
     # The tenant is still empty and usable: the good dump imports.
     await store.import_(good_dump, user_id="dst")
     assert await store.recall("paris", user_id="dst")
 
 
 async def test_dump_rows_that_contradict_each_other_are_invalid(
-    store: MemoryStore, good_dump: Dump
+    db_url: str, store: MemoryStore, good_dump: Dump
 ) -> None:
     bad = copy.deepcopy(good_dump)
     bad["tables"]["episodes"].append(copy.deepcopy(bad["tables"]["episodes"][0]))
     with pytest.raises(InvalidInput, match="episodes"):
         await store.import_(bad, user_id="dst")
-    assert set((await table_counts(store, "dst")).values()) == {0}
+    assert set((await table_counts(db_url, "dst")).values()) == {0}
 
 
 async def test_imported_sessions_continue_with_fresh_turns(

@@ -49,13 +49,13 @@ async def test_large_batch_round_trips_and_recalls(store: MemoryStore) -> None:
     assert sent[245].id in [e.id for e in found]
 
 
-async def test_large_batch_with_a_taken_id_writes_nothing(store: MemoryStore) -> None:
+async def test_large_batch_with_a_taken_id_writes_nothing(db_url: str, store: MemoryStore) -> None:
     await store.remember_many(batch(3))
-    before = await table_counts(store)
+    before = await table_counts(db_url)
     with pytest.raises(Conflict) as caught:
         await store.remember_many(batch(COPY_MIN_ROWS + 10))  # e00000..e00002 exist
     assert caught.value.table == "episodes"
     assert caught.value.constraint is not None
-    assert await table_counts(store) == before
+    assert await table_counts(db_url) == before
     # the store still works afterwards (the connection went back clean)
     assert len(await store.remember_many(batch(COPY_MIN_ROWS, start=10_000))) == COPY_MIN_ROWS

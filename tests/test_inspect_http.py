@@ -25,6 +25,7 @@ from memstore.inspect.server import Inspector, check_bind
 from memstore.models import ConfigRow
 from tests.conftest import table_counts
 from tests.inspect_support import BOB_SECRET, TOKEN, XSS, running_inspector, seed_sync
+from tests.store_parts import own_engine
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
@@ -53,10 +54,10 @@ def counts(url: str) -> dict[str, Any]:
 
     async def go() -> dict[str, Any]:
         async with MemoryStore.open(url) as store:
-            state: dict[str, Any] = dict(await table_counts(store))
+            state: dict[str, Any] = dict(await table_counts(url))
             for user in ("alice", "bob", None):
                 state[f"dump:{user}"] = (await store.export(user_id=user))["tables"]
-            async with store.engine.connect() as conn:
+            async with own_engine(url) as engine, engine.connect() as conn:
                 rows = await conn.execute(ConfigRow.__table__.select())
                 state["config"] = sorted(tuple(r) for r in rows)
             return state

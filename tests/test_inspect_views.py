@@ -100,11 +100,11 @@ async def test_reads_unrecorded_records_no_access(db_url: str) -> None:
             assert await store.recall_facts("paris", user_id="alice")
             await store.get_episode(ep, user_id="alice")
         await store.flush_access()
-        assert (await table_counts(store))["access_stats"] == 0
+        assert (await table_counts(db_url))["access_stats"] == 0
         # Outside the block the same reads are counted (the test can fail).
         await store.recall_scored("paris", user_id="alice")
         await store.flush_access()
-        assert (await table_counts(store))["access_stats"] == 1
+        assert (await table_counts(db_url))["access_stats"] == 1
 
 
 async def test_snapshot_is_bounded_vector_free_and_per_tenant(db_url: str) -> None:

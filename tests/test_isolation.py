@@ -92,14 +92,14 @@ def test_no_read_crosses_tenants_and_forget_is_complete(
             for tenant in TENANTS:
                 await assert_only_own(store, tenant)
 
-            before = {t: await table_counts(store, storage_user_id(t)) for t in TENANTS}
+            before = {t: await table_counts(db_url, storage_user_id(t)) for t in TENANTS}
             exported = await store.export(user_id=victim)
             victim_rows = before[victim]
             assert {k: len(v) for k, v in exported["tables"].items()} == victim_rows
 
             removed = await store.forget(user_id=victim)
             assert removed == sum(victim_rows.values())
-            after = {t: await table_counts(store, storage_user_id(t)) for t in TENANTS}
+            after = {t: await table_counts(db_url, storage_user_id(t)) for t in TENANTS}
             assert set(after[victim].values()) == {0}
             for tenant in TENANTS:
                 if tenant != victim:

@@ -19,6 +19,8 @@ import numpy as np
 import pytest
 from conftest import ManualClock, table_counts
 
+from tests.store_parts import own_engine, store_with_parts
+
 pytest.importorskip("langgraph.store.base")
 
 from langgraph.graph import START, StateGraph
@@ -306,7 +308,9 @@ async def test_list_namespaces_of_an_empty_store(lg: MemstoreStore) -> None:
 # ---- tenancy ----------------------------------------------------------------------
 
 
-async def test_first_label_is_the_tenant(tenants: MemstoreStore, mstore: MemoryStore) -> None:
+async def test_first_label_is_the_tenant(
+    db_url: str, tenants: MemstoreStore, mstore: MemoryStore
+) -> None:
     await tenants.aput(("alice", "memories"), "m1", {"text": "alice's"})
     await tenants.aput(("bob", "memories"), "m1", {"text": "bob's"})
     await tenants.aput(("alice",), "root", {"text": "at alice's root"})
@@ -317,7 +321,7 @@ async def test_first_label_is_the_tenant(tenants: MemstoreStore, mstore: MemoryS
     assert [i.value for i in await tenants.asearch(("bob",))] == [{"text": "bob's"}]
     assert await tenants.alist_namespaces(prefix=("alice",)) == [("alice",), ("alice", "memories")]
     # Rows really are stored under each tenant's user_id, with the rest as namespace.
-    counts = await table_counts(mstore, "alice")
+    counts = await table_counts(db_url, "alice")
     assert counts["langgraph_items"] == 2
     # The TTL sweep is per tenant: one statement per tenant, always filtered.
     with pytest.raises(InvalidInput, match="tenant"):
@@ -373,13 +377,13 @@ async def test_operations_naming_no_tenant_are_refused(tenants: MemstoreStore) -
     ],
 )
 async def test_bad_input_is_refused_and_writes_nothing(
-    vec: MemstoreStore, mstore: MemoryStore, op: Any
+    db_url: str, vec: MemstoreStore, mstore: MemoryStore, op: Any
 ) -> None:
     # The bad op comes after a good put: validation precedes any write. With an
     # index, so bad text would also reach the embedder.
     with pytest.raises(InvalidInput):
         await vec.abatch([PutOp(("ok",), "first", {"text": "fine"}), op])
-    assert (await table_counts(mstore))["langgraph_items"] == 0
+    assert (await table_counts(db_url))["langgraph_items"] == 0
 
 
 async def test_index_config_carries_what_langgraphs_stores_carry(
@@ -418,7 +422,7 @@ async def test_index_config_is_checked(mstore: MemoryStore) -> None:
 
 
 async def test_ttl_expiry_and_refresh_on_read(
-    lg: MemstoreStore, clock: ManualClock, mstore: MemoryStore
+    db_url: str, lg: MemstoreStore, clock: ManualClock, mstore: MemoryStore
 ) -> None:
     ns = ("ttl",)
     await lg.aput(ns, "item1", {"foo": "bar"}, ttl=1)  # minutes
@@ -436,11 +440,11 @@ async def test_ttl_expiry_and_refresh_on_read(
     # A read of an expired item does not resurrect it.
     assert await lg.aget(ns, "item1", refresh_ttl=True) is None
     # Expired rows are invisible before the sweep and gone after it.
-    assert (await table_counts(mstore))["langgraph_items"] == 2
+    assert (await table_counts(db_url))["langgraph_items"] == 2
     assert await lg.sweep_ttl() == 1
     with pytest.raises(InvalidInput, match="pinned"):
         await lg.sweep_ttl(user_id="bob")
-    assert (await table_counts(mstore))["langgraph_items"] == 1
+    assert (await table_counts(db_url))["langgraph_items"] == 1
     # Putting a key again after expiry starts afresh (new created_at).
     await lg.aput(ns, "item1", {"foo": "again"}, ttl=1)
     again = await lg.aget(ns, "item1")
@@ -667,12 +671,12 @@ async def test_a_burst_beyond_the_pool_waits_for_a_connection(db_url: str) -> No
     (Unavailable); they must wait their turn instead.
     """
     options = {"pool_size": 1, "max_overflow": 0, "pool_timeout": 0.01}
-    async with MemoryStore.open(db_url, engine_options=options) as small:
-        lg = MemstoreStore(small, user_id="alice")
+    async with store_with_parts(db_url, engine_options=options) as parts:
+        lg = MemstoreStore(parts.store, user_id="alice")
         held, release = asyncio.Event(), asyncio.Event()
 
         async def hold() -> None:
-            async with small.db.write("alice"):
+            async with parts.db.write("alice"):
                 held.set()
                 await release.wait()
 
@@ -697,9 +701,9 @@ async def test_a_burst_queues_while_the_event_loop_is_held_up(db_url: str) -> No
     with "database is locked": every call completes.
     """
     options = {"connect_timeout": 1.0, "sqlite_busy_timeout_ms": 300}
-    async with MemoryStore.open(db_url, engine_options=options) as small:
-        await small.engine.dispose()  # the burst opens every connection it uses
-        lg = MemstoreStore(small, user_id="alice")
+    async with store_with_parts(db_url, engine_options=options) as parts:
+        await parts.engine.dispose()  # the burst opens every connection it uses
+        lg = MemstoreStore(parts.store, user_id="alice")
 
         async def hold_up_the_loop() -> None:
             await asyncio.sleep(0)  # the burst's first steps run first
@@ -722,9 +726,9 @@ async def test_a_burst_queues_while_the_event_loop_is_held_up(db_url: str) -> No
 
 async def test_a_pool_held_elsewhere_is_busy_not_unreachable(db_url: str) -> None:
     options = {"pool_size": 1, "max_overflow": 0, "pool_timeout": 0.01}
-    async with MemoryStore.open(db_url, engine_options=options) as small:
-        lg = MemstoreStore(small, user_id="alice")
-        async with small.engine.connect():  # not memstore's: holds the only connection
+    async with store_with_parts(db_url, engine_options=options) as parts:
+        lg = MemstoreStore(parts.store, user_id="alice")
+        async with parts.engine.connect():  # not memstore's: holds the only connection
             with pytest.raises(Unavailable, match="busy") as refused:
                 await lg.aget(("b",), "k")
         assert "unreachable" not in str(refused.value)
@@ -809,11 +813,11 @@ def _indexed(store: MemoryStore) -> MemstoreStore:
 
 
 async def test_langgraph_vectors_record_the_embedder(db_url: str) -> None:
-    async with MemoryStore.open(db_url) as store:
+    async with MemoryStore.open(db_url) as store, own_engine(db_url) as engine:
         await _indexed(store).aput(("docs",), "plain", {"text": "no vector"}, index=False)
-        assert await recorded_embedder(store.engine) is None  # nothing embedded yet
+        assert await recorded_embedder(engine) is None  # nothing embedded yet
         await _indexed(store).aput(("docs",), "a", {"text": "cats purr on the sofa"})
-        assert await recorded_embedder(store.engine) == HashingEmbedder().identity
+        assert await recorded_embedder(engine) == HashingEmbedder().identity
     with pytest.raises(EmbedderMismatch):
         async with MemoryStore.open(db_url, embedder=ReversedEmbedder()):
             pass
@@ -1057,4 +1061,4 @@ async def test_import_from_another_embedder_refuses_items_without_fields(db_url:
             index,
             "vectors",
         )
-        assert set((await table_counts(store, "alice")).values()) == {0}
+        assert set((await table_counts(db_url, "alice")).values()) == {0}

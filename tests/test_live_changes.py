@@ -9,6 +9,7 @@ import pytest
 from memstore import ChangeKind, Fact, InvalidInput, MemoryStore
 from tests.conftest import ManualClock
 from tests.live_support import GUARD_S, asleep, in_other_process
+from tests.store_parts import StoreParts
 
 pytestmark = pytest.mark.slow
 
@@ -32,8 +33,9 @@ async def _take(feed: object, n: int) -> list:  # type: ignore[type-arg]
 
 
 async def test_changes_are_the_tenants_own_in_commit_order_and_resume_from_a_position(
-    store: MemoryStore,
+    parts: StoreParts,
 ) -> None:
+    store = parts.store
     feed = store.changes(user_id="alice", after="")
     await _write_everything(store, "bob")
     await _write_everything(store, "alice")
@@ -58,7 +60,7 @@ async def test_changes_are_the_tenants_own_in_commit_order_and_resume_from_a_pos
     assert [c.kind for c in await _take(only, 2)] == [K.THREAD_APPENDED, K.BLOCK_DELETED]
     # Nothing more of alice: the feed sleeps (bob's writes are not alice's).
     later = asyncio.create_task(anext(feed))
-    await asleep(store)
+    await asleep(parts.db)
     await store.update_block("other", "x", user_id="bob")
     await store.update_block("last", "x", user_id="alice")
     async with asyncio.timeout(GUARD_S):
@@ -68,11 +70,12 @@ async def test_changes_are_the_tenants_own_in_commit_order_and_resume_from_a_pos
 
 
 async def test_a_change_committed_in_another_process_is_delivered(
-    store: MemoryStore, db_url: str
+    parts: StoreParts, db_url: str
 ) -> None:
+    store = parts.store
     feed = store.changes(user_id="alice")  # from now on
     first = asyncio.create_task(anext(feed))
-    await asleep(store)
+    await asleep(parts.db)
     await in_other_process(db_url, "block", "bob", "elsewhere")
     await in_other_process(db_url, "block", "alice", "from-b")
     async with asyncio.timeout(GUARD_S):
@@ -81,12 +84,13 @@ async def test_a_change_committed_in_another_process_is_delivered(
     await feed.aclose()
 
 
-async def test_forget_is_reported_and_leaves_no_log(store: MemoryStore) -> None:
+async def test_forget_is_reported_and_leaves_no_log(parts: StoreParts) -> None:
+    store = parts.store
     await store.update_block("notes", "v1", user_id="alice")
     [seen] = await _take(store.changes(user_id="alice", after=""), 1)
     live = store.changes(user_id="alice", after=seen.position)
     pending = asyncio.create_task(anext(live))
-    await asleep(store)
+    await asleep(parts.db)
     await store.forget(user_id="alice")
     async with asyncio.timeout(GUARD_S):
         forgot = await pending
@@ -132,8 +136,9 @@ async def test_gc_prunes_old_changes_and_a_stale_position_is_told(db_url: str) -
     ],
 )
 async def test_bad_changes_arguments_are_refused(
-    store: MemoryStore, kwargs: dict[str, object]
+    parts: StoreParts, kwargs: dict[str, object]
 ) -> None:
+    store = parts.store
     with pytest.raises(InvalidInput):
         await anext(store.changes(user_id="alice", **kwargs))  # type: ignore[arg-type]
-    assert store.db.signal.waiter_count == 0
+    assert parts.db.signal.waiter_count == 0

@@ -14,6 +14,7 @@ import pytest
 
 from memstore import Change, ChangeKind, MemoryStore
 from tests.live_support import GUARD_S, asleep
+from tests.store_parts import StoreParts
 
 pytestmark = pytest.mark.slow
 
@@ -84,12 +85,13 @@ async def test_an_import_under_another_user_id_gets_its_own_epoch(store: MemoryS
     assert told.kind == K.FORGET
 
 
-async def test_an_import_wakes_the_tenants_readers(store: MemoryStore) -> None:
+async def test_an_import_wakes_the_tenants_readers(parts: StoreParts) -> None:
+    store = parts.store
     await store.update_block("notes", "v1", user_id="alice")
     dump = await store.export(user_id="alice")
     feed = store.changes(user_id="carol", after="")
     pending = asyncio.create_task(anext(feed))
-    await asleep(store)
+    await asleep(parts.db)
     await store.import_(dump, user_id="carol")
     async with asyncio.timeout(GUARD_S):
         got = await pending

@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from sqlalchemy.engine import make_url
 
-from memstore import MemoryStore
 from memstore.schema.migrate import upgrade
 from tests.live_support import GUARD_S, asleep, in_other_process
 from tests.pg_servers import live_postmaster_pid, pg_ctl, private_pgserver
+from tests.store_parts import store_with_parts
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 
@@ -59,7 +59,8 @@ def own_server() -> Iterator[_Server]:
 async def test_a_waiter_reconnects_after_a_restart_and_gets_the_next_slot(
     own_server: _Server,
 ) -> None:
-    async with MemoryStore.open(own_server.url) as store:
+    async with store_with_parts(own_server.url) as parts:
+        store = parts.store
         await store.threads.append("t", {"n": 0}, from_id="a", to_id="b", user_id="alice")
         waiter = asyncio.create_task(
             store.threads.wait("t", after=0, user_id="alice", timeout=GUARD_S)
@@ -67,7 +68,7 @@ async def test_a_waiter_reconnects_after_a_restart_and_gets_the_next_slot(
         feed = store.changes(user_id="alice", after="")
         assert (await anext(feed)).slot_index == 0
         pending_change = asyncio.create_task(anext(feed))
-        await asleep(store, 2)
+        await asleep(parts.db, 2)
         await asyncio.to_thread(own_server.stop)
         await asyncio.to_thread(own_server.start)
         # Committed by another process after the restart, maybe before the listener is
@@ -78,6 +79,6 @@ async def test_a_waiter_reconnects_after_a_restart_and_gets_the_next_slot(
         async with asyncio.timeout(GUARD_S):
             change = await pending_change
         assert (change.kind, change.slot_index) == ("thread_appended", 1)
-        assert store.db.signal.reconnects >= 1
-        assert store.db.signal.connections == 1
+        assert parts.db.signal.reconnects >= 1
+        assert parts.db.signal.connections == 1
         await feed.aclose()

@@ -6,65 +6,71 @@ import asyncio
 
 import pytest
 from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
 
-from memstore import InvalidInput, MemoryStore, NotFound, SyncMemoryStore
+from memstore import InvalidInput, NotFound, SyncMemoryStore
 from memstore.db.signal import LISTENER_APPLICATION_NAME
 from memstore.services.thread_watch import MAX_SLOT_INDEX
 from tests.live_support import GUARD_S, asleep, in_other_process, settled
+from tests.store_parts import StoreParts
 
 pytestmark = pytest.mark.slow
 
 
 async def test_a_waiter_is_woken_by_an_append_committed_in_another_process(
-    store: MemoryStore, db_url: str
+    parts: StoreParts, db_url: str
 ) -> None:
+    store = parts.store
     waiter = asyncio.create_task(store.threads.wait("t", user_id="alice", timeout=GUARD_S))
-    await asleep(store)
-    woken = store.db.signal.wakeups
+    await asleep(parts.db)
+    woken = parts.db.signal.wakeups
     assert await in_other_process(db_url, "append", "alice", "t") == "0"
     slots = await waiter
     assert [(s.index, s.payload) for s in slots] == [(0, {"by": "worker"})]
     # Woken by the commit, not found by the last look at the (guard) timeout.
-    assert store.db.signal.wakeups > woken
+    assert parts.db.signal.wakeups > woken
 
 
 async def test_another_tenants_append_does_not_wake_and_returns_nothing(
-    store: MemoryStore, db_url: str, backend: str
+    parts: StoreParts, db_url: str, backend: str
 ) -> None:
+    store = parts.store
     # alice has a change log, so her waiter listens for her hint only.
     await store.threads.append("t", {"n": 0}, from_id="a", to_id="b", user_id="alice")
     waiter = asyncio.create_task(store.threads.wait("t", after=0, user_id="alice", timeout=GUARD_S))
-    await asleep(store)
-    woken = store.db.signal.wakeups
+    await asleep(parts.db)
+    woken = parts.db.signal.wakeups
     await in_other_process(db_url, "append", "bob", "t")  # same thread id, other tenant
-    assert await settled(store) == 0
+    assert await settled(parts) == 0
     assert not waiter.done()
     if backend != "sqlite":
         # Postgres dispatches by tenant hint: bob's NOTIFY woke none of alice's waiters.
         # (SQLite's data_version says only "someone committed": all look, find nothing.)
-        assert store.db.signal.wakeups == woken
+        assert parts.db.signal.wakeups == woken
     assert await store.threads.wait("t", after=0, user_id="alice", timeout=0) == []
     # Still waiting, and what wakes it is alice's own next slot, nothing of bob's.
     await store.threads.append("t", {"n": 1}, from_id="a", to_id="b", user_id="alice")
     assert [(s.index, s.payload) for s in await waiter] == [(1, {"n": 1})]
 
 
-async def test_a_rolled_back_append_wakes_nobody(store: MemoryStore, db_url: str) -> None:
+async def test_a_rolled_back_append_wakes_nobody(parts: StoreParts, db_url: str) -> None:
+    store = parts.store
     # alice has a change log, so her waiter listens for her hint only (not the sentinel's).
     await store.update_block("notes", "x", user_id="alice")
     waiter = asyncio.create_task(store.threads.wait("t", user_id="alice", timeout=GUARD_S))
-    await asleep(store)
-    woken = store.db.signal.wakeups
+    await asleep(parts.db)
+    woken = parts.db.signal.wakeups
     assert await in_other_process(db_url, "rollback", "alice", "t") == "rolled back"
-    assert await settled(store) == 0
+    assert await settled(parts) == 0
     assert not waiter.done()
-    assert store.db.signal.wakeups == woken
+    assert parts.db.signal.wakeups == woken
     # The same waiter is woken by a committed append, which got the index given up.
     await in_other_process(db_url, "append", "alice", "t")
     assert [s.index for s in await waiter] == [0]
 
 
-async def test_wait_returns_what_is_there_and_follow_streams_new_slots(store: MemoryStore) -> None:
+async def test_wait_returns_what_is_there_and_follow_streams_new_slots(parts: StoreParts) -> None:
+    store = parts.store
     threads = store.threads
     for n in range(3):
         await threads.append("t", {"n": n}, from_id="a", to_id="b", user_id="alice")
@@ -74,22 +80,25 @@ async def test_wait_returns_what_is_there_and_follow_streams_new_slots(store: Me
     follow = threads.follow("t", after=1, user_id="alice")
     assert (await anext(follow)).index == 2
     later = asyncio.create_task(anext(follow))
-    await asleep(store)
+    await asleep(parts.db)
     await threads.append("t", {"n": 3}, from_id="a", to_id="b", user_id="alice")
     async with asyncio.timeout(GUARD_S):
         assert (await later).payload == {"n": 3}
     await follow.aclose()
 
 
-async def test_100_waiters_share_one_listening_connection(store: MemoryStore, backend: str) -> None:
+async def test_100_waiters_share_one_listening_connection(
+    engine: AsyncEngine, parts: StoreParts, backend: str
+) -> None:
+    store = parts.store
     waiters = [
         asyncio.create_task(store.threads.wait(f"t{i}", user_id=f"user{i % 10}", timeout=GUARD_S))
         for i in range(100)
     ]
-    await asleep(store, 100)
-    assert store.db.signal.connections == 1
+    await asleep(parts.db, 100)
+    assert parts.db.signal.connections == 1
     if backend != "sqlite":
-        async with store.engine.connect() as conn:
+        async with engine.connect() as conn:
             listeners = await conn.scalar(
                 text(
                     "SELECT count(*) FROM pg_stat_activity "
@@ -119,18 +128,18 @@ async def test_100_waiters_share_one_listening_connection(store: MemoryStore, ba
         {"after": True},
     ],
 )
-async def test_bad_wait_arguments_are_refused(
-    store: MemoryStore, kwargs: dict[str, object]
-) -> None:
+async def test_bad_wait_arguments_are_refused(parts: StoreParts, kwargs: dict[str, object]) -> None:
+    store = parts.store
     with pytest.raises(InvalidInput):
         await store.threads.wait("t", user_id="alice", **kwargs)  # type: ignore[arg-type]
     with pytest.raises(InvalidInput):
         await store.threads.wait("bad thread id\x00", user_id="alice", timeout=0)
-    assert store.db.signal.waiter_count == 0
+    assert parts.db.signal.waiter_count == 0
 
 
 @pytest.mark.parametrize("after", [MAX_SLOT_INDEX + 1, 2**63 - 1, 2**63, 2**64])
-async def test_a_slot_index_past_32_bits_is_refused(store: MemoryStore, after: int) -> None:
+async def test_a_slot_index_past_32_bits_is_refused(parts: StoreParts, after: int) -> None:
+    store = parts.store
     # Slot indexes are 32-bit on both backends; a larger one is a caller's error,
     # not a driver's overflow (nor, on SQLite, a wait for a slot that cannot come).
     await store.threads.append("t", 0, from_id="a", to_id="b", user_id="alice")
@@ -140,7 +149,7 @@ async def test_a_slot_index_past_32_bits_is_refused(store: MemoryStore, after: i
     with pytest.raises(InvalidInput, match=f"between -1 and {MAX_SLOT_INDEX}"):
         async with asyncio.timeout(GUARD_S):
             await anext(follow)
-    assert store.db.signal.waiter_count == 0
+    assert parts.db.signal.waiter_count == 0
     # The largest index a thread can have is a position like any other.
     assert await store.threads.wait("t", after=MAX_SLOT_INDEX, timeout=0, user_id="alice") == []
     # Reads by index keep Python's slice semantics for any integer.

@@ -117,12 +117,12 @@ async def test_the_reranker_spec_sets_the_candidates_of_every_recall(db_url: str
     pytest.importorskip("httpx", reason="the http reranker needs memstore[rerank]")
     spec = memstore.ModelSpec("http", model="m", base_url="http://127.0.0.1:9/v1", candidates=7)
     async with MemoryStore.open(db_url, reranker=spec) as store:
-        assert store.recall_engine.rerank_candidates == 7
+        assert store.config.rerank_candidates == 7
     async with MemoryStore.open(db_url, reranker=spec, rerank_candidates=9) as store:
-        assert store.recall_engine.rerank_candidates == 7  # the reranker's own wins
+        assert store.config.rerank_candidates == 7  # the reranker's own wins
     plain = memstore.ModelSpec("http", model="m", base_url="http://127.0.0.1:9/v1")
     async with MemoryStore.open(db_url, reranker=plain, rerank_candidates=9) as store:
-        assert store.recall_engine.rerank_candidates == 9
+        assert store.config.rerank_candidates == 9
 
 
 # ---- docs/configuration.md lists each option, under its names, and no other --------------

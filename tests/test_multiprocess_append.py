@@ -102,4 +102,4 @@ async def test_four_processes_append_without_gaps_or_duplicates(
             slots[i].payload["worker"] != slots[i - 1].payload["worker"] for i in range(1, total)
         )
         # Not an assertion on timing: just report how much the workers overlapped.
-        print(f"{store.engine.dialect.name}: {interleaved} worker switches in {total} slots")
+        print(f"{store.backend}: {interleaved} worker switches in {total} slots")

@@ -105,7 +105,7 @@ def _msg(n: int) -> dict[str, Any]:
     return {"role": "user", "content": f"m{n}"}
 
 
-async def test_session_protocol(mstore: MemoryStore) -> None:
+async def test_session_protocol(db_url: str, mstore: MemoryStore) -> None:
     s = MemstoreSession("s", mstore, user_id="alice")
     assert await s.get_items() == [] and await s.pop_item() is None
     await s.add_items([_msg(1), _msg(2)])
@@ -128,16 +128,16 @@ async def test_session_protocol(mstore: MemoryStore) -> None:
     await s.clear_session()
     assert await s.get_items() == []
     # Clearing deletes the log (not hidden behind a marker): no slot of it is left.
-    counts = await table_counts(mstore, "alice")
+    counts = await table_counts(db_url, "alice")
     assert counts["slots"] == 0 and counts["threads"] == 0
     await s.add_items([_msg(7)])
     assert await s.get_items() == [_msg(7)]
 
 
-async def test_pop_on_empty_writes_nothing(mstore: MemoryStore) -> None:
+async def test_pop_on_empty_writes_nothing(db_url: str, mstore: MemoryStore) -> None:
     s = MemstoreSession("empty", mstore, user_id="alice")
     assert await s.pop_item() is None
-    counts = await table_counts(mstore, "alice")
+    counts = await table_counts(db_url, "alice")
     assert counts["slots"] == 0 and counts["threads"] == 0
 
 
@@ -166,13 +166,15 @@ async def test_session_settings_are_coerced_like_the_sdks_own(mstore: MemoryStor
         MemstoreSession("x", mstore, session_settings={"limitt": 1})
 
 
-async def test_a_non_json_item_is_also_the_sdks_type_error(mstore: MemoryStore) -> None:
+async def test_a_non_json_item_is_also_the_sdks_type_error(
+    db_url: str, mstore: MemoryStore
+) -> None:
     s = MemstoreSession("nonjson", mstore, user_id="alice")
     for bad in ([{"role": "user", "content": object()}], [1], "not a list"):
         with pytest.raises(TypeError) as refused:
             await s.add_items(bad)  # type: ignore[arg-type]
         assert isinstance(refused.value, InvalidInput)
-    assert (await table_counts(mstore, "alice"))["slots"] == 0
+    assert (await table_counts(db_url, "alice"))["slots"] == 0
 
 
 async def test_a_session_called_from_another_event_loop(mstore: MemoryStore) -> None:
@@ -208,11 +210,13 @@ async def test_concurrent_pops_return_distinct_items(mstore: MemoryStore) -> Non
         [{"x": object()}],
     ],
 )
-async def test_bad_items_are_refused_and_write_nothing(mstore: MemoryStore, bad: Any) -> None:
+async def test_bad_items_are_refused_and_write_nothing(
+    db_url: str, mstore: MemoryStore, bad: Any
+) -> None:
     s = MemstoreSession("bad", mstore, user_id="alice")
     with pytest.raises(InvalidInput):
         await s.add_items(bad)
-    assert (await table_counts(mstore, "alice"))["slots"] == 0
+    assert (await table_counts(db_url, "alice"))["slots"] == 0
     with pytest.raises(InvalidInput):
         MemstoreSession("", mstore)
     with pytest.raises(InvalidInput):

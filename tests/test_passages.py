@@ -25,6 +25,7 @@ from memstore.db.engine import create_engine
 from memstore.embeddings import HashingEmbedder
 from memstore.recall import RecallTuning
 from memstore.search.reembed import ReembedResult, reembed
+from tests.store_parts import own_engine
 
 _BUDGET = "We went through the quarterly budget spreadsheet line by line and fixed the formulas."
 _FILLER = " ".join([_BUDGET] * 12)
@@ -203,10 +204,13 @@ async def test_reembed_with_passages_backfills_them_and_keeps_the_vectors(
 
 
 async def test_reembed_with_passages_needs_an_embedder_that_has_them(db_url: str) -> None:
-    async with MemoryStore.open(db_url, embedder=HashingEmbedder()) as store:
+    async with (
+        MemoryStore.open(db_url, embedder=HashingEmbedder()) as store,
+        own_engine(db_url) as engine,
+    ):
         await store.remember(_episodes("alice")[0])
         with pytest.raises(InvalidInput, match="computes no passages"):
-            await reembed(store.engine, HashingEmbedder(48), passages=True)
+            await reembed(engine, HashingEmbedder(48), passages=True)
     # Refused before anything was written: the width is still 384 (opening with
     # it would raise DimensionMismatch otherwise) and the vector is still there.
     async with MemoryStore.open(db_url, embedder=HashingEmbedder()) as store:

@@ -25,6 +25,7 @@ from memstore.db.signal import LISTENER_APPLICATION_NAME
 from memstore.schema.migrate import upgrade
 from tests.cli_support import assert_configuration_error_line, run_cli
 from tests.pg_tls import PASSWORD, no_home_certificates
+from tests.store_parts import store_with_parts
 
 pytestmark = pytest.mark.postgres
 
@@ -142,11 +143,13 @@ async def test_libpq_url_opens_the_store(
 ) -> None:
     url = libpq_url(pg_cluster, migrated_database, scheme, QUERY)
     user = f"alice-{scheme}"
-    async with MemoryStore.open(url) as store:
+    # The store's own engine (built as MemoryStore.open builds it), to look at its sessions.
+    async with store_with_parts(url) as parts:
+        store = parts.store
         await store.remember(Episode(session_id="s", input="pasted URL", user_id=user))
         hits = await store.recall("pasted URL", user_id=user)
         assert [episode.input for episode in hits] == ["pasted URL"]
-        async with store.engine.connect() as connection:
+        async with parts.engine.connect() as connection:
             shown = {
                 name: await connection.scalar(text(f"SHOW {name}"))
                 for name in ("application_name", "statement_timeout", "lock_timeout")
@@ -156,10 +159,10 @@ async def test_libpq_url_opens_the_store(
             "statement_timeout": "45s",
             "lock_timeout": "3s",
         }
-        assert connect_args_of(store.engine)["timeout"] == 7.0
+        assert connect_args_of(parts.engine)["timeout"] == 7.0
         # The listening connection is made with the same arguments, its own name kept.
-        async with store.db.signal.waiting(seconds=30):
-            async with store.engine.connect() as connection:
+        async with parts.db.signal.waiting(seconds=30):
+            async with parts.engine.connect() as connection:
                 listeners = await connection.scalar(
                     text(
                         "SELECT count(*) FROM pg_stat_activity "

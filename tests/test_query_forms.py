@@ -14,7 +14,6 @@ from memstore.core.tenancy import storage_user_id
 from memstore.embeddings import HashingEmbedder
 from memstore.embeddings.base import QueryEmbedder, embed_checked, queries_checked
 from memstore.embeddings.forms import instruction_prefixes, with_forms
-from memstore.services.langgraph import LangGraphItems
 
 RETRIEVAL = "Represent this sentence for searching relevant passages: "
 
@@ -87,7 +86,7 @@ async def test_langgraph_search_scores_with_the_query_form(db_url: str) -> None:
     formed = FormedHashing()
     user = storage_user_id("u")
     async with MemoryStore.open(db_url, embedder=formed) as store:
-        items = LangGraphItems(store.db, store.embedder, store.embedder_guard)
+        items = store.langgraph_items()
         value = {"text": "I live in Berlin"}
         await items.put(user, "notes", "a", value, index_fields=["text"], ttl_minutes=None)
         ((_, score),) = await items.search(

@@ -11,10 +11,12 @@ import numpy as np
 import pytest
 from conftest import table_counts
 from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from memstore import DimensionMismatch, Episode, Fact, InvalidInput, MemoryStore
 from memstore.embeddings import HashingEmbedder
 from memstore.models import EpisodeRow
+from tests.store_parts import StoreParts, own_engine, store_with_parts
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -121,7 +123,7 @@ async def test_embedder_lying_about_its_width_writes_nothing(db_url: str) -> Non
             await store.remember_many([ep("a"), ep("b")])
         with pytest.raises(DimensionMismatch):
             await store.add_fact(Fact(user_id="alice", subject="a", predicate="p", object="o"))
-        assert sum((await table_counts(store)).values()) == 0
+        assert sum((await table_counts(db_url)).values()) == 0
 
 
 @pytest.mark.parametrize("bad", [float("nan"), float("inf"), float("-inf")])
@@ -133,7 +135,7 @@ async def test_nan_and_inf_vectors_are_invalid_input(db_url: str, bad: float) ->
             await store.add_fact(Fact(user_id="alice", subject="a", predicate="p", object="o"))
         with pytest.raises(InvalidInput, match="NaN or infinite"):
             await store.recall("hello", user_id="alice")
-        assert sum((await table_counts(store)).values()) == 0
+        assert sum((await table_counts(db_url)).values()) == 0
 
 
 class CountingEmbedder(HashingEmbedder):
@@ -151,7 +153,7 @@ async def test_remember_many_embeds_in_batches_and_stores_vectors(db_url: str) -
     async with MemoryStore.open(db_url, embedder=embedder) as store:
         await store.remember_many([ep(f"turn number {i}") for i in range(130)])
         assert embedder.calls == [64, 64, 2]
-        async with store.engine.connect() as conn:
+        async with own_engine(db_url) as engine, engine.connect() as conn:
             rows = (
                 await conn.execute(EpisodeRow.__table__.select().where(EpisodeRow.turn == 129))
             ).all()
@@ -307,7 +309,9 @@ async def test_recall_facts_is_hybrid_and_time_filtered(store: MemoryStore) -> N
     assert found == []
 
 
-async def test_forget_removes_rows_from_the_search_index(store: MemoryStore) -> None:
+async def test_forget_removes_rows_from_the_search_index(
+    engine: AsyncEngine, store: MemoryStore
+) -> None:
     await store.remember_many([ep("secret plans for the surprise party")])
     await store.add_fact(
         Fact(user_id="alice", subject="alice", predicate="plans", object="surprise party")
@@ -315,8 +319,8 @@ async def test_forget_removes_rows_from_the_search_index(store: MemoryStore) -> 
     await store.forget(user_id="alice")
     assert await store.recall("surprise party", user_id="alice") == []
     assert await store.recall_facts("surprise party", user_id="alice") == []
-    if store.engine.dialect.name == "sqlite":
-        async with store.engine.connect() as conn:
+    if store.backend == "sqlite":
+        async with engine.connect() as conn:
             for table in ("episodes_fts", "episodes_fts_keys", "facts_fts", "facts_fts_keys"):
                 assert (await conn.execute(text(f"SELECT count(*) FROM {table}"))).scalar() == 0
 
@@ -333,9 +337,9 @@ def clustered_vectors(n: int, seed: int) -> np.ndarray:
     return (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
 
 
-async def _dense_top_k(store: MemoryStore, tenant: str, qvec: np.ndarray) -> list[str]:
-    async with store.db.read() as session:
-        return list(await store.search.dense(session, EpisodeRow, tenant, qvec, K, []))
+async def _dense_top_k(parts: StoreParts, tenant: str, qvec: np.ndarray) -> list[str]:
+    async with parts.db.read() as session:
+        return list(await parts.search.dense(session, EpisodeRow, tenant, qvec, K, []))
 
 
 def _recall_at_k(found: dict[int, list[str]], truth: dict[int, list[str]]) -> float:
@@ -362,7 +366,8 @@ async def test_per_tenant_top_k_matches_brute_force(
         }
 
     embedder = FixedEmbedder(vectors)
-    async with MemoryStore.open(empty_db_url, embedder=embedder) as store:
+    async with store_with_parts(empty_db_url, embedder=embedder) as parts:
+        store = parts.store
         episodes = [
             Episode(id=f"e{i}", session_id="s", user_id=owner[i], input=f"v{i}")
             for i in range(N_BIG + N_SMALL)
@@ -372,10 +377,10 @@ async def test_per_tenant_top_k_matches_brute_force(
         # Default plan: both tenants are below the exact-scan threshold.
         for tenant in ("big", "small"):
             for q, qv in enumerate(queries):
-                assert await _dense_top_k(store, tenant, qv) == truth[tenant][q], (tenant, q)
-        postgres = store.engine.dialect.name == "postgresql"
+                assert await _dense_top_k(parts, tenant, qv) == truth[tenant][q], (tenant, q)
+        postgres = store.backend == "postgresql"
         if postgres:
-            async with store.engine.begin() as conn:
+            async with parts.engine.begin() as conn:
                 await conn.execute(text("ANALYZE episodes"))
                 # The failure the plan exists for: a shared HNSW index returns the
                 # globally nearest ef_search rows, then the tenant filter drops ~99 %.
@@ -395,15 +400,15 @@ async def test_per_tenant_top_k_matches_brute_force(
     if postgres:
         # Threshold below the big tenant's size: it is served by HNSW (over-fetch
         # on pgvector 0.6/0.7, iterative scan on 0.8+); the 1 % tenant stays exact.
-        async with MemoryStore.open(
+        async with store_with_parts(
             empty_db_url, embedder=embedder, exact_scan_threshold=1000
-        ) as store:
+        ) as parts:
             found: dict[str, dict[int, list[str]]] = {"big": {}, "small": {}}
             plans: dict[str, set[str]] = {"big": set(), "small": set()}
             for tenant in ("big", "small"):
                 for q, qv in enumerate(queries):
-                    found[tenant][q] = await _dense_top_k(store, tenant, qv)
-                    plans[tenant].add(store.search.last_plan)  # type: ignore[attr-defined]
+                    found[tenant][q] = await _dense_top_k(parts, tenant, qv)
+                    plans[tenant].add(parts.search.last_plan)
             assert all(p.startswith("hnsw") for p in plans["big"]), plans
             assert plans["small"] == {"exact"}
             assert _recall_at_k(found["big"], truth["big"]) >= 0.95

@@ -13,6 +13,7 @@ from memstore import MemoryStore
 from memstore.db.engine import create_engine
 from memstore.models.search import VECTOR_TABLES
 from memstore.schema.migrate import alembic_config, downgrade, upgrade
+from tests.store_parts import own_engine
 from tests.test_search_expressions import vector_storage_of
 
 
@@ -65,15 +66,15 @@ async def test_reembed_switches_dimension_and_backfills(db_url: str, backend: st
     from memstore.embeddings import HashingEmbedder
     from memstore.search.reembed import reembed
 
-    async with MemoryStore.open(db_url) as store:
+    async with MemoryStore.open(db_url) as store, own_engine(db_url) as engine:
         await store.remember(Episode(session_id="s", user_id="alice", input="red bicycle"))
         await store.add_fact(
             Fact(user_id="alice", subject="alice", predicate="owns", object="a red bicycle")
         )
-        result = await reembed(store.engine, HashingEmbedder(48))
-        if store.engine.dialect.name == "postgresql":
+        result = await reembed(engine, HashingEmbedder(48))
+        if store.backend == "postgresql":
             # ALTER COLUMN ... TYPE resets the storage to the type's default.
-            async with store.engine.connect() as conn:
+            async with engine.connect() as conn:
                 assert await vector_storage_of(conn) == dict.fromkeys(VECTOR_TABLES, "MAIN")
                 if backend == "citus":
                     # Citus does not propagate SET STORAGE: every shard must be set too.
@@ -102,5 +103,5 @@ async def test_reembed_switches_dimension_and_backfills(db_url: str, backend: st
             ]
     finally:
         # The session-shared database must go back to the default width.
-        async with MemoryStore.open(db_url) as store:
-            await reembed(store.engine, HashingEmbedder(384))
+        async with own_engine(db_url) as engine:
+            await reembed(engine, HashingEmbedder(384))

@@ -10,13 +10,14 @@ from typing import Any
 import numpy as np
 import pytest
 from sqlalchemy import event, text
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.engine import Engine
 
 from memstore import Episode, MemoryStore
 from memstore.embeddings import HashingEmbedder
 from memstore.recall import RecallTuning
 from memstore.schema.migrate import upgrade
 from tests.conftest import is_postgres
+from tests.store_parts import own_engine
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 DIM = 384
@@ -53,29 +54,30 @@ def episodes(user: str, rows: range) -> list[Episode]:
 
 
 @contextmanager
-def statements(engine: AsyncEngine) -> Iterator[list[str]]:
+def statements() -> Iterator[list[str]]:
+    """The statements every engine of the process sends meanwhile (the store's only)."""
     seen: list[str] = []
 
     def record(conn: object, cursor: object, sql: str, *args: object) -> None:
         seen.append(sql)
 
-    event.listen(engine.sync_engine, "before_cursor_execute", record)
+    event.listen(Engine, "before_cursor_execute", record)
     try:
         yield seen
     finally:
-        event.remove(engine.sync_engine, "before_cursor_execute", record)
+        event.remove(Engine, "before_cursor_execute", record)
 
 
 async def test_recall_reads_rows_in_one_statement(db_url: str) -> None:
     async with MemoryStore.open(db_url, embedder=FixedEmbedder()) as store:
         await store.remember_many(episodes("alice", range(60)))
         await store.recall("v1 v2", user_id="alice")  # caches warm
-        with statements(store.engine) as seen:
+        with statements() as seen:
             found = await store.recall("v1 v2", user_id="alice", limit=5)
         reads = [s for s in seen if s.strip().upper() not in ("BEGIN", "COMMIT")]
         # the recall statement, plus (SQLite) the one-row version of the vector cache
         assert [s for s in reads if "episodes" in s and "WITH dense" in s] != []
-        assert len(reads) <= (2 if store.engine.dialect.name == "sqlite" else 1), reads
+        assert len(reads) <= (2 if store.backend == "sqlite" else 1), reads
         assert len(found) == 5
 
 
@@ -124,9 +126,9 @@ async def test_postgres_plans_every_recall_for_its_tenant(db_url: str, backend: 
     # how many rows the tenant has; recall was 2-3x slower with one.
     if not is_postgres(backend):
         return
-    async with MemoryStore.open(db_url, embedder=FixedEmbedder()) as store:
-        async with store.engine.connect() as conn:
-            mode = await conn.scalar(text("SHOW plan_cache_mode"))
+    # An engine made as the store makes its own (memstore.db.engine.create_engine).
+    async with own_engine(db_url) as engine, engine.connect() as conn:
+        mode = await conn.scalar(text("SHOW plan_cache_mode"))
     assert mode == "force_custom_plan"
 
 
@@ -150,14 +152,17 @@ async def test_postgres_plan_of_a_tenant_written_since_the_last_analyze(
     compared every row of the tenant with every candidate (tenant x pool rows)."""
     await upgrade(empty_db_url)
     rows = 1500
-    async with MemoryStore.open(empty_db_url, embedder=HashingEmbedder(DIM)) as store:
-        async with store.engine.begin() as conn:
+    async with (
+        MemoryStore.open(empty_db_url, embedder=HashingEmbedder(DIM)) as store,
+        own_engine(empty_db_url) as engine,
+    ):
+        async with engine.begin() as conn:
             # so that nothing analyses the table behind the test
             await conn.execute(text("ALTER TABLE episodes SET (autovacuum_enabled = off)"))
         await store.remember_many(
             [Episode(user_id="early", session_id="s", input=f"early {i}") for i in range(40)]
         )
-        async with store.engine.begin() as conn:
+        async with engine.begin() as conn:
             await conn.execute(text("ANALYZE episodes"))
         # sessions of three turns: the neighbour join's own filter discards little
         await store.remember_many(
@@ -171,7 +176,7 @@ async def test_postgres_plan_of_a_tenant_written_since_the_last_analyze(
                 for i in range(rows)
             ]
         )
-        async with store.engine.connect() as conn:
+        async with engine.connect() as conn:
             plan = await conn.scalar(
                 text("EXPLAIN (FORMAT JSON) SELECT * FROM episodes WHERE user_id = 'late'")
             )
@@ -183,14 +188,14 @@ async def test_postgres_plan_of_a_tenant_written_since_the_last_analyze(
             if "WITH dense" in sql:
                 captured.append((sql, params))
 
-        event.listen(store.engine.sync_engine, "before_cursor_execute", record)
+        event.listen(Engine, "before_cursor_execute", record)
         try:
             found = await store.recall_scored("k5 t7", user_id="late", limit=10)
         finally:
-            event.remove(store.engine.sync_engine, "before_cursor_execute", record)
+            event.remove(Engine, "before_cursor_execute", record)
         assert len(found) == 10 and len(captured) == 1
         sql, params = captured[0]
-        async with store.engine.connect() as conn:
+        async with engine.connect() as conn:
             result = await conn.exec_driver_sql("EXPLAIN (ANALYZE, FORMAT JSON) " + sql, params)
             analysed = result.scalar_one()
     discarded = _discarded_by_joins(analysed[0]["Plan"])

@@ -9,12 +9,14 @@ test_rerank_http.py).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 from sqlalchemy import event
+from sqlalchemy.engine import Engine
 
 from memstore import Episode, Fact, InvalidInput, MemoryStore
 from memstore.recall.rerank import episode_rerank_text
@@ -126,11 +128,19 @@ async def test_facts_are_reranked_too(db_url: str, ranker: ShortestFirst) -> Non
     )
 
 
-def _capture(store: MemoryStore, seen: list[tuple[str, Any]]) -> None:
+@contextmanager
+def _capture() -> Iterator[list[tuple[str, Any]]]:
+    """Statements of every engine of the process meanwhile (the store's only)."""
+    seen: list[tuple[str, Any]] = []
+
     def record(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
         seen.append((statement, repr(parameters)))
 
-    event.listen(store.engine.sync_engine, "before_cursor_execute", record)
+    event.listen(Engine, "before_cursor_execute", record)
+    try:
+        yield seen
+    finally:
+        event.remove(Engine, "before_cursor_execute", record)
 
 
 def _masked(params: str, ids: list[str]) -> str:
@@ -160,11 +170,10 @@ async def test_off_costs_nothing(db_url: str, ranker: ShortestFirst) -> None:
                 Fact(subject="trip", predicate="goes_to", object="Lisbon", user_id="alice")
             )
             await store.flush_access()
-            seen: list[tuple[str, Any]] = []
-            _capture(store, seen)
-            for query in ("Lisbon trip", "dog"):
-                await store.recall(query, user_id="alice", limit=3, rerank=rerank)
-                await store.recall_facts(query, user_id="alice", limit=3, rerank=rerank)
+            with _capture() as seen:
+                for query in ("Lisbon trip", "dog"):
+                    await store.recall(query, user_id="alice", limit=3, rerank=rerank)
+                    await store.recall_facts(query, user_id="alice", limit=3, rerank=rerank)
             # The fact's ids are made by the store: the same placeholder in every run.
             ids = [i for f in await store.facts(user_id="alice") for i in (f.id, f.fact_id) if i]
             runs[name] = [(sql, _masked(params, ids)) for sql, params in seen]

@@ -88,8 +88,9 @@ async def test_a_reranker_named_by_the_environment_orders_recall(
     monkeypatch.setenv("MEMSTORE_RERANKER", "cross-encoder")
     monkeypatch.setenv("MEMSTORE_RERANKER_MODEL", str(model_dir))
     async with MemoryStore.open(db_url, rerank_candidates=6) as store:
-        assert store.recall_engine.reranker is not None
-        assert getattr(store.recall_engine.reranker, "identity", None) == (
+        # open() keeps the reranker it built in the store's options.
+        assert store.config.reranker is not None
+        assert getattr(store.config.reranker, "identity", None) == (
             f"cross-encoder:{model_dir.name}"
         )
         await store.remember_many(

@@ -22,6 +22,7 @@ from memstore.schema.citus import apply_citus
 from memstore.schema.migrate import upgrade
 from memstore.schema.rls import rls_status
 from tests.conftest import CITUS_ENABLED, citus_database, migrate_and_distribute, table_counts
+from tests.store_parts import store_with_parts
 from tests.test_export_import import comparable, populate
 
 pytestmark = pytest.mark.postgres
@@ -123,7 +124,7 @@ async def test_policies_isolate_tenants_for_a_non_owner_role(urls: dict[str, str
         await populate(owner, "alice")
         await populate(owner, "bob")
         alice_dump = await owner.export(user_id="alice")
-        bob_counts = await table_counts(owner, "bob")
+        bob_counts = await table_counts(urls["owner"], "bob")
 
     # Before: the app role sees everybody (no policy yet) — the test can tell.
     assert all(v == {"alice", "bob"} for v in (await _visible(urls["app"], None)).values())
@@ -154,7 +155,8 @@ async def test_policies_isolate_tenants_for_a_non_owner_role(urls: dict[str, str
         await engine.dispose()
 
     # MemoryStore(rls=True) as the app role works normally for each tenant.
-    async with MemoryStore.open(urls["app"], rls=True) as app:
+    async with store_with_parts(urls["app"], rls=True) as parts:
+        app = parts.store
         assert comparable(await app.export(user_id="alice")) == comparable(alice_dump)
         await app.remember(Episode(user_id="alice", session_id="s", input="as app"))
         await app.add_fact(Fact(user_id="alice", subject="me", predicate="lives_in", object="Rome"))
@@ -169,7 +171,7 @@ async def test_policies_isolate_tenants_for_a_non_owner_role(urls: dict[str, str
         assert hits[0].input == "as app" and {e.user_id for e in hits} == {"alice"}
         assert {e.user_id for e in await app.recall("as app", user_id="bob")} == {"bob"}
         # The setting is transaction-local: the pooled connection forgets it.
-        async with app.engine.connect() as conn:
+        async with parts.engine.connect() as conn:
             assert await conn.scalar(text("SELECT count(*) FROM episodes")) == 0
         await app.forget(user_id="alice")
         await app.import_(alice_dump)
@@ -181,7 +183,7 @@ async def test_policies_isolate_tenants_for_a_non_owner_role(urls: dict[str, str
             await blind.remember(Episode(user_id="bob", session_id="s", input="x"))
 
     async with MemoryStore.open(urls["owner"]) as owner:
-        bob_now = await table_counts(owner, "bob")
+        bob_now = await table_counts(urls["owner"], "bob")
         assert bob_now["episodes"] == bob_counts["episodes"] + 1  # only remember_many's
         # bob's recall above counted one access and his new session "m" got a turn
         # counter; nothing else of bob's changed.
@@ -222,9 +224,11 @@ async def test_a_session_level_setting_does_not_survive_the_pool(urls: dict[str,
     assert done.returncode == 0, done.stderr
 
     # rls=True store: a transaction that names no tenant must see nothing.
-    async with MemoryStore.open(urls["app"], rls=True) as app:
-        pid = await _leak_session_setting(app.engine, "bob")
-        async with app.engine.connect() as conn:
+    # Stores built on engines the test holds: it looks at their pooled connections.
+    async with store_with_parts(urls["app"], rls=True) as parts:
+        app = parts.store
+        pid = await _leak_session_setting(parts.engine, "bob")
+        async with parts.engine.connect() as conn:
             # Same pooled server connection, so the test would see a leak.
             assert await conn.scalar(text("SELECT pg_backend_pid()")) == pid
             assert await conn.scalar(text("SELECT count(*) FROM episodes")) == 0
@@ -233,11 +237,12 @@ async def test_a_session_level_setting_does_not_survive_the_pool(urls: dict[str,
         assert await app.recall("paris", user_id="bob")
 
     # A store without rls=True names no tenant at all: it must stay blind.
-    async with MemoryStore.open(urls["app"]) as blind:
-        pid = await _leak_session_setting(blind.engine, "bob")
+    async with store_with_parts(urls["app"]) as parts:
+        blind = parts.store
+        pid = await _leak_session_setting(parts.engine, "bob")
         assert await blind.recall("", user_id="bob") == []
         assert (await blind.profile(user_id="bob")).episode_count == 0
-        async with blind.engine.connect() as conn:
+        async with parts.engine.connect() as conn:
             assert await conn.scalar(text("SELECT pg_backend_pid()")) == pid
             assert (
                 await conn.scalar(
@@ -311,8 +316,8 @@ async def test_policies_made_before_distribution_reach_the_shards(citus_cluster:
     owner = await asyncio.to_thread(citus_database, citus_cluster, "rls_first")
     await upgrade(owner)
     async with MemoryStore.open(owner) as store:
-        await populate(store, "alice")
-        await populate(store, "bob")
+        await populate(store, owner, "alice")
+        await populate(store, owner, "bob")
     done = await asyncio.to_thread(_cli, "rls", "enable", "--url", owner)
     assert done.returncode == 0, done.stderr
     await apply_citus(owner)

@@ -136,7 +136,7 @@ async def test_context_puts_the_matching_episode_before_an_unrelated_fact(
     store: MemoryStore,
 ) -> None:
     await seeded_cat(store)
-    with store.access_tracker.muted():
+    with store.reads_unrecorded():
         full = await store.context(user_id="alice", query="cat", max_tokens=10_000)
         ordered = sorted(full.items, key=lambda i: i.priority)
         assert [i.kind for i in ordered] == [ItemKind.EPISODE, ItemKind.FACT]

@@ -8,19 +8,22 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from sqlalchemy import event, select, text
+from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from memstore import Conflict, Episode, MemoryStore
 from memstore.db.engine import create_engine
 from memstore.models import EpisodeRow, SessionTurnRow
 from memstore.schema.migrate import upgrade
+from tests.store_parts import own_engine
 
 STORES = 2
 CALLS = 40
 
 
-async def turns_of(store: MemoryStore, user: str, session: str) -> list[int]:
-    async with store.engine.connect() as conn:
+async def turns_of(url: str, user: str, session: str) -> list[int]:
+    async with own_engine(url) as engine, engine.connect() as conn:
         rows = await conn.execute(
             select(EpisodeRow.turn)
             .where(EpisodeRow.user_id == user, EpisodeRow.session_id == session)
@@ -42,20 +45,22 @@ async def test_concurrent_remember_gives_unique_gap_free_turns(db_url: str) -> N
             )
 
         await asyncio.gather(*(one(s, i) for s in (a, b) for i in range(CALLS)))
-        assert await turns_of(a, "u", "s") == list(range(STORES * CALLS))
+        assert await turns_of(db_url, "u", "s") == list(range(STORES * CALLS))
 
         await asyncio.gather(*(many(s, i) for s in (a, b) for i in range(10)))
-        assert await turns_of(a, "u", "s") == list(range(STORES * CALLS + 60))
-        assert await turns_of(a, "u", "other") == list(range(20))
+        assert await turns_of(db_url, "u", "s") == list(range(STORES * CALLS + 60))
+        assert await turns_of(db_url, "u", "other") == list(range(20))
 
 
-async def test_turns_follow_commit_order_and_a_rollback_leaves_no_gap(store: MemoryStore) -> None:
+async def test_turns_follow_commit_order_and_a_rollback_leaves_no_gap(
+    engine: AsyncEngine, store: MemoryStore
+) -> None:
     first = Episode(user_id="u", session_id="s", input="one")
     await store.remember(first)
     with pytest.raises(Conflict):  # same id again: the whole batch rolls back
         await store.remember_many([Episode(user_id="u", session_id="s", input="two"), first])
     await store.remember(Episode(user_id="u", session_id="s", input="three"))
-    async with store.engine.connect() as conn:
+    async with engine.connect() as conn:
         rows = (
             await conn.execute(
                 select(EpisodeRow.input, EpisodeRow.turn)
@@ -66,10 +71,12 @@ async def test_turns_follow_commit_order_and_a_rollback_leaves_no_gap(store: Mem
     assert [tuple(r) for r in rows] == [("one", 0), ("three", 1)]
 
 
-async def test_the_database_refuses_a_duplicate_turn(store: MemoryStore) -> None:
+async def test_the_database_refuses_a_duplicate_turn(
+    engine: AsyncEngine, store: MemoryStore
+) -> None:
     await store.remember(Episode(user_id="u", session_id="s", input="one"))
     with pytest.raises(IntegrityError):
-        async with store.engine.begin() as conn:
+        async with engine.begin() as conn:
             await conn.execute(
                 EpisodeRow.__table__.insert().values(
                     user_id="u",
@@ -108,7 +115,7 @@ async def test_migration_renumbers_old_duplicate_turns(empty_db_url: str) -> Non
         await engine.dispose()
     await upgrade(empty_db_url)
     async with MemoryStore.open(empty_db_url) as store:
-        async with store.engine.connect() as conn:
+        async with own_engine(empty_db_url) as engine, engine.connect() as conn:
             rows = (
                 await conn.execute(
                     select(EpisodeRow.id, EpisodeRow.turn)
@@ -123,12 +130,12 @@ async def test_migration_renumbers_old_duplicate_turns(empty_db_url: str) -> Non
             )
         # Renumbered in (old turn, created_at) order; the untouched session keeps its turns.
         assert [tuple(r) for r in rows] == [("e0", 0), ("e1", 1), ("e2", 2), ("e3", 3), ("e4", 4)]
-        assert await turns_of(store, "u", "t") == [0, 1]
+        assert await turns_of(empty_db_url, "u", "t") == [0, 1]
         assert counters == {"s": 5, "t": 2}
         await store.remember(Episode(user_id="u", session_id="s", input="new"))
         await store.remember(Episode(user_id="u", session_id="fresh", input="new"))
-        assert await turns_of(store, "u", "s") == [0, 1, 2, 3, 4, 5]
-        assert await turns_of(store, "u", "fresh") == [0]
+        assert await turns_of(empty_db_url, "u", "s") == [0, 1, 2, 3, 4, 5]
+        assert await turns_of(empty_db_url, "u", "fresh") == [0]
 
 
 async def test_turn_reservation_is_one_fixed_statement_for_any_batch(db_url: str) -> None:
@@ -143,7 +150,8 @@ async def test_turn_reservation_is_one_fixed_statement_for_any_batch(db_url: str
             seen.append(sql)
 
     async with MemoryStore.open(db_url) as store:
-        event.listen(store.engine.sync_engine, "before_cursor_execute", record)
+        # Every engine of the process: the store's is the only one.
+        event.listen(Engine, "before_cursor_execute", record)
         for pairs in (5, 7, 60):
             await store.remember_many(
                 [
@@ -151,6 +159,6 @@ async def test_turn_reservation_is_one_fixed_statement_for_any_batch(db_url: str
                     for k in range(pairs)
                 ]
             )
-        event.remove(store.engine.sync_engine, "before_cursor_execute", record)
+        event.remove(Engine, "before_cursor_execute", record)
         assert len(seen) == 3 and len(set(seen)) == 1, seen
-        assert await turns_of(store, "u0", "s55") == [0]
+        assert await turns_of(db_url, "u0", "s55") == [0]

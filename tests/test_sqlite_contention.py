@@ -65,7 +65,8 @@ async def test_lock_held_past_the_timeout_is_unavailable_not_a_driver_error(tmp_
     url = f"sqlite+aiosqlite:///{path}"
     await upgrade(url)
     holder = sqlite3.connect(path, isolation_level=None)
-    store = MemoryStore(engine=create_engine(url, sqlite_busy_timeout_ms=200))
+    engine = create_engine(url, sqlite_busy_timeout_ms=200)
+    store = MemoryStore(engine=engine)
     try:
         await store.remember(Episode(user_id="alice", session_id="s", input="before"))
         holder.execute("BEGIN IMMEDIATE")  # another process's long write transaction
@@ -80,4 +81,4 @@ async def test_lock_held_past_the_timeout_is_unavailable_not_a_driver_error(tmp_
         assert len(await store.recall("", user_id="alice")) == 2
     finally:
         holder.close()
-        await store.engine.dispose()
+        await engine.dispose()

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from sqlalchemy import event, text
 from sqlalchemy.engine import Engine
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from memstore import Episode, MemoryStore
 from memstore.db.crosstenant import (
@@ -269,9 +270,9 @@ async def test_hook_sees_library_statements_and_attributes_them(
     [pytest.param("sqlite", marks=pytest.mark.sqlite)],
 )
 async def test_statements_of_test_code_are_not_the_librarys(
-    store: MemoryStore, strict_audit: TenantAudit
+    engine: AsyncEngine, store: MemoryStore, strict_audit: TenantAudit
 ) -> None:
-    async with store.engine.connect() as conn:
+    async with engine.connect() as conn:
         await conn.execute(text("SELECT count(*) FROM episodes"))
     assert strict_audit.take() == []
     assert strict_audit.test_own >= 1

@@ -13,6 +13,7 @@ from conftest import ManualClock as Clock
 from conftest import table_counts
 from sqlalchemy import exc as sa_exc
 from sqlalchemy import text, update
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from memstore import InvalidInput, LimitExceeded, MemoryStore, NotFound
 from memstore.cli import main as cli_main
@@ -103,12 +104,12 @@ async def test_payloads_are_stored_as_json_with_their_type(
     "payload", [object(), {1, 2}, {"x": float("nan")}, {1: "int key"}, ("tu", "ple"), b"bytes"]
 )
 async def test_non_json_payload_is_invalid_and_writes_nothing(
-    store: MemoryStore, payload: object
+    db_url: str, store: MemoryStore, payload: object
 ) -> None:
     with pytest.raises(InvalidInput):
         await store.threads.append("t", payload, from_id="a", to_id="b", user_id="alice")
     assert not await store.threads.thread_exists("t", user_id="alice")
-    counts = await table_counts(store)
+    counts = await table_counts(db_url)
     assert counts["threads"] == 0 and counts["slots"] == 0
 
 
@@ -124,12 +125,14 @@ async def test_non_json_payload_is_invalid_and_writes_nothing(
         {"todo_nudge": "nul\x00"},
     ],
 )
-async def test_bad_arguments_are_refused(store: MemoryStore, kwargs: dict[str, object]) -> None:
+async def test_bad_arguments_are_refused(
+    db_url: str, store: MemoryStore, kwargs: dict[str, object]
+) -> None:
     args: dict[str, object] = {"thread_id": "t", "from_id": "a", "to_id": "b"} | kwargs
     thread_id = args.pop("thread_id")
     with pytest.raises(InvalidInput):
         await store.threads.append(thread_id, {}, **args)  # type: ignore[arg-type]
-    assert (await table_counts(store))["slots"] == 0
+    assert (await table_counts(db_url))["slots"] == 0
 
 
 async def test_reads_slice_type_sender_and_iteration(store: MemoryStore) -> None:
@@ -180,7 +183,7 @@ async def test_reads_slice_type_sender_and_iteration(store: MemoryStore) -> None
     assert await threads.length("missing", user_id="alice") == 0
 
 
-async def test_exists_delete_and_stats(store: MemoryStore) -> None:
+async def test_exists_delete_and_stats(db_url: str, store: MemoryStore) -> None:
     await fill(store, "t1", 3)
     await fill(store, "t2", 2)
     await fill(store, "t1", 1, user_id="bob")
@@ -197,8 +200,8 @@ async def test_exists_delete_and_stats(store: MemoryStore) -> None:
     assert not await store.threads.thread_exists("t1", user_id="alice")
     assert await store.threads.get_thread("t1", user_id="alice") == []
     # Scan the table itself: the slots are gone, bob's same-named thread is not.
-    assert (await table_counts(store, "alice"))["slots"] == 2
-    assert (await table_counts(store, "bob"))["slots"] == 1
+    assert (await table_counts(db_url, "alice"))["slots"] == 2
+    assert (await table_counts(db_url, "bob"))["slots"] == 1
     # A deleted thread starts again at index 0.
     slot = await store.threads.append("t1", {}, from_id="a", to_id="b", user_id="alice")
     assert slot.index == 0
@@ -217,7 +220,7 @@ async def test_tenants_are_isolated(store: MemoryStore) -> None:
     assert (await store.threads.stats(user_id=None))["total_slots"] == 1
 
 
-async def test_database_rejects_update_of_a_slot(store: MemoryStore) -> None:
+async def test_database_rejects_update_of_a_slot(engine: AsyncEngine, store: MemoryStore) -> None:
     await fill(store, "t", 2)
     for statement in (
         text("UPDATE slots SET from_id = 'mallory'"),
@@ -225,14 +228,14 @@ async def test_database_rejects_update_of_a_slot(store: MemoryStore) -> None:
         update(SlotRow).where(SlotRow.user_id == "alice").values(todo_nudge="changed"),
     ):
         with pytest.raises(sa_exc.DBAPIError, match="append-only"):
-            async with store.engine.begin() as conn:
+            async with engine.begin() as conn:
                 await conn.execute(statement)
     slots = await store.threads.get_thread("t", user_id="alice")
     assert [s.from_id for s in slots] == ["a0", "a1"]
     assert [s.metadata.todo_nudge for s in slots] == ["", ""]
     assert [s.payload_type for s in slots] == ["dict", "dict"]
     # DELETE stays possible (delete_thread, GC and forget rely on it).
-    async with store.engine.begin() as conn:
+    async with engine.begin() as conn:
         await conn.execute(text("DELETE FROM slots WHERE slot_index = 1"))
     assert len(await store.threads.get_thread("t", user_id="alice")) == 1
 
@@ -247,7 +250,7 @@ async def test_slot_limit_refuses_append_and_writes_nothing(db_url: str) -> None
             {"i": 1},
             {"i": 2},
         ]
-        assert (await table_counts(store, "alice"))["slots"] == 3
+        assert (await table_counts(db_url, "alice"))["slots"] == 3
         # Other threads and tenants have their own budget.
         await fill(store, "other", 3)
         await fill(store, "t", 3, user_id="bob")
@@ -295,7 +298,7 @@ async def test_bad_limits_are_refused(db_url: str, kwargs: dict[str, object]) ->
             pass
 
 
-async def test_gc_keeps_the_newest_threads(clocked: MemoryStore, clock: Clock) -> None:
+async def test_gc_keeps_the_newest_threads(db_url: str, clocked: MemoryStore, clock: Clock) -> None:
     for name in ["t0", "t1", "t2", "t3", "t4"]:
         await fill(clocked, name, 2)
         clock.advance(minutes=1)
@@ -313,7 +316,7 @@ async def test_gc_keeps_the_newest_threads(clocked: MemoryStore, clock: Clock) -
         "t3",
         "t4",
     ]
-    counts = await table_counts(clocked, "alice")
+    counts = await table_counts(db_url, "alice")
     assert counts["threads"] == 2 and counts["slots"] == 4
     assert await clocked.threads.thread_exists("b0", user_id="bob")
     assert await clocked.threads.gc(user_id="alice", max_threads=2) == []
@@ -337,11 +340,11 @@ async def test_gc_deletes_idle_threads(db_url: str, clock: Clock) -> None:
         assert await store.threads.gc(user_id="alice") == []
         clock.advance(microseconds=1)
         assert [r.thread_id for r in await store.threads.gc(user_id="alice")] == ["recent"]
-        assert (await table_counts(store, "alice"))["slots"] == 2
+        assert (await table_counts(db_url, "alice"))["slots"] == 2
 
 
 async def test_store_gc_covers_every_tenant_and_sweeps_working_memory(
-    clocked: MemoryStore, clock: Clock
+    db_url: str, clocked: MemoryStore, clock: Clock
 ) -> None:
     for user in ("alice", "bob", None):
         for name in ("a", "b", "c"):
@@ -358,7 +361,7 @@ async def test_store_gc_covers_every_tenant_and_sweeps_working_memory(
         ("bob", "a"),
     ]
     assert report.slots == 3 and report.expired_keys == 3
-    assert (await table_counts(clocked))["working_memory"] == 3  # the _metadata rows stay
+    assert (await table_counts(db_url))["working_memory"] == 3  # the _metadata rows stay
     assert await clocked.threads.thread_exists("solo", user_id="carol")
 
     with pytest.raises(InvalidInput):
@@ -378,7 +381,7 @@ async def test_store_gc_covers_every_tenant_and_sweeps_working_memory(
         ("bob", "b", "idle"),
         ("carol", "solo", "idle"),
     ]
-    assert (await table_counts(clocked))["threads"] == 1
+    assert (await table_counts(db_url))["threads"] == 1
     assert await clocked.threads.length("c", user_id="bob") == 2
 
 
@@ -394,14 +397,16 @@ async def test_concurrent_appends_in_one_process(store: MemoryStore) -> None:
     assert {s.index: s.payload["n"] for s in stored} == {s.index: s.payload["n"] for s in slots}
 
 
-async def test_forget_removes_threads_slots_and_working_memory(store: MemoryStore) -> None:
+async def test_forget_removes_threads_slots_and_working_memory(
+    db_url: str, store: MemoryStore
+) -> None:
     for user in ("alice", "bob"):
         await fill(store, "t", 3, user_id=user)
         wm = store.working_memory(project_id="p", session_id="s", user_id=user)
         await wm.set("k", {"v": 1})
         await wm.append_scratchpad("note")
         await wm.create_checkpoint("cp")
-    before = await table_counts(store, "alice")
+    before = await table_counts(db_url, "alice")
     dump = await store.export(user_id="alice")  # the new tables are exported too
     assert [row["slot_index"] for row in dump["tables"]["slots"]] == [0, 1, 2]
     assert dump["tables"]["working_memory_checkpoints"][0]["description"] == "cp"
@@ -411,8 +416,8 @@ async def test_forget_removes_threads_slots_and_working_memory(store: MemoryStor
 
     removed = await store.forget(user_id="alice")
     assert removed == sum(before.values())
-    assert set((await table_counts(store, "alice")).values()) == {0}
-    assert await table_counts(store, "bob") == before  # same shape of data, untouched
+    assert set((await table_counts(db_url, "alice")).values()) == {0}
+    assert await table_counts(db_url, "bob") == before  # same shape of data, untouched
     assert await store.threads.get_thread("t", user_id="alice") == []
     assert await store.working_memory(project_id="p", session_id="s", user_id="bob").get("k") == {
         "v": 1

@@ -42,12 +42,12 @@ async def test_set_get_delete_exists(store: MemoryStore) -> None:
     assert await wm.get("plan") is None
 
 
-async def test_values_must_be_json(store: MemoryStore) -> None:
+async def test_values_must_be_json(db_url: str, store: MemoryStore) -> None:
     wm = store.working_memory(session_id="s1", user_id="alice")
     for bad in (object(), {1, 2}, float("inf"), {"t": (1, 2)}, datetime.now(UTC)):
         with pytest.raises(InvalidInput):
             await wm.set("k", bad)
-    assert (await table_counts(store))["working_memory"] == 0
+    assert (await table_counts(db_url))["working_memory"] == 0
 
 
 async def test_reserved_keys(store: MemoryStore) -> None:
@@ -95,7 +95,7 @@ async def test_list_keys_pattern_get_all_and_clear(store: MemoryStore) -> None:
 
 
 async def test_ttl_expiry_is_immediate_on_every_read_and_swept_by_gc(
-    clocked: MemoryStore, clock: Clock
+    db_url: str, clocked: MemoryStore, clock: Clock
 ) -> None:
     wm = clocked.working_memory(session_id="s1", user_id="alice")
     await wm.set("short", "s", ttl_seconds=10)
@@ -116,10 +116,10 @@ async def test_ttl_expiry_is_immediate_on_every_read_and_swept_by_gc(
     await wm.set("short2", "x", ttl_seconds=1)
     clock.advance(seconds=5)
     # long, forever, short2 and the internal _metadata row
-    assert (await table_counts(clocked, "alice"))["working_memory"] == 4
+    assert (await table_counts(db_url, "alice"))["working_memory"] == 4
     report = await clocked.gc(user_id="alice")
     assert report.expired_keys == 1  # short2 (short was deleted above)
-    assert (await table_counts(clocked, "alice"))["working_memory"] == 3
+    assert (await table_counts(db_url, "alice"))["working_memory"] == 3
     assert await wm.get_all() == {"forever": "f", "long": "l"}
 
     # Overwriting an expired key brings it back with the new TTL.

@@ -23,7 +23,6 @@ from memstore.schema.database import require_existing_database
 from memstore.services.consolidation.consolidator import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_LEASE_SECONDS,
-    Consolidator,
 )
 from memstore.services.consolidation.types import CandidateFact, Extractor
 from memstore.types import BatchResult, ConsolidationResult, Episode
@@ -195,9 +194,8 @@ async def _run(args: argparse.Namespace) -> int:
             async def after_fact() -> None:
                 await asyncio.sleep(args.debug_write_delay)
 
-        consolidator = Consolidator(
-            store,
-            extractor=extractor,
+        consolidator = store.consolidator(
+            extractor,
             batch_size=args.batch_size,
             lease_seconds=args.lease_seconds,
             after_fact=after_fact,

@@ -22,7 +22,6 @@ from memstore.evaluation.locomo import norm_id, tenant_of
 from memstore.evaluation.metrics import Estimate, bootstrap, evidence_share
 from memstore.evaluation.progress import Progress
 from memstore.evaluation.runner import episodes_of, tenant_name
-from memstore.services.consolidation.consolidator import Consolidator
 from memstore.services.consolidation.types import Extractor
 from memstore.store import MemoryStore
 
@@ -97,7 +96,7 @@ async def measure_facts(
     episodes = episodes_of(dataset)
     tenants = {c: tenant_name(i) for i, c in enumerate(dataset.conversations)}
     turn_of = {str(e.id): str(e.metadata["turn"]) for rows in episodes.values() for e in rows}
-    consolidator = Consolidator(store, extractor=extractor)
+    consolidator = store.consolidator(extractor)
     per: dict[str, dict[str, int]] = {}
     sources: dict[str, list[tuple[str, set[str]]]] = {}
     for conversation, rows in episodes.items():

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from memstore.dialects import dialect_for
 from memstore.embeddings.base import DEFAULT_DIM, Embedder
 from memstore.errors import ConfigurationError
 from memstore.evaluation.configs import EvalConfig
@@ -145,7 +144,7 @@ async def _run_one(
         reranker=config.reranker_spec(),
         rerank_candidates=config.candidates or DEFAULT_RERANK_CANDIDATES,
     ) as store:
-        backend = dialect_for(store.engine).name
+        backend = store.backend
         try:
             for conversation, rows in episodes.items():
                 await store.forget(user_id=tenants[conversation])

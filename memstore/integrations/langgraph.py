@@ -49,7 +49,6 @@ from memstore.core.tenancy import TenantId, storage_user_id
 from memstore.core.validation import check_json, check_text
 from memstore.errors import DimensionMismatch, InvalidInput, WrongThread
 from memstore.integrations.langgraph_filters import check_filter, matches_filter, matches_path
-from memstore.services.langgraph import LangGraphItems
 from memstore.store import MemoryStore
 
 __all__ = ["MAX_KEY_BYTES", "MemstoreStore", "WrongThread"]
@@ -82,7 +81,7 @@ class MemstoreStore(BaseStore):
     ) -> None:
         """``user_id`` pins every namespace to that tenant; else the first label is it."""
         self._store = store
-        self._items = LangGraphItems(store.db, store.embedder, store.embedder_guard)
+        self._items = store.langgraph_items()
         self._pinned = None if user_id is None else storage_user_id(user_id)
         self.index_config = self._check_index(index)
         self.ttl_config = self._check_ttl_config(ttl)

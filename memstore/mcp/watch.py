@@ -13,7 +13,6 @@ from types import TracebackType
 from typing import TYPE_CHECKING
 
 from memstore.mcp.resources import ResourceRef
-from memstore.services.change_position import change_position
 from memstore.types import Change, ChangeKind
 
 if TYPE_CHECKING:
@@ -61,7 +60,7 @@ class TenantWatch:
     async def __aenter__(self) -> AsyncIterator[Change]:
         # The start is read here, not on the feed's first step: whatever the caller
         # answers after entering, every change committed from now on is delivered.
-        start = await change_position(self._store.db, self._user_id)
+        start = await self._store.change_position(user_id=self._user_id)
         self._feed = self._store.changes(user_id=self._user_id, kinds=WATCHED_KINDS, after=start)
         return self._feed
 

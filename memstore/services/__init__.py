@@ -1,7 +1,8 @@
 """The services behind the MemoryStore facade, one per kind of memory.
 
-Each receives the :class:`~memstore.db.unit.Database` and its other collaborators
-by composition; ``memstore.store`` wires them together.
+Each is built one way: a frozen, keyword-only dataclass of its collaborators on
+:class:`~memstore.services.base.Service` (the :class:`~memstore.db.unit.Database`
+and the others); ``memstore.store`` wires them together.
 """
 
 from memstore.services.agent.service import AgentService

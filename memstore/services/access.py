@@ -22,6 +22,7 @@ from memstore.db.unit import Database
 from memstore.errors import InvalidInput
 from memstore.repositories.access import AccessDelta, AccessRepository
 from memstore.repositories.erasure import guard_against_erasure
+from memstore.services.base import Service
 from memstore.services.limits import ACCESS_KINDS
 from memstore.types import AccessStat
 
@@ -169,12 +170,10 @@ class AccessTracker:
             log.warning("memstore: access counts lost on close", exc_info=True)
 
 
-class AccessService:
+class AccessService(Service):
     """The access counters as agents see them: record, read, flush."""
 
-    def __init__(self, *, db: Database, access_tracker: AccessTracker) -> None:
-        self.db = db
-        self.access_tracker = access_tracker
+    access_tracker: AccessTracker
 
     def record_access(
         self, kind: str, item_ids: Sequence[str], *, user_id: str | None = None

@@ -22,6 +22,7 @@ from memstore.core.tenancy import TenantId, public_user_id, storage_user_id
 from memstore.errors import InvalidInput
 from memstore.repositories.changes import ChangeHead, ChangeLogRepository
 from memstore.services.base import Service
+from memstore.services.change_position import change_position
 from memstore.services.watch import watching
 from memstore.types import Change, ChangeKind
 
@@ -144,6 +145,16 @@ class _Feed:
 
 class ChangeService(Service):
     """The change feed of one store."""
+
+    async def change_position(self, *, user_id: str | None = None) -> str:
+        """The tenant's feed as of now, as an ``after=`` position of :meth:`changes`.
+
+        ``changes(after=None)`` fixes its start on its first step; a caller that must
+        be listening before it answers someone (the MCP server confirming a
+        subscription) reads this first: ``changes(after=position)`` then yields
+        every change committed after this call.
+        """
+        return await change_position(self.db, user_id)
 
     async def changes(
         self,

@@ -20,7 +20,6 @@ from memstore.core.validation import (
     check_time_range,
     is_number,
 )
-from memstore.db.unit import Database
 from memstore.embeddings.base import Embedder, embed_with_passages_checked
 from memstore.errors import InvalidInput, NotFound
 from memstore.recall.hybrid import HybridRecall, RecallArgs
@@ -28,6 +27,7 @@ from memstore.repositories.episodes import EpisodeRepository
 from memstore.rerankers.base import Reranker
 from memstore.search.settings import EmbedderGuard
 from memstore.services.access import AccessTracker
+from memstore.services.base import Service
 from memstore.services.limits import MAX_BATCH, MAX_EPISODE_ID_CHARS
 from memstore.types import Episode, EpisodeMatch, Message, Role
 
@@ -54,23 +54,13 @@ class EpisodeVectors:
     passages: np.ndarray | None  # a long text's passages' unit vectors, one per row
 
 
-class EpisodeService:
+class EpisodeService(Service):
     """Episodes: remember agent turns and recall them."""
 
-    def __init__(
-        self,
-        *,
-        db: Database,
-        embedder: Embedder,
-        embedder_guard: EmbedderGuard,
-        recall: HybridRecall,
-        access_tracker: AccessTracker,
-    ) -> None:
-        self.db = db
-        self.embedder = embedder
-        self.embedder_guard = embedder_guard
-        self._recall = recall
-        self.access_tracker = access_tracker
+    embedder: Embedder
+    embedder_guard: EmbedderGuard
+    hybrid: HybridRecall
+    access_tracker: AccessTracker
 
     def _valid_episode(self, episode: Episode) -> tuple[str, Episode]:
         if not isinstance(episode, Episode):
@@ -203,7 +193,7 @@ class EpisodeService:
 
     async def _ranked(self, args: EpisodeRecallArgs, *, with_relevance: bool) -> list[EpisodeMatch]:
         user = storage_user_id(args.user_id)
-        ranking = self._recall.ranking(
+        ranking = self.hybrid.ranking(
             args, args.min_score, args.rerank, with_relevance=with_relevance
         )
         if args.time_range is not None:
@@ -213,7 +203,7 @@ class EpisodeService:
             raise InvalidInput("recency_weight must be a non-negative number")
         weight = float(weight)
         now = self.db.now()
-        matches = await self._recall.episodes(
+        matches = await self.hybrid.episodes(
             user, args.query, ranking, time_range=args.time_range, now=now, recency_weight=weight
         )
         self.access_tracker.record(user, "episode", [m.episode.id for m in matches], now)

@@ -11,7 +11,6 @@ from memstore.core.forwarding import takes_options
 from memstore.core.predicates import normalize_predicate
 from memstore.core.tenancy import TenantId, storage_user_id
 from memstore.core.validation import check_aware, check_identifier, check_limit, check_text
-from memstore.db.unit import Database
 from memstore.embeddings.base import Embedder, embed_checked
 from memstore.errors import NotFound
 from memstore.recall.hybrid import HybridRecall, RecallArgs
@@ -21,6 +20,7 @@ from memstore.repositories.facts import FactRepository
 from memstore.rerankers.base import Reranker
 from memstore.search.settings import EmbedderGuard
 from memstore.services.access import AccessTracker
+from memstore.services.base import Service
 from memstore.services.bitemporal import FactWriter
 from memstore.types import AssertOutcome, ChangeKind, Fact, FactMatch
 
@@ -82,23 +82,13 @@ class FactRecallArgs(RecallArgs):
     rerank: Reranker | bool | None = None
 
 
-class FactService:
+class FactService(Service):
     """Bi-temporal facts: assert, retract, history and recall as of any time."""
 
-    def __init__(
-        self,
-        *,
-        db: Database,
-        embedder: Embedder,
-        embedder_guard: EmbedderGuard,
-        recall: HybridRecall,
-        access_tracker: AccessTracker,
-    ) -> None:
-        self.db = db
-        self.embedder = embedder
-        self.embedder_guard = embedder_guard
-        self._recall = recall
-        self.access_tracker = access_tracker
+    embedder: Embedder
+    embedder_guard: EmbedderGuard
+    hybrid: HybridRecall
+    access_tracker: AccessTracker
 
     async def assert_fact(self, fact: Fact) -> AssertOutcome:
         """Like :meth:`add_fact`, but also says whether it added, reinforced or superseded."""
@@ -196,12 +186,12 @@ class FactService:
 
     async def _ranked(self, args: FactRecallArgs, *, with_relevance: bool) -> list[FactMatch]:
         user = storage_user_id(args.user_id)
-        ranking = self._recall.ranking(
+        ranking = self.hybrid.ranking(
             args, args.min_score, args.rerank, with_relevance=with_relevance
         )
         now = self.db.now()
         valid_at, known_at = _as_of(args.valid_at, args.known_at, now)
-        matches = await self._recall.facts(
+        matches = await self.hybrid.facts(
             user, args.query, ranking, valid_at=valid_at, known_at=known_at
         )
         self.access_tracker.record(user, "fact", [m.fact.fact_id or "" for m in matches], now)

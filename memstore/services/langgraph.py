@@ -15,10 +15,10 @@ import numpy as np
 
 from memstore.core.langgraph_input import indexed_texts
 from memstore.core.tenancy import TenantId
-from memstore.db.unit import Database
 from memstore.embeddings.base import Embedder, embed_checked, queries_checked
 from memstore.repositories.langgraph import LangGraphRepository
 from memstore.search.settings import EmbedderGuard
+from memstore.services.base import Service
 
 if TYPE_CHECKING:
     from memstore.models import LangGraphItemRow
@@ -26,26 +26,24 @@ if TYPE_CHECKING:
 __all__ = ["LangGraphItems"]
 
 
-class LangGraphItems:
+class LangGraphItems(Service):
     """Items of the LangGraph store on one database, embedded with one embedder."""
 
-    def __init__(self, db: Database, embedder: Embedder, embedder_guard: EmbedderGuard) -> None:
-        self._db = db
-        self._embedder = embedder
-        self._guard = embedder_guard
+    embedder: Embedder
+    embedder_guard: EmbedderGuard
 
     async def get(
         self, user: TenantId, namespace: str, key: str, *, refresh_ttl: bool
     ) -> LangGraphItemRow | None:
-        now = self._db.now()
-        async with self._db.read(user) as session:
+        now = self.db.now()
+        async with self.db.read(user) as session:
             row = await LangGraphRepository(session=session).get(user, namespace, key, now)
         if row is not None and refresh_ttl:
             await self._refresh(user, [row], now)
         return row
 
     async def delete(self, user: TenantId, namespace: str, key: str) -> None:
-        async with self._db.write(user) as session:
+        async with self.db.write(user) as session:
             await LangGraphRepository(session=session).delete(user, namespace, key)
 
     async def put(
@@ -63,14 +61,14 @@ class LangGraphItems:
         texts = indexed_texts(value, paths) if paths else []
         vectors = None
         if texts:
-            matrix = await embed_checked(self._embedder, texts)
+            matrix = await embed_checked(self.embedder, texts)
             vectors = matrix.astype("<f4").tobytes()
-        now = self._db.now()
-        async with self._db.write(user) as session:
+        now = self.db.now()
+        async with self.db.write(user) as session:
             if vectors is not None:
                 # The first vector written by any path records the embedder;
                 # another embedder's store refuses, as for episodes.
-                await self._guard.claim(session)
+                await self.embedder_guard.claim(session)
             await LangGraphRepository(session=session).put(
                 user,
                 namespace,
@@ -102,9 +100,9 @@ class LangGraphItems:
         indexed fields), scored items first, best first; unscored ones follow in
         recency order. Only ranking or filtering reads every item; else SQL pages.
         """
-        now = self._db.now()
+        now = self.db.now()
         paged = not query and keep is None
-        async with self._db.read(user) as session:
+        async with self.db.read(user) as session:
             rows = await LangGraphRepository(session=session).under(
                 user,
                 prefix,
@@ -116,7 +114,7 @@ class LangGraphItems:
             rows = [r for r in rows if keep(r.value)]
         scores: list[float | None] = [None] * len(rows)
         if query:
-            vector = (await queries_checked(self._embedder, [query]))[0]
+            vector = (await queries_checked(self.embedder, [query]))[0]
             dim = vector.shape[0]
             for i, row in enumerate(rows):
                 # Vectors of another width (re-embedded by a memstore whose reembed
@@ -137,13 +135,13 @@ class LangGraphItems:
 
     async def namespaces(self, user: TenantId) -> list[str]:
         """The tenant's namespaces that hold a live item."""
-        async with self._db.read(user) as session:
-            return await LangGraphRepository(session=session).namespaces(user, self._db.now())
+        async with self.db.read(user) as session:
+            return await LangGraphRepository(session=session).namespaces(user, self.db.now())
 
     async def sweep(self, user: TenantId) -> int:
         """Delete the tenant's expired items; returns how many."""
-        async with self._db.write(user) as session:
-            return await LangGraphRepository(session=session).sweep(user, self._db.now())
+        async with self.db.write(user) as session:
+            return await LangGraphRepository(session=session).sweep(user, self.db.now())
 
     async def _refresh(
         self, user: TenantId, rows: Sequence[LangGraphItemRow], now: datetime
@@ -154,5 +152,5 @@ class LangGraphItems:
             if r.ttl_minutes is not None
         ]
         if stale:
-            async with self._db.write(user) as session:
+            async with self.db.write(user) as session:
                 await LangGraphRepository(session=session).refresh(user, stale, now)

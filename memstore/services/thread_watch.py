@@ -1,10 +1,11 @@
 """``threads.wait`` and ``threads.follow``: the next slots of a thread, as they are committed.
 
-A mixin of :class:`~memstore.services.threads.ThreadBuffer`, kept apart so the
-buffer's own module stays about appending and reading. Both sleep on the
-store's change signal between reads (see memstore.services.watch): any
-process's committed append wakes them, a rolled-back one never does, and what
-they return is read back from the database, filtered by tenant and thread.
+A service of its own that :class:`~memstore.services.threads.ThreadBuffer` forwards
+``wait`` and ``follow`` to, so the buffer's module stays about appending and
+reading. Both sleep on the store's change signal between reads (see
+memstore.services.watch): any process's committed append wakes them, a
+rolled-back one never does, and what they return is read back from the
+database, filtered by tenant and thread.
 """
 
 from __future__ import annotations
@@ -16,13 +17,13 @@ from memstore.core.tenancy import TenantId, storage_user_id
 from memstore.core.validation import check_identifier
 from memstore.errors import InvalidInput
 from memstore.repositories.threads import ThreadRepository
+from memstore.services.base import Service
 from memstore.services.watch import check_timeout, watching
 from memstore.types import Slot
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncSession
 
-    from memstore.db.unit import Database
     from memstore.repositories.changes import ChangeHead
 
 __all__ = ["MAX_SLOT_INDEX", "ThreadWatch"]
@@ -67,10 +68,8 @@ class _Cursor:
         return slots
 
 
-class ThreadWatch:
-    """Waiting for a thread's next slots (mixed into ThreadBuffer)."""
-
-    _db: Database
+class ThreadWatch(Service):
+    """Waiting for a thread's next slots (``store.threads.wait`` and ``follow``)."""
 
     async def wait(
         self,
@@ -94,7 +93,7 @@ class ThreadWatch:
         check_identifier("thread_id", thread_id)
         cursor = _Cursor(user, thread_id, _check_after(after), None)
         seconds = check_timeout(timeout)
-        async with watching(self._db, user, seconds, what="threads.wait") as watch:
+        async with watching(self.db, user, seconds, what="threads.wait") as watch:
             return await watch.until(cursor.read) or []
 
     async def follow(
@@ -109,7 +108,7 @@ class ThreadWatch:
         user = storage_user_id(user_id)
         check_identifier("thread_id", thread_id)
         cursor = _Cursor(user, thread_id, _check_after(after), _FOLLOW_BATCH)
-        async with watching(self._db, user, None, what="threads.follow") as watch:
+        async with watching(self.db, user, None, what="threads.follow") as watch:
             while True:
                 # No deadline: until() returns only when there are slots.
                 for slot in await watch.until(cursor.read) or []:

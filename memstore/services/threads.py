@@ -1,7 +1,6 @@
 """``store.threads``: append-only thread context buffers shared through the database.
 
-Every process that opens a store on the same database sees the same threads, with
-no in-process, Manager or Redis buffer to keep in step.
+Every process that opens a store on the same database sees the same threads.
 
 Atomic slot numbering: ``append`` reserves its index with one statement,
 ``INSERT INTO threads ... ON CONFLICT (user_id, thread_id) DO UPDATE SET
@@ -28,23 +27,18 @@ from collections.abc import AsyncIterator, Callable
 from datetime import datetime, timedelta
 from typing import Any
 
+from memstore.core.forwarding import forward, forwards_owned
 from memstore.core.tenancy import TenantId, public_user_id, storage_user_id
 from memstore.core.validation import check_identifier, check_json, check_limit, check_text
 from memstore.db.unit import Database
 from memstore.errors import InvalidInput, LimitExceeded, NotFound
 from memstore.repositories.changes import ChangeEntry, ChangeLogRepository
 from memstore.repositories.threads import ThreadRepository
-from memstore.services.limits import MAX_DURATION_SECONDS, check_positive_seconds
+from memstore.services.limits import check_positive_seconds
 from memstore.services.thread_watch import ThreadWatch
 from memstore.types import ChangeKind, RemovedThread, Slot, SlotMetadata, ThreadInfo
 
-__all__ = [
-    "DEFAULT_MAX_SLOTS_PER_THREAD",
-    "DEFAULT_MAX_THREADS",
-    "MAX_DURATION_SECONDS",
-    "ThreadBuffer",
-    "check_positive_seconds",
-]
+__all__ = ["DEFAULT_MAX_SLOTS_PER_THREAD", "DEFAULT_MAX_THREADS", "ThreadBuffer"]
 
 DEFAULT_MAX_SLOTS_PER_THREAD = 10_000
 DEFAULT_MAX_THREADS = 1_000
@@ -67,7 +61,8 @@ def _encode_payload(payload: Any) -> tuple[str, Any]:
     return type_name, check_json("payload", payload)
 
 
-class ThreadBuffer(ThreadWatch):
+@forwards_owned
+class ThreadBuffer:
     """Thread-scoped, append-only message slots; every method takes ``user_id``.
 
     Limits: ``max_slots_per_thread`` is enforced on append; ``max_threads``
@@ -83,6 +78,7 @@ class ThreadBuffer(ThreadWatch):
         idle_ttl_seconds: float | None = None,
     ) -> None:
         self._db = db
+        self._watch = ThreadWatch(db=db)
         self.max_slots_per_thread = check_limit(
             "max_slots_per_thread", max_slots_per_thread, maximum=_MAX_LIMIT
         )
@@ -397,3 +393,7 @@ class ThreadBuffer(ThreadWatch):
             for why, removed in (("idle", idle), ("max_threads", surplus))
             for t, n in sorted(removed.items())
         ]
+
+    # Waiting for the next slots: the watch's own methods, signatures written once.
+    wait = forward("_watch", ThreadWatch.wait)
+    follow = forward("_watch", ThreadWatch.follow)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -11,6 +12,12 @@ from memstore.db.unit import Database
 from memstore.embeddings.base import Embedder
 from memstore.errors import InvalidInput
 from memstore.search.settings import EmbedderGuard
+from memstore.services.base import Service
+from memstore.services.consolidation.consolidator import (
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_LEASE_SECONDS,
+    Consolidator,
+)
 from memstore.services.consolidation.types import Extractor
 from memstore.services.gc import collect
 from memstore.services.limits import DEFAULT_CHANGE_RETENTION_SECONDS, check_positive_seconds
@@ -33,25 +40,16 @@ class ConsolidationParts:
         return self.db.now()
 
 
-class WorkingService:
+class WorkingService(Service):
     """Working memory, garbage collection and the consolidation entry point."""
 
-    def __init__(
-        self,
-        *,
-        db: Database,
-        threads: ThreadBuffer,
-        scratchpad_limit: int,
-        consolidation: ConsolidationParts,
-        change_retention_seconds: float = DEFAULT_CHANGE_RETENTION_SECONDS,
-    ) -> None:
-        self.db = db
-        self.change_retention_seconds = check_positive_seconds(
-            "change_retention_seconds", change_retention_seconds
-        )
-        self.threads = threads
-        self.scratchpad_limit = scratchpad_limit
-        self.consolidation = consolidation
+    threads: ThreadBuffer
+    scratchpad_limit: int
+    consolidation: ConsolidationParts
+    change_retention_seconds: float = DEFAULT_CHANGE_RETENTION_SECONDS
+
+    def __post_init__(self) -> None:
+        check_positive_seconds("change_retention_seconds", self.change_retention_seconds)
 
     def working_memory(
         self,
@@ -126,8 +124,33 @@ class WorkingService:
         Safe to run from several processes at once: each episode is consolidated
         exactly once (see :mod:`memstore.services.consolidation.consolidator`).
         """
-        from memstore.services.consolidation.consolidator import DEFAULT_BATCH_SIZE, Consolidator
-
         size = DEFAULT_BATCH_SIZE if batch_size is None else batch_size
-        consolidator = Consolidator(self.consolidation, extractor=extractor, batch_size=size)
+        consolidator = self.consolidator(extractor, batch_size=size)
         return await consolidator.run(limit=limit, user_id=user_id, max_seconds=max_seconds)
+
+    def consolidator(
+        self,
+        extractor: Extractor | None = None,
+        *,
+        batch_size: int | None = None,
+        lease_seconds: float | None = None,
+        worker_id: str | None = None,
+        after_fact: Callable[[], Awaitable[None]] | None = None,
+    ) -> Consolidator:
+        """A consolidation worker on this store, for a long-running job.
+
+        What :meth:`consolidate` runs once, kept: ``pending()`` counts the waiting
+        episodes and ``run(on_batch=..., should_stop=...)`` reports each batch and
+        stops between batches (``memstore consolidate --loop`` is one). Episodes are
+        leased for ``lease_seconds`` to ``worker_id`` (default: host, pid, random).
+        ``after_fact`` is awaited after each fact a batch writes, inside its
+        transaction (fault-injection tests, ``--debug-write-delay``).
+        """
+        return Consolidator(
+            self.consolidation,
+            extractor=extractor,
+            batch_size=DEFAULT_BATCH_SIZE if batch_size is None else batch_size,
+            lease_seconds=DEFAULT_LEASE_SECONDS if lease_seconds is None else lease_seconds,
+            worker_id=worker_id,
+            after_fact=after_fact,
+        )

@@ -37,7 +37,7 @@ from memstore.repositories.working_memory import (
     StoredKey,
     WorkingMemoryRepository,
 )
-from memstore.services.threads import check_positive_seconds
+from memstore.services.limits import check_positive_seconds
 from memstore.types import ScopeContext, ScopeLevel, TaskState
 
 __all__ = ["DEFAULT_SCRATCHPAD_LIMIT", "WorkingMemory"]

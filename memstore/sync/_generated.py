@@ -81,6 +81,11 @@ class SyncMemoryStore(SyncStore[MemoryStore]):
     def assert_fact(self, fact: Fact) -> AssertOutcome:
         return self._runner.run(self._target.assert_fact(fact))
 
+    @property
+    def backend(self) -> str:
+        """The database's kind: ``"sqlite"`` or ``"postgresql"`` (Citus included)."""
+        return self._target.backend
+
     def bind(self, session: AsyncSession) -> MemoryStore:
         return self._runner.call(self._target.bind, session)
 
@@ -89,6 +94,9 @@ class SyncMemoryStore(SyncStore[MemoryStore]):
 
     def call_tool(self, name: str, arguments: Any, *, user_id: str | None = None, context: Context | None = None) -> dict[str, Any]:
         return self._runner.run(self._target.call_tool(name, arguments, user_id=user_id, context=context))
+
+    def change_position(self, *, user_id: str | None = None) -> str:
+        return self._runner.run(self._target.change_position(user_id=user_id))
 
     def changes(self, *, user_id: str | None = None, kinds: Iterable[ChangeKind | str] | None = None, after: str | None = None) -> Iterator[Change]:
         return self._iterate(self._target.changes(user_id=user_id, kinds=kinds, after=after))
@@ -101,6 +109,11 @@ class SyncMemoryStore(SyncStore[MemoryStore]):
 
     def delete_block(self, name: str, *, user_id: str | None = None) -> None:
         return self._runner.run(self._target.delete_block(name, user_id=user_id))
+
+    @property
+    def embedder(self) -> Embedder:
+        """The embedder the store writes and searches with (``dim`` is the database's width)."""
+        return self._target.embedder
 
     def export(self, *, user_id: str | None = None) -> dict[str, Any]:
         return self._runner.run(self._target.export(user_id=user_id))

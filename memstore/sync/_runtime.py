@@ -182,9 +182,9 @@ class SyncStore(SyncProxy[A]):
         self.close()
 
     if not TYPE_CHECKING:
-        # Plain attributes of the async store (embedder, rls, block_char_limit, …) at
-        # run time. Hidden from type checkers, so that a misspelt method is an error
-        # there rather than Any; typed code reads them from ``async_store``.
+        # Plain attributes of the async store (``config``) at run time. Hidden from
+        # type checkers, so that a misspelt method is an error there rather than Any;
+        # typed code reads them from ``async_store``.
         def __getattr__(self, name: str) -> Any:
             if name.startswith("_"):
                 raise AttributeError(name)

@@ -11,15 +11,15 @@ from memstore.services.agent.context import Context, ContextItem
 from memstore.services.agent.memory import AgentMemory
 from memstore.services.agent.prefetch import prefetch_items
 from memstore.services.agent.tools import call_tool, tool_definitions
+from memstore.services.base import Service
 
 __all__ = ["AgentService"]
 
 
-class AgentService:
+class AgentService(Service):
     """Agent-facing layer: per-turn context, prefetch and the memory tools."""
 
-    def __init__(self, *, memory: AgentMemory) -> None:
-        self.memory = memory
+    memory: AgentMemory
 
     @takes_options(ContextRequest)
     async def context(self, request: ContextRequest) -> Context:

@@ -92,7 +92,8 @@ def default_worker_id() -> str:
 
 
 class ConsolidationHost(Protocol):
-    """What a consolidator needs of a store (a :class:`~memstore.MemoryStore` has it)."""
+    """What a consolidator writes with: the store's parts, given by
+    :meth:`memstore.MemoryStore.consolidator`."""
 
     @property
     def db(self) -> Database: ...
@@ -107,11 +108,11 @@ class ConsolidationHost(Protocol):
 
 
 class Consolidator:
-    """Runs batches of one tenant at a time against a :class:`~memstore.MemoryStore`."""
+    """Runs batches of one tenant at a time (built by :meth:`memstore.MemoryStore.consolidator`)."""
 
     def __init__(
         self,
-        store: ConsolidationHost,
+        parts: ConsolidationHost,
         *,
         extractor: Extractor | None = None,
         batch_size: int = DEFAULT_BATCH_SIZE,
@@ -121,13 +122,13 @@ class Consolidator:
     ) -> None:
         from memstore.services.consolidation.rules import RuleExtractor
 
-        if not isinstance(getattr(store, "db", None), Database):
-            raise InvalidInput("Consolidator needs a MemoryStore")
+        if not isinstance(getattr(parts, "db", None), Database):
+            raise InvalidInput("build a Consolidator with MemoryStore.consolidator(...)")
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise InvalidInput("batch_size must be a positive integer")
         if not (isinstance(lease_seconds, int | float) and lease_seconds > 0):
             raise InvalidInput("lease_seconds must be a positive number")
-        self.store = store
+        self._parts = parts
         self.extractor: Extractor = extractor if extractor is not None else RuleExtractor()
         self.batch_size = batch_size
         self.lease = timedelta(seconds=float(lease_seconds))
@@ -137,7 +138,7 @@ class Consolidator:
     async def pending(self, user_id: str | None = None) -> int:
         """Episodes still waiting: of ``user_id``, or of every tenant when None."""
         user = None if user_id is None else storage_user_id(user_id)
-        async with self.store.db.write() as session:
+        async with self._parts.db.write() as session:
             return await ConsolidationRepository(session=session).count_pending(user)
 
     async def run(
@@ -224,9 +225,9 @@ class Consolidator:
         try:
             # Validated and embedded before the write lock is taken.
             prepared = await self._prepare(user, await self._extract(episodes))
-            async with self.store.db.write() as session:
+            async with self._parts.db.write() as session:
                 repo = ConsolidationRepository(session=session)
-                if not self.store.db.backend.serial_writes:
+                if not self._parts.db.backend.serial_writes:
                     await repo.lock_tenant(user)
                 # The sources may have been forgotten while extracting: write
                 # only for episodes that still exist and are still leased to us.
@@ -237,11 +238,11 @@ class Consolidator:
                 result = await self._write(
                     session, user, kept, [p for p in prepared if p.fact.sources[0] in kept_ids]
                 )
-                await repo.complete_leases(user, list(kept_ids), self.worker_id, self.store.now())
+                await repo.complete_leases(user, list(kept_ids), self.worker_id, self._parts.now())
         except BaseException:
             # The batch transaction rolled back; let the next run retry at once
             # instead of waiting for the lease to expire.
-            async with self.store.db.write() as session:
+            async with self._parts.db.write() as session:
                 await ConsolidationRepository(session=session).release_leases(
                     user, [e.id for e in episodes], self.worker_id
                 )
@@ -252,11 +253,13 @@ class Consolidator:
         self, size: int, only: TenantId | None
     ) -> tuple[TenantId, list[Episode]] | None:
         """Lease the next batch: (stored tenant id, up to ``size`` episodes), or None."""
-        async with self.store.db.write() as session:
+        async with self._parts.db.write() as session:
             repo = ConsolidationRepository(session=session)
-            now = self.store.now()
+            now = self._parts.now()
             for user in await repo.pending_users(only):
-                if not self.store.db.backend.serial_writes and not await repo.try_lock_tenant(user):
+                if not self._parts.db.backend.serial_writes and not await repo.try_lock_tenant(
+                    user
+                ):
                     continue  # another worker is claiming or writing this tenant now
                 if await repo.has_live_foreign_lease(user, self.worker_id, now):
                     continue
@@ -294,13 +297,14 @@ class Consolidator:
                 valid_to=c.valid_to,
             )
             try:
-                checked.append(valid_fact(fact, now=self.store.now()))
+                checked.append(valid_fact(fact, now=self._parts.now()))
             except InvalidInput as error:
                 raise ExtractionError(
                     f"extractor {self.extractor.name!r} produced an invalid fact: {error}"
                 ) from error
         # Consolidated facts must be found by dense recall like any other fact.
-        vectors = await embed_checked(self.store.embedder, [fact_text(f) for _, f, _, _ in checked])
+        texts = [fact_text(f) for _, f, _, _ in checked]
+        vectors = await embed_checked(self._parts.embedder, texts)
         return [
             _Prepared(fact, single, valid_from, vector)
             for (_user, fact, single, valid_from), vector in zip(checked, vectors, strict=True)
@@ -326,9 +330,9 @@ class Consolidator:
                 order[p.fact.sources[0]],
             ),
         )
-        await self.store.embedder_guard.claim(session)
+        await self._parts.embedder_guard.claim(session)
         counts = dict.fromkeys(FactChange, 0)
-        facts = FactWriter(session=session, embedder=self.store.embedder)
+        facts = FactWriter(session=session, embedder=self._parts.embedder)
         outcomes: list[AssertOutcome] = []
         for item in ordered:
             outcome = await facts.assert_fact(
@@ -336,14 +340,14 @@ class Consolidator:
                 item.fact,
                 single_valued=item.single,
                 valid_from=item.valid_from,
-                now=self.store.now(),
+                now=self._parts.now(),
                 embedding=item.embedding,
             )
             counts[outcome.change] += 1
             outcomes.append(outcome)
             if self._after_fact is not None:
                 await self._after_fact()
-        await facts.record_changes(user, outcomes, self.store.now())
+        await facts.record_changes(user, outcomes, self._parts.now())
         return BatchResult(
             user_id=public_user_id(user),
             processed=len(episodes),
