@@ -132,6 +132,7 @@ PG_DIALECT = Dialect(
     stddev="stddev_pop({x})",
     positive="greatest({x}, 0)",
     greatest="greatest",
+    least="least",
     float="float8",
     # date_part is double precision; extract() is numeric, and numeric exp() cost
     # ~9 µs a row (a third of the statement at a 400-row tenant).

@@ -104,6 +104,7 @@ SQLITE_DIALECT = Dialect(
     stddev="sqrt(max(avg({x} * {x}) - avg({x}) * avg({x}), 0))",
     positive="max({x}, 0)",
     greatest="max",
+    least="min",
     float="REAL",
     age_days="max(julianday(:now) - julianday(e.occurred_at), 0)",
     time_filter="AND (:t0 IS NULL OR e.occurred_at BETWEEN :t0 AND :t1)",

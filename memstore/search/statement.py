@@ -97,6 +97,7 @@ class Dialect:
     stddev: str  # population standard deviation of ``s``, a format string over {x}
     positive: str  # max(x, 0), a format string over {x}
     greatest: str  # the n-ary maximum function
+    least: str  # the n-ary minimum function
     float: str  # the name of the double precision type
     age_days: str  # days from e.occurred_at to :now, >= 0
     time_filter: str  # AND ... keeping e.occurred_at within :t0 .. :t1 when :t0 is set
