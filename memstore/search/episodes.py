@@ -319,7 +319,7 @@ async def ranked(
 
     When the query's terms can move the ranking, also ``term_counts`` with the
     (values, types) of their ``keyword`` parameters and the tenant's ``corpus``
-    (rows, mean text length).
+    (rows, median text length).
     """
     values = {**shared_params(request), **dense[0]}
     types = dict(dense[1])

@@ -135,7 +135,7 @@ class EpisodeSearch:
             ({"dense": json.dumps(nearest)}, {"dense": String()}),
             term_counts=sqlite_term_counts("episodes", SQLITE_DIALECT.time_filter),
             keyword=sqlite_keyword_params(request.terms),
-            corpus=(vectors.rows, vectors.mean_chars),
+            corpus=(vectors.rows, vectors.typical_chars),
         )
 
     def drop(self, user_id: str) -> None:
