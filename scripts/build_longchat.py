@@ -23,7 +23,7 @@ out. Questions are taken in the order of a hash of their id until ``--messages``
 messages are pooled (default 3,000; the whole oracle split is 10,866), so the same
 source gives the same set. Nothing here is committed: the set is rebuilt from the
 source, whose repository and commit it records. ``--exclude`` builds a held-out
-set beside another: no question and no message of that set in it.
+set beside others: no question and no message of those sets in it.
 """
 
 from __future__ import annotations
@@ -72,16 +72,16 @@ def _order(question_id: str) -> str:
 
 
 def build(
-    items: list[dict[str, Any]], max_messages: int, exclude: dict[str, Any] | None = None
+    items: list[dict[str, Any]], max_messages: int, exclude: list[dict[str, Any]] | None = None
 ) -> dict[str, Any]:
     """Pool the sessions of questions taken in hash order until ``max_messages``.
 
-    ``exclude``, a set this script built, leaves out its questions and every
-    question sharing a session with it: the result shares neither a question nor
-    a message with it (a held-out set).
+    ``exclude``, sets this script built, leaves out their questions and every
+    question sharing a session with them: the result shares neither a question nor
+    a message with any of them (a held-out set).
     """
-    taken_questions = {q["id"] for q in (exclude or {}).get("questions", [])}
-    taken_sessions = {m["session"] for m in (exclude or {}).get("messages", [])}
+    taken_questions = {q["id"] for x in exclude or [] for q in x["questions"]}
+    taken_sessions = {m["session"] for x in exclude or [] for m in x["messages"]}
     usable = [
         q
         for q in items
@@ -144,7 +144,10 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=3000)
     parser.add_argument("--out", default="/tmp/longchat.json")
     parser.add_argument(
-        "--exclude", help="a set built by this script: share no question or message with it"
+        "--exclude",
+        action="append",
+        default=[],
+        help="a set built by this script: share no question or message with it (repeatable)",
     )
     args = parser.parse_args()
     if args.git:
@@ -158,7 +161,7 @@ def main() -> None:
         source = {"path": args.source}
     else:
         parser.error("give a source path or --git")
-    exclude = json.loads(Path(args.exclude).read_text()) if args.exclude else None
+    exclude = [json.loads(Path(x).read_text()) for x in args.exclude]
     built = build(items, args.messages, exclude)
     built["source"] = source
     Path(args.out).write_text(json.dumps(built))

@@ -7,7 +7,10 @@ z-scores and ``base``):
 2. ``neighbour`` = weight x the best positive ``base`` within ``width`` turns
    of the same session (a turn next to a strong hit often answers it);
 3. ``session`` = weight x the mean of the session's best ``session_top``
-   scores, padded with ``floor`` (a session with several hits is on topic);
+   scores, padded with ``floor`` (a session with several hits is on topic),
+   lifting a turn by at most the turn's own positive score: a session on topic
+   ranks its relevant turns first, but does not carry turns that match nothing
+   (filler between its hits) over another session's hit;
 4. ``recency`` halves every ``half_life`` days.
 
 The statement returns the final rows, best first, with every part of the score.
@@ -109,24 +112,34 @@ _SESSIONS_JOINED = """sess AS (
     :sw * (sum(r.s1) + fl.v * (:stop - count(*))) / :stop AS session_score
   FROM ranked AS r CROSS JOIN fl WHERE r.rk <= :stop GROUP BY r.session_id, fl.v
 ),
-scored AS (
-  SELECT r.id{rid_r}, r.occurred_at, r.dense, r.keyword, r.dz, r.kz, r.base, r.neighbour,
-    s.session_score, r.s1 + s.session_score AS s2
+lifted AS (
+  SELECT r.id{rid_r}, r.occurred_at, r.dense, r.keyword, r.dz, r.kz, r.base, r.neighbour, r.s1,
+    {least}(s.session_score, {positive_s1}) AS session_score
   FROM ranked AS r JOIN sess AS s ON s.session_id = r.session_id
+),
+scored AS (
+  SELECT id{rid}, occurred_at, dense, keyword, dz, kz, base, neighbour, session_score,
+    s1 + session_score AS s2
+  FROM lifted
 )"""
 
 _SESSIONS_WINDOWED = """windowed AS (
   SELECT r.id{rid_r}, r.occurred_at, r.dense, r.keyword, r.dz, r.kz, r.base, r.neighbour, r.s1,
     :sw * (sum(CASE WHEN r.rk <= :stop THEN r.s1 ELSE 0 END) OVER w
            + fl.v * (:stop - sum(CASE WHEN r.rk <= :stop THEN 1 ELSE 0 END) OVER w)) / :stop
-      AS session_score
+      AS whole
   FROM ranked AS r CROSS JOIN fl
   WINDOW w AS (PARTITION BY r.session_id)
+),
+lifted AS (
+  SELECT id{rid}, occurred_at, dense, keyword, dz, kz, base, neighbour, s1,
+    {least}(whole, {positive_s1}) AS session_score
+  FROM windowed
 ),
 scored AS (
   SELECT id{rid}, occurred_at, dense, keyword, dz, kz, base, neighbour, session_score,
     s1 + session_score AS s2
-  FROM windowed
+  FROM lifted
 )"""
 
 # Dense similarity only (no keyword, neighbour, session or recency weight): the
@@ -226,7 +239,9 @@ def _build(
             around_episodes=_neighbours_of(dialect),
             top_episodes=_episodes_of(dialect, "t", _ROW),
             expand=limits[0],
-            sessions=sessions.format(**rid),
+            sessions=sessions.format(
+                least=dialect.least, positive_s1=dialect.positive.format(x="s1"), **rid
+            ),
             **rid,
         )
         fuse = FUSE.format(sd_s=sd_s, float=dialect.float, **rid)
@@ -304,7 +319,7 @@ async def ranked(
 
     When the query's terms can move the ranking, also ``term_counts`` with the
     (values, types) of their ``keyword`` parameters and the tenant's ``corpus``
-    (rows, mean text length).
+    (rows, median text length).
     """
     values = {**shared_params(request), **dense[0]}
     types = dict(dense[1])

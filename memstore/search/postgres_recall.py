@@ -14,17 +14,16 @@ from datetime import datetime
 from typing import Any
 
 import numpy as np
-from sqlalchemy import ARRAY, Boolean, ColumnElement, Float, Integer, String, func, select
+from sqlalchemy import ARRAY, Boolean, ColumnElement, Float, Integer, String
 
 from memstore.core.lexical import is_prefix, tsquery
 from memstore.db.types import PgVector
 from memstore.db.unit import Reader
-from memstore.models import EpisodeRow
 from memstore.models.search import document, tsvector
 from memstore.search.episodes import RecallHit, ranked
 from memstore.search.postgres import EPISODE_DISTANCE, PostgresSearch
 from memstore.search.statement import Dialect, EpisodeRecall, FactRecall
-from memstore.search.tables import EpisodeSearchBackend, row_text
+from memstore.search.tables import EpisodeSearchBackend, corpus_size
 
 __all__ = [
     "KEYWORD_CAP",
@@ -133,6 +132,7 @@ PG_DIALECT = Dialect(
     stddev="stddev_pop({x})",
     positive="greatest({x}, 0)",
     greatest="greatest",
+    least="least",
     float="float8",
     # date_part is double precision; extract() is numeric, and numeric exp() cost
     # ~9 µs a row (a third of the statement at a 400-row tenant).
@@ -145,14 +145,14 @@ PG_DIALECT = Dialect(
 # Keyword candidates scored per query: BM25 is exact while a tenant has fewer
 # rows matching any query term than this.
 KEYWORD_CAP = 5_000
-# Seconds a tenant's corpus statistics (row count, mean text length) are reused.
+# Seconds a tenant's corpus statistics (row count, median text length) are reused.
 STATS_TTL = 60.0
 
 
 @dataclass(frozen=True)
 class CorpusStats:
     rows: int
-    mean_chars: float
+    typical_chars: float
     taken: float
 
 
@@ -176,16 +176,13 @@ class EpisodeSearch:
         return time_range is not None or cached.rows <= self.vectors.exact_threshold
 
     async def stats(self, session: Reader, user_id: str) -> CorpusStats:
-        """The tenant's searchable rows and mean text length, refreshed every STATS_TTL s."""
+        """The tenant's searchable rows and median text length, refreshed every STATS_TTL s."""
         now = time.monotonic()
         cached = self._stats.get(user_id)
         if cached is not None and now - cached.taken < STATS_TTL:
             return cached
-        stmt = select(func.count(), func.avg(func.length(row_text(EpisodeRow)))).where(
-            EpisodeRow.user_id == user_id
-        )
-        count, mean = (await session.execute(stmt)).one()
-        fresh = CorpusStats(int(count or 0), float(mean or 0.0), now)
+        count, middle = await corpus_size(session, user_id)
+        fresh = CorpusStats(count, middle, now)
         if len(self._stats) > 10_000:
             self._stats.clear()
         self._stats[user_id] = fresh
@@ -224,7 +221,7 @@ class EpisodeSearch:
             dense,
             term_counts=pg_term_counts("episodes", PG_TIME_FILTER, rid=True),
             keyword=pg_keyword_params(request.terms),
-            corpus=(stats.rows, stats.mean_chars),
+            corpus=(stats.rows, stats.typical_chars),
         )
 
 

@@ -105,6 +105,7 @@ SQLITE_DIALECT = Dialect(
     stddev="sqrt(max(avg({x} * {x}) - avg({x}) * avg({x}), 0))",
     positive="max({x}, 0)",
     greatest="max",
+    least="min",
     float="REAL",
     age_days="max(julianday(:now) - julianday(e.occurred_at), 0)",
     time_filter="AND (:t0 IS NULL OR e.occurred_at BETWEEN :t0 AND :t1)",
@@ -135,7 +136,7 @@ class EpisodeSearch:
             ({"dense": json.dumps(nearest)}, {"dense": String()}),
             term_counts=sqlite_term_counts("episodes", SQLITE_DIALECT.time_filter),
             keyword=sqlite_keyword_params(request.terms),
-            corpus=(vectors.rows, vectors.mean_chars),
+            corpus=(vectors.rows, vectors.typical_chars),
         )
 
     def drop(self, user_id: str) -> None:

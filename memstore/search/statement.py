@@ -8,7 +8,11 @@ shared by both backends and both tables:
 1. ``kw(id, s)``: Okapi BM25 of the term counts (``BM25``);
 2. each signal is standardised over its own candidates (z-scores), and a row
    missing from a signal gets that signal's weakest z (``floor``);
-3. ``base`` = weighted sum of the two z-scores (``FUSE``).
+3. each signal's z-scores are weighted by its share of how far the two lists'
+   best stand out (the square root of each list's top z, the two shares summing
+   to 2; 1 each when a list is empty or flat): a list whose best row is far
+   above the rest says more about this query than one whose best barely is;
+4. ``base`` = weighted sum of the two (``FUSE``).
 
 Facts are ranked by ``base`` (memstore/search/facts.py); episodes add context
 terms in memstore/search/episodes.py. The weights are :class:`RecallTuning`'s,
@@ -97,6 +101,7 @@ class Dialect:
     stddev: str  # population standard deviation of ``s``, a format string over {x}
     positive: str  # max(x, 0), a format string over {x}
     greatest: str  # the n-ary maximum function
+    least: str  # the n-ary minimum function
     float: str  # the name of the double precision type
     age_days: str  # days from e.occurred_at to :now, >= 0
     time_filter: str  # AND ... keeping e.occurred_at within :t0 .. :t1 when :t0 is set
@@ -116,8 +121,9 @@ class Dialect:
 
 
 # Okapi BM25 of the term counts. {docs} and {chars}, the tenant's rows and their
-# mean length: episodes bind them from a per-tenant cache (never counted per
-# query), facts count their few rows as of the request's times in the statement.
+# typical length: episodes bind their count and median length from a per-tenant
+# cache (never counted per query; memstore/search/tables.py's corpus_size), facts
+# count their few rows and mean length as of the request's times in the statement.
 BM25 = """
 df AS (SELECT i, count(*) AS n FROM tf GROUP BY i),
 corpus AS (
@@ -133,28 +139,39 @@ kw(id, s{rid}) AS (
 ),"""
 
 FUSE = """
-ds AS (SELECT avg(s) AS m, {sd_s} AS sd, min(s) AS lo FROM dense),
-ks AS (SELECT avg(s) AS m, {sd_s} AS sd, min(s) AS lo FROM kw),
+ds AS (SELECT avg(s) AS m, {sd_s} AS sd, min(s) AS lo, max(s) AS hi FROM dense),
+ks AS (SELECT avg(s) AS m, {sd_s} AS sd, min(s) AS lo, max(s) AS hi FROM kw),
+apart AS (
+  SELECT
+    sqrt(CASE WHEN ds.sd > 1e-12 THEN (ds.hi - ds.m) / ds.sd ELSE 0 END) AS d,
+    sqrt(CASE WHEN ks.sd > 1e-12 THEN (ks.hi - ks.m) / ks.sd ELSE 0 END) AS k
+  FROM ds CROSS JOIN ks
+),
+shares AS (
+  SELECT CASE WHEN d > 0 AND k > 0 THEN 2 * d / (d + k) ELSE 1 END AS wd,
+         CASE WHEN d > 0 AND k > 0 THEN 2 * k / (d + k) ELSE 1 END AS wk
+  FROM apart
+),
 floors AS (
   SELECT
-    CASE WHEN ds.sd > 1e-12 THEN (ds.lo - ds.m) / ds.sd ELSE 0 END AS dz0,
-    CASE WHEN ks.sd > 1e-12 THEN (ks.lo - ks.m) / ks.sd ELSE 0 END AS kz0
-  FROM ds CROSS JOIN ks
+    CASE WHEN ds.sd > 1e-12 THEN w.wd * (ds.lo - ds.m) / ds.sd ELSE 0 END AS dz0,
+    CASE WHEN ks.sd > 1e-12 THEN w.wk * (ks.lo - ks.m) / ks.sd ELSE 0 END AS kz0
+  FROM ds CROSS JOIN ks CROSS JOIN shares AS w
 ),
 fl AS (SELECT :dw * dz0 + :kw * kz0 AS v FROM floors),
 cand AS (
   SELECT c.id, coalesce(c.d, 0) AS dense, coalesce(c.k, 0) AS keyword,
     CASE WHEN c.d IS NULL THEN f.dz0
-         WHEN ds.sd > 1e-12 THEN (c.d - ds.m) / ds.sd ELSE 0 END AS dz,
+         WHEN ds.sd > 1e-12 THEN w.wd * (c.d - ds.m) / ds.sd ELSE 0 END AS dz,
     CASE WHEN c.k IS NULL THEN f.kz0
-         WHEN ks.sd > 1e-12 THEN (c.k - ks.m) / ks.sd ELSE 0 END AS kz{rid_c}
+         WHEN ks.sd > 1e-12 THEN w.wk * (c.k - ks.m) / ks.sd ELSE 0 END AS kz{rid_c}
   FROM (
     SELECT u.id, max(u.d) AS d, max(u.k) AS k{max_u_rid} FROM (
       SELECT id, s AS d, CAST(NULL AS {float}) AS k{rid} FROM dense
       UNION ALL SELECT id, NULL, s{rid} FROM kw
     ) AS u GROUP BY u.id
   ) AS c
-  CROSS JOIN ds CROSS JOIN ks CROSS JOIN floors AS f
+  CROSS JOIN ds CROSS JOIN ks CROSS JOIN floors AS f CROSS JOIN shares AS w
 )"""
 
 # An empty kw(id, s) for a query without terms.

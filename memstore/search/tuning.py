@@ -1,10 +1,12 @@
 """The one set of recall weights, read by the statements as they are (no copy, no renames).
 
 Each signal (cosine similarity, BM25) is standardised over its own top
-candidates (z-scores), so neither dominates by scale, and summed. Two context
+candidates (z-scores), so neither dominates by scale, and summed, each weighted
+by how far its list's best stands out (memstore/search/statement.py). Two context
 terms follow for episodes, both general properties of conversational memory: a
 turn next to a strong hit is often the answer to it (neighbour boost), and a
-session with several strong hits is about the topic (session boost). Weights
+session with several strong hits is about the topic (session boost, at most the
+turn's own positive score). Weights
 were chosen on the LoCoMo dev set, see docs/RECALL.md.
 """
 

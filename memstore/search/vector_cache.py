@@ -19,13 +19,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 import numpy as np
-from sqlalchemy import func, select, text
+from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from memstore.db.unit import Reader
 from memstore.dialects import dialect_for
 from memstore.models import EpisodeRow
-from memstore.search.tables import row_text
+from memstore.search.tables import corpus_size
 
 __all__ = ["DEFAULT_CACHED_ROWS", "TenantVectors", "VectorCache", "forget_search_version"]
 
@@ -39,7 +39,7 @@ class TenantVectors:
     matrix: np.ndarray  # float32, one unit-length row per id
     occurred: np.ndarray  # float64 seconds since the epoch (UTC), per id
     rows: int  # all the tenant's episodes, with or without a vector (BM25's corpus size)
-    mean_chars: float  # their mean searchable text length (BM25's average length)
+    typical_chars: float  # their median searchable text length (BM25's typical length)
     # Long episodes' passage vectors (unit length), and the index in ``ids`` of each one's episode.
     passages: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.float32))
     passage_owners: np.ndarray = field(default_factory=lambda: np.zeros(0, np.intp))
@@ -133,17 +133,9 @@ async def _load(session: Reader, user_id: str, version: int | None) -> TenantVec
         EpisodeRow.id, EpisodeRow.embedding, EpisodeRow.occurred_at, EpisodeRow.passages
     ).where(EpisodeRow.user_id == user_id, EpisodeRow.embedding.is_not(None))
     rows = (await session.execute(stmt)).all()
-    count, mean = (
-        await session.execute(
-            select(func.count(), func.avg(func.length(row_text(EpisodeRow)))).where(
-                EpisodeRow.user_id == user_id
-            )
-        )
-    ).one()
+    count, middle = await corpus_size(session, user_id)
     if not rows:
-        return TenantVectors(
-            version, [], np.zeros((0, 0), np.float32), np.zeros(0), int(count), float(mean or 0)
-        )
+        return TenantVectors(version, [], np.zeros((0, 0), np.float32), np.zeros(0), count, middle)
     matrix = np.stack([np.asarray(r[1], dtype=np.float32) for r in rows])
     # Passages of another width (left by an embedder switch) are not comparable; skip them.
     long = [
@@ -160,8 +152,8 @@ async def _load(session: Reader, user_id: str, version: int | None) -> TenantVec
         [r[0] for r in rows],
         matrix,
         np.array([r[2].timestamp() for r in rows], dtype=np.float64),
-        int(count),
-        float(mean or 0.0),
+        count,
+        middle,
         passages.astype(np.float32),
         owners if owners is not None else np.zeros(0, np.intp),
     )
