@@ -267,7 +267,7 @@ async def test_context_items_carry_citable_handles_and_ids(store: MemoryStore) -
     ctx = await store.context(user_id="alice", session_id="now", query="ferns", max_tokens=4000)
     rendered = ctx.render()
     for item in ctx.items:
-        assert rendered.count(f"[{item.handle}] ") == 1
+        assert rendered.count(f"\n{item.handle} ") == 1
         loaded = await store.call_tool("load_memory", {"id": item.id}, user_id="alice")
         assert loaded["id"] == item.id
 
