@@ -163,12 +163,12 @@ def pack(
 
     The frame (the memory tags, section titles and the chat message's overhead)
     is no reason to leave a ranked episode out: up to the frame's cost in all,
-    an episode that does not fit whole gets its room from the longest episode
-    packed before it, clipped by what is missing. Each episode's line costs at
-    most its text + 8 (handle, date header, arrow), so every prefix of the
-    episode ranking whose texts + 8 each fit in ``max_tokens`` is carried, the
-    longest of its turns shortened if the frame is not paid by the lines' own
-    savings.
+    an episode that does not fit whole gets its room from the longest episodes
+    packed before it, clipped by what is missing. With the default counter an
+    episode's line costs at most its text + 8 (handle, what its date header
+    adds, arrow), so a prefix of the episode ranking whose texts + 8 fit in
+    ``max_tokens`` is carried whole but for the clipped ends of its longest
+    turns, unless the budget is too small for the frame.
     """
     count = as_counter(counter)
     ordered = [replace(c, priority=n, handle="") for n, c in enumerate(candidates)]
@@ -204,6 +204,8 @@ def pack(
     chosen: list[ContextItem] = []
     # Each packed item as it was recalled, so a second clip starts from its whole text.
     whole: dict[int, ContextItem] = {}
+    # The line cost of each packed episode, by its index in ``chosen``.
+    lines: dict[int, int] = {}
     dropped: list[str] = []
     opened: set[ItemKind] = set()
     messages_cut = False
@@ -216,11 +218,12 @@ def pack(
         need = cost(item)
         short = need - room
         if item.kind is ItemKind.EPISODE and 0 < short <= credit + title:
-            made = _room_from_longest(chosen, whole, item, short, line_cost)
+            made = _room_from_longest(chosen, lines, whole, line_cost(item), short, line_cost)
             if made is not None:
                 freed = sum(chosen[n].tokens - c.tokens for n, c in made.items())
                 for n, c in made.items():
                     chosen[n] = c
+                    lines[n] = line_cost(c)
                 used -= freed
                 room += freed
                 credit -= short
@@ -235,6 +238,8 @@ def pack(
                 groups.add(key)
                 headers.add(item.occurred_at.date())
             whole.setdefault(item.priority, item)
+            if item.kind is ItemKind.EPISODE:
+                lines[len(chosen)] = line_cost(item)
             chosen.append(replace(item, tokens=need))
             used += need + title
             credit += title
@@ -276,28 +281,25 @@ def pack(
 
 def _room_from_longest(
     chosen: list[ContextItem],
+    lines: dict[int, int],
     whole: dict[int, ContextItem],
-    item: ContextItem,
+    own: int,
     short: int,
     line_cost: Callable[[ContextItem], int],
 ) -> dict[int, ContextItem] | None:
-    """``short`` tokens freed by clipping the longest packed episodes that are longer
-    than ``item``, longest first, none below ``MIN_CLIP_TOKENS``: the clipped items
-    by their index in ``chosen`` (``tokens`` updated), or None if they cannot free as
-    much."""
-    own = line_cost(item)
+    """``short`` tokens freed by clipping the longest packed episodes whose line costs
+    more than ``own``, longest first, none below ``MIN_CLIP_TOKENS``: the clipped
+    items by their index in ``chosen`` (``tokens`` updated), or None if they cannot
+    free as much. ``lines`` holds each packed episode's line cost by that index."""
     longer = sorted(
-        (
-            (line_cost(c), n, c)
-            for n, c in enumerate(chosen)
-            if c.kind is ItemKind.EPISODE and line_cost(c) > own
-        ),
-        key=lambda t: (-t[0], -t[2].priority),
+        ((line, n) for n, line in lines.items() if line > own),
+        key=lambda t: (-t[0], -chosen[t[1]].priority),
     )
     out: dict[int, ContextItem] = {}
-    for line, n, packed in longer:
+    for line, n in longer:
         if short <= 0:
             break
+        packed = chosen[n]
         clipped = _clip(whole[packed.priority], max(line - short, MIN_CLIP_TOKENS), line_cost)
         if clipped is None:
             continue
