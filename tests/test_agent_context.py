@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from memstore import Episode, Fact, MemoryStore
 from memstore.services.agent import (
+    TOOL_SCHEMAS,
     ApproxTokenCounter,
     CharTokenCounter,
     ContextItem,
@@ -103,7 +104,9 @@ def test_pack_clips_a_block_that_does_not_fit_whole() -> None:
     ctx = pack([block], 120)
     assert ctx.ids == ["block:persona"] and ctx.items[0].truncated
     assert ApproxTokenCounter().count(ctx.render()) <= 120
-    assert "load_memory" in ctx.items[0].text
+    # The mark the load_memory tool definition explains.
+    assert ctx.items[0].text.endswith(" […]")
+    assert "'[…]' was cut short" in TOOL_SCHEMAS["load_memory"]["description"]
 
 
 def test_empty_and_tiny_budgets_render_nothing() -> None:
@@ -267,7 +270,7 @@ async def test_context_items_carry_citable_handles_and_ids(store: MemoryStore) -
     ctx = await store.context(user_id="alice", session_id="now", query="ferns", max_tokens=4000)
     rendered = ctx.render()
     for item in ctx.items:
-        assert rendered.count(f"[{item.handle}] ") == 1
+        assert rendered.count(f"\n{item.handle} ") == 1
         loaded = await store.call_tool("load_memory", {"id": item.id}, user_id="alice")
         assert loaded["id"] == item.id
 

@@ -72,7 +72,8 @@ async def test_readme_agent_loop(store: MemoryStore) -> None:
     first = model.requests[0]
     assert first["tools"] == store.tool_definitions("openai")
     memory = first["messages"][0]["content"]
-    assert "[m1] persona: Alice, a botanist." in memory and "[m3] My fern is called Fred" in memory
+    assert "\nm1 persona: Alice, a botanist.\n" in memory
+    assert "\nm3 My fern is called Fred" in memory
     assert first["messages"][-1] == {"role": "user", "content": "What is my fern called?"}
     tool_results = [m for m in model.requests[-1]["messages"] if m["role"] == "tool"]
     assert len(tool_results) == 5

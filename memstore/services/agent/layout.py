@@ -1,18 +1,24 @@
-"""How a packed context reads: short handles, one date header per session and day.
+"""How a packed context reads: short handles, a date only where it changes.
 
 A context is read on every turn, so every label costs on every turn. An item's
-line is ``[m3] `` and its text, nothing else: an episode's date goes on its
-group's header line (one group per session and day, oldest first; the exact
-time is in ``load_memory``), and a past turn reads ``what the user said → what
-the assistant answered``, the roles named once in the section title. Handles
-(``m1``, ``m2``, …) are given in reading order, so they are short and stable
-within one context; :meth:`Context.resolve` maps them back to ids.
+line is its handle (``m3``), a space and its text, nothing else: the handles
+are explained by the ``load_memory`` tool, which takes them. Past turns are
+listed oldest first, one group per session and day, each in time order; a
+group's header line carries its date, with the year only where it differs from
+the group above, and a group on the same day as the one above is set off by a
+blank line instead (the exact time is in ``load_memory``). A past turn reads
+``what the user said → what the assistant answered``, the roles named once in
+the section title. Handles (``m1``, ``m2``, …) are given in reading order, so
+they are short and stable within one context; :meth:`Context.resolve` maps them
+back to ids.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import bisect
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
+from datetime import date
 
 from memstore.services.agent.items import ContextItem, ItemKind
 
@@ -20,15 +26,15 @@ __all__ = [
     "FOOTER",
     "HEADER",
     "SECTION_TITLES",
+    "DateHeaders",
     "assign_handles",
     "episode_groups",
-    "group_header",
     "group_key",
     "item_line",
     "render_items",
 ]
 
-HEADER = "<memory>\nCite by [handle]; load_memory takes it."
+HEADER = "<memory>"
 FOOTER = "</memory>"
 
 SECTION_TITLES = {
@@ -38,6 +44,7 @@ SECTION_TITLES = {
     ItemKind.MESSAGE: "## This session so far (oldest first)",
 }
 
+# A group's header line (None: no line; "": a blank line) and its episodes.
 Group = tuple[str | None, list[ContextItem]]
 
 
@@ -48,15 +55,50 @@ def group_key(item: ContextItem) -> tuple[str, str] | None:
     return (item.occurred_at.date().isoformat(), item.session_id or "")
 
 
-def group_header(first: ContextItem) -> str:
-    """The header of a group: its date, e.g. ``8 May 2023``."""
-    when = first.occurred_at
-    assert when is not None
-    return f"{when.day} {when:%b %Y}"
+class DateHeaders:
+    """What the groups' header lines cost, as groups are added in any order.
+
+    A header depends only on its day and the day of the group above it, so the
+    sorted days of the groups so far say exactly what adding one more costs: its
+    own header, and the change to the header of the group below it (which may
+    now need its year, or no longer need it).
+    """
+
+    def __init__(self, count: Callable[[str], int], newline: int) -> None:
+        self._count = count
+        self._newline = newline
+        self._days: list[date] = []
+
+    def _cost(self, day: date | None, above: date | None) -> int:
+        return 0 if day is None else self._count(_date_line(day, above)) + self._newline
+
+    def _around(self, day: date) -> tuple[date | None, date | None]:
+        at = bisect.bisect_right(self._days, day)
+        above = self._days[at - 1] if at else None
+        below = self._days[at] if at < len(self._days) else None
+        return above, below
+
+    def added(self, day: date) -> int:
+        """What a new group of ``day`` adds to the headers' cost."""
+        above, below = self._around(day)
+        return self._cost(day, above) + self._cost(below, day) - self._cost(below, above)
+
+    def add(self, day: date) -> None:
+        bisect.insort_right(self._days, day)
+
+
+def _date_line(day: date, above: date | None) -> str:
+    """``day`` as a header under a group of day ``above``: the year only where it
+    changes, nothing (a blank line) on the same day."""
+    if above == day:
+        return ""
+    if above is not None and above.year == day.year:
+        return f"{day.day} {day:%b}"
+    return f"{day.day} {day:%b %Y}"
 
 
 def item_line(item: ContextItem, handle: str) -> str:
-    head = f"[{handle}] "
+    head = f"{handle} "
     if item.role is not None:
         head += f"{item.role}: "
     return head + item.text
@@ -65,6 +107,7 @@ def item_line(item: ContextItem, handle: str) -> str:
 def episode_groups(items: Iterable[ContextItem]) -> list[Group]:
     """Episodes in reading order: undated ones first (by ranking), then one group per
     session and day, oldest first, each in time order (ties in ranking order)."""
+    items = list(items)
     undated = sorted(
         (i for i in items if i.kind is ItemKind.EPISODE and group_key(i) is None),
         key=lambda i: i.order,
@@ -79,7 +122,12 @@ def episode_groups(items: Iterable[ContextItem]) -> list[Group]:
         (sorted(members, key=lambda i: (i.occurred_at, i.priority)) for members in groups.values()),
         key=lambda members: (members[0].occurred_at, members[0].session_id or ""),
     )
-    out += [(group_header(members[0]), members) for members in ordered]
+    above: date | None = None
+    for members in ordered:
+        when = members[0].occurred_at
+        assert when is not None
+        out.append((_date_line(when.date(), above), members))
+        above = when.date()
     return out
 
 

@@ -90,9 +90,10 @@ TOOL_SCHEMAS: dict[str, dict[str, Any]] = {
     },
     "load_memory": {
         "description": (
-            "Load one memory item in full by its handle in the memory context "
-            "(e.g. 'm3') or by its id ('episode:<uuid>', 'fact:<uuid>' or "
-            "'block:<name>', as search_memory returns them)."
+            "Load one memory item in full by its handle, the m3 its line in the "
+            "memory context starts with (a line ending in '[…]' was cut short), "
+            "or by its id ('episode:<uuid>', 'fact:<uuid>' or 'block:<name>', as "
+            "search_memory returns them)."
         ),
         "parameters": {
             "type": "object",
