@@ -83,7 +83,7 @@ async def test_the_context_carries_the_whole_cut_of_recalls_ranking(store: Memor
         await store.remember_many(episodes)
         query = sentence(random.Random(-seed), 3)
         # Muted: accesses would lift what earlier contexts packed (the access prior).
-        with store.access_tracker.muted():
+        with store.reads_unrecorded():
             ranked = [
                 m.episode
                 for m in await store.recall_scored(query, user_id=user, limit=len(episodes))

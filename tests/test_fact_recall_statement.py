@@ -16,6 +16,7 @@ import pytest
 import memstore.core.lexical as lexical
 from memstore import Episode, Fact, MemoryStore
 from memstore.schema.migrate import downgrade, upgrade
+from tests.store_parts import store_with_parts
 from tests.test_facts_reads import Sent, _queries
 
 MARCH = datetime(2026, 3, 1, tzinfo=UTC)
@@ -30,9 +31,10 @@ async def _facts(store: MemoryStore) -> None:
 async def test_fact_recall_is_one_ranked_statement(db_url: str) -> None:
     """Postgres ranks facts in one statement, outside any transaction; SQLite reads the
     vectors and runs the ranked statement in one snapshot: two reads, not one per signal."""
-    async with MemoryStore.open(db_url) as store:
+    async with store_with_parts(db_url) as parts:
+        store = parts.store
         await _facts(store)
-        sent = Sent(store)
+        sent = Sent(parts)
         with sent.during() as seen:
             found = await store.recall_facts("where does alice live", user_id="alice", limit=2)
         assert len(found) == 2
