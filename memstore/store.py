@@ -1,10 +1,9 @@
 """The MemoryStore facade: the public API agent code calls.
 
-It owns construction (``__init__``, ``open``, ``bind``) and wires the services of
-``memstore.services``, each given the store's :class:`~memstore.db.unit.Database`
-and the other services it works with (never the facade). Every public method
-is a service's own method, forwarded with its signature and docstring
-(:func:`~memstore.core.forwarding.forward`): each signature is written once.
+It owns construction (``__init__``, ``open``, ``bind``, ``tenant``) and wires the services of
+``memstore.services``, each given the store's :class:`~memstore.db.unit.Database` and the other
+services it works with (never the facade). Every other public method is a service's own, forwarded
+with its signature and docstring (:func:`~memstore.core.forwarding.forward`), written once.
 """
 
 from __future__ import annotations
@@ -61,6 +60,7 @@ from memstore.services.threads import (
 )
 from memstore.services.working import ConsolidationParts
 from memstore.services.working_memory import DEFAULT_SCRATCHPAD_LIMIT
+from memstore.tenant import TenantMemory
 from memstore.types import utcnow
 
 __all__ = [
@@ -177,7 +177,6 @@ class MemoryStore:
             ),
         )
         self.block_char_limit = config.block_char_limit
-        # Thread context buffers (seed 000/001); limits validated there.
         self.threads = ThreadBuffer(
             self.db,
             max_slots_per_thread=config.max_slots_per_thread,
@@ -256,6 +255,10 @@ class MemoryStore:
             access_tracker=self.access_tracker,
             episode_search=self.recall_engine.episode_search,
         )
+
+    def tenant(self, user_id: str) -> TenantMemory:
+        """A handle on one tenant: every tenant-scoped method, without ``user_id``."""
+        return TenantMemory(self, user_id)
 
     @classmethod
     @takes_options(OpenOptions)
@@ -362,7 +365,9 @@ class MemoryStore:
 
     working_memory = forward("_working", WorkingService.working_memory)
     gc = forward("_working", WorkingService.gc)
+    gc_all_tenants = forward("_working", WorkingService.gc_all_tenants)
     consolidate = forward("_working", WorkingService.consolidate)
+    consolidate_all_tenants = forward("_working", WorkingService.consolidate_all_tenants)
 
     profile = forward("_tenants", TenantService.profile)
     list_tenants_cross_tenant = forward("_tenants", TenantService.list_tenants_cross_tenant)

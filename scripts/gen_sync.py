@@ -32,10 +32,16 @@ __all__ = [
     "CLASSES",
     "OUTPUT",
     "GenerationError",
+    "Names",
+    "Renderer",
     "SyncClass",
+    "docstring",
     "main",
+    "parameters",
     "render",
     "render_unformatted",
+    "ruff",
+    "signature",
 ]
 
 REPO = Path(__file__).resolve().parents[1]
@@ -73,6 +79,17 @@ CLASSES = (
         attributes={"threads": "memstore.services.threads:ThreadBuffer"},
     ),
     SyncClass(
+        "SyncTenantMemory",
+        "memstore.tenant:TenantMemory",
+        doc="``store.tenant(user_id)`` of a :class:`SyncMemoryStore`: one tenant's methods.",
+        attributes={"threads": "memstore.tenant:TenantThreads"},
+    ),
+    SyncClass(
+        "SyncTenantThreads",
+        "memstore.tenant:TenantThreads",
+        doc="``threads`` of a :class:`SyncTenantMemory` (``iterate`` yields slots).",
+    ),
+    SyncClass(
         "SyncThreadBuffer",
         "memstore.services.threads:ThreadBuffer",
         doc="``store.threads`` of a :class:`SyncMemoryStore` (``iterate`` yields slots).",
@@ -108,7 +125,7 @@ def _load(path: str) -> Any:
     return obj
 
 
-class _Names:
+class Names:
     """The imports a rendering needs: local name -> (module, attribute)."""
 
     def __init__(self) -> None:
@@ -147,8 +164,8 @@ class _Names:
         return out
 
 
-class _Renderer:
-    def __init__(self, names: _Names, twins: dict[Any, str]) -> None:
+class Renderer:
+    def __init__(self, names: Names, twins: dict[Any, str]) -> None:
         self.names = names
         self.twins = twins  # async class -> its sync twin's name
 
@@ -194,7 +211,7 @@ class _Renderer:
         raise GenerationError(f"{where}: cannot write the default {value!r}")
 
 
-def _docstring(doc: str | None, indent: str) -> list[str]:
+def docstring(doc: str | None, indent: str) -> list[str]:
     if not doc:
         return []
     if '"""' in doc or doc.endswith('"'):
@@ -246,7 +263,7 @@ def _kind(func: Any, returns: Any) -> tuple[str, Any]:
     return "call", returns
 
 
-def _signature(func: Any, where: str) -> inspect.Signature:
+def signature(func: Any, where: str) -> inspect.Signature:
     try:
         sig = inspect.signature(func, eval_str=True)
     except (NameError, TypeError, ValueError) as exc:
@@ -257,7 +274,7 @@ def _signature(func: Any, where: str) -> inspect.Signature:
     return sig.replace(parameters=params)
 
 
-def _parameters(sig: inspect.Signature, r: _Renderer, where: str) -> tuple[str, str]:
+def parameters(sig: inspect.Signature, r: Renderer, where: str) -> tuple[str, str]:
     """The parameter list after ``self`` and the arguments that forward it."""
     decl: list[str] = []
     call: list[str] = []
@@ -292,7 +309,7 @@ def _parameters(sig: inspect.Signature, r: _Renderer, where: str) -> tuple[str, 
     return ", ".join(decl), ", ".join(call)
 
 
-def _result(expr: str, returns: Any, r: _Renderer, where: str) -> str:
+def _result(expr: str, returns: Any, r: Renderer, where: str) -> str:
     """``expr`` turned into the sync type: async twins wrapped in their sync class."""
     if isinstance(returns, type) and returns in r.twins:
         return f"{r.twins[returns]}({expr}, self._runner)"
@@ -306,10 +323,10 @@ def _result(expr: str, returns: Any, r: _Renderer, where: str) -> str:
     return expr
 
 
-def _method(name: str, func: Any, r: _Renderer, cls: SyncClass) -> list[str]:
+def _method(name: str, func: Any, r: Renderer, cls: SyncClass) -> list[str]:
     where = f"{cls.source}.{name}"
-    sig = _signature(func, where)
-    decl, call = _parameters(sig, r, where)
+    sig = signature(func, where)
+    decl, call = parameters(sig, r, where)
     if sig.return_annotation is inspect.Signature.empty:
         raise GenerationError(f"{where}: no return annotation")
     kind, returns = _kind(func, sig.return_annotation)
@@ -330,26 +347,26 @@ def _method(name: str, func: Any, r: _Renderer, cls: SyncClass) -> list[str]:
     return [head, f"        return {body}", ""]
 
 
-def _opener(name: str, func: Any, r: _Renderer, cls: SyncClass, async_cls: type) -> list[str]:
+def _opener(name: str, func: Any, r: Renderer, cls: SyncClass, async_cls: type) -> list[str]:
     where = f"{cls.source}.{name}"
-    sig = _signature(func, where)
-    decl, call = _parameters(sig, r, where)
+    sig = signature(func, where)
+    decl, call = parameters(sig, r, where)
     source = r.names.ref(async_cls)
     doc = f"Open a :class:`{cls.name}`: the arguments of :meth:`{async_cls.__name__}.{name}`."
     return [
         "    @classmethod",
         f"    def {name}(cls, {decl}) -> {cls.name}:",
-        *_docstring(doc, " " * 8),
+        *docstring(doc, " " * 8),
         f"        return cls._open({source}.{name}({call}))",
         "",
     ]
 
 
-def _property(name: str, prop: property, r: _Renderer, cls: SyncClass) -> list[str]:
+def _property(name: str, prop: property, r: Renderer, cls: SyncClass) -> list[str]:
     where = f"{cls.source}.{name}"
     if prop.fget is None:
         raise GenerationError(f"{where}: a property without a getter")
-    returns = _signature(prop.fget, where).return_annotation
+    returns = signature(prop.fget, where).return_annotation
     if returns is inspect.Signature.empty:
         raise GenerationError(f"{where}: no return annotation")
     ret = r.type(returns, where=where, twins=True)
@@ -357,30 +374,30 @@ def _property(name: str, prop: property, r: _Renderer, cls: SyncClass) -> list[s
     return [
         "    @property",
         f"    def {name}(self) -> {ret}:",
-        *_docstring(inspect.getdoc(prop) or f"The wrapped object's ``{name}``.", " " * 8),
+        *docstring(inspect.getdoc(prop) or f"The wrapped object's ``{name}``.", " " * 8),
         f"        return {body}",
         "",
     ]
 
 
-def _attribute(name: str, tp: Any, r: _Renderer, cls: SyncClass) -> list[str]:
+def _attribute(name: str, tp: Any, r: Renderer, cls: SyncClass) -> list[str]:
     where = f"{cls.source}.{name}"
     ret = r.type(tp, where=where, twins=True)
     cached = r.names.ref(__import__("functools").cached_property)
     return [
         f"    @{cached}",
         f"    def {name}(self) -> {ret}:",
-        *_docstring(f"``{name}`` of the async object, in its sync form.", " " * 8),
+        *docstring(f"``{name}`` of the async object, in its sync form.", " " * 8),
         f"        return {_result(f'self._target.{name}', tp, r, where)}",
         "",
     ]
 
 
-def _class(cls: SyncClass, async_cls: type, r: _Renderer) -> list[str]:
+def _class(cls: SyncClass, async_cls: type, r: Renderer) -> list[str]:
     base = "SyncStore" if cls.store else "SyncProxy"
     out = [
         f"class {cls.name}({base}[{r.names.ref(async_cls)}]):",
-        *_docstring(cls.doc, "    "),
+        *docstring(cls.doc, "    "),
         "",
     ]
     for name, tp_path in cls.attributes.items():
@@ -404,11 +421,11 @@ def _class(cls: SyncClass, async_cls: type, r: _Renderer) -> list[str]:
 
 def render_unformatted(classes: tuple[SyncClass, ...] = CLASSES) -> str:
     """The module for ``classes`` (by default the table), before ruff sorts and formats."""
-    names = _Names()
+    names = Names()
     async_classes = {cls.name: _load(cls.source) for cls in classes}
     # A store's view (``bind``) stays async: a sync twin of it would close the store.
     twins = {async_classes[c.name]: c.name for c in classes if not c.store}
-    r = _Renderer(names, twins)
+    r = Renderer(names, twins)
     body: list[str] = []
     for cls in classes:
         body += ["", "", *_class(cls, async_classes[cls.name], r)]
@@ -428,7 +445,7 @@ def render_unformatted(classes: tuple[SyncClass, ...] = CLASSES) -> str:
     return "\n".join(head + body) + "\n"
 
 
-def _ruff(args: list[str], source: str) -> str:
+def ruff(args: list[str], source: str) -> str:
     done = subprocess.run(
         [sys.executable, "-m", "ruff", *args, "--stdin-filename", str(REPO / OUTPUT), "-"],
         input=source,
@@ -448,7 +465,7 @@ def render() -> str:
     Not run through ``ruff format``: a signature per line keeps the module under the
     400-line bound (pyproject exempts this file from the formatter and from E501).
     """
-    return _ruff(["check", "--select", "I", "--fix", "--quiet"], render_unformatted())
+    return ruff(["check", "--select", "I", "--fix", "--quiet"], render_unformatted())
 
 
 def main() -> None:

@@ -109,7 +109,7 @@ class WorkingMemory:
 
     @property
     def user_id(self) -> str | None:
-        """The tenant (None: the anonymous one)."""
+        """The tenant (:data:`memstore.ANONYMOUS` for the anonymous one)."""
         return public_user_id(self._user)
 
     def parent(self) -> WorkingMemory | None:
