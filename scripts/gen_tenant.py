@@ -27,14 +27,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CLASSES", "OUTPUT", "HandleClass", "main", "render", "tenant_scoped"]
+__all__ = [
+    "CLASSES",
+    "OUTPUT",
+    "HandleClass",
+    "main",
+    "render",
+    "render_class",
+    "sync_generator",
+    "tenant_scoped",
+]
 
 REPO = Path(__file__).resolve().parents[1]
 OUTPUT = "memstore/tenant/_generated.py"
 BASES = "memstore.tenant._base"
 
 
-def _gen_sync() -> Any:
+def sync_generator() -> Any:
     module = sys.modules.get("gen_sync")
     if module is None:
         spec = importlib.util.spec_from_file_location("gen_sync", REPO / "scripts/gen_sync.py")
@@ -173,7 +182,7 @@ def _method(name: str, func: Any, r: Any, gen: Any, where: str, *, bind: bool) -
     ]
 
 
-def _class(spec: HandleClass, r: Any, gen: Any, names: Any) -> list[str]:
+def render_class(spec: HandleClass, r: Any, gen: Any, names: Any) -> list[str]:
     source = _load(spec.source)
     base = _load(f"{BASES}:{spec.base}")
     out = [f"class {spec.name}({names.ref(base)}):", *gen.docstring(spec.doc, "    "), ""]
@@ -204,12 +213,12 @@ def _class(spec: HandleClass, r: Any, gen: Any, names: Any) -> list[str]:
 
 
 def render_unformatted() -> str:
-    gen = _gen_sync()
+    gen = sync_generator()
     names = gen.Names()
     r = gen.Renderer(names, {})
     body: list[str] = []
     for spec in CLASSES:
-        body += ["", "", *_class(spec, r, gen, names)]
+        body += ["", "", *render_class(spec, r, gen, names)]
     sources = ",\n".join(spec.source.replace(":", ".") for spec in CLASSES)
     exported = ", ".join(f'"{spec.name}"' for spec in CLASSES)
     head = [
@@ -226,7 +235,7 @@ def render_unformatted() -> str:
 def render() -> str:
     """The text of OUTPUT, imports sorted by the pinned ruff (not formatted, as gen_sync's)."""
     fix = ["check", "--select", "I", "--fix", "--quiet"]
-    text: str = _gen_sync().ruff(fix, render_unformatted())
+    text: str = sync_generator().ruff(fix, render_unformatted())
     return text
 
 

@@ -7,7 +7,14 @@ from typing import NewType
 from memstore.core.validation import check_identifier
 from memstore.errors import InvalidInput, TenantRequired
 
-__all__ = ["ANONYMOUS", "RESERVED_PREFIX", "TenantId", "public_user_id", "storage_user_id"]
+__all__ = [
+    "ANONYMOUS",
+    "RESERVED_PREFIX",
+    "TenantId",
+    "is_anonymous",
+    "public_user_id",
+    "storage_user_id",
+]
 
 # A user_id as stored: validated by storage_user_id (or read back from a tenant
 # column). The repositories take only this, so an unchecked str cannot reach SQL.
@@ -44,3 +51,8 @@ def storage_user_id(user_id: str | None, *, operation: str | None = None) -> Ten
 def public_user_id(stored: str) -> str:
     """The API's ``user_id`` of a stored one: the same string (:data:`ANONYMOUS` included)."""
     return stored
+
+
+def is_anonymous(user_id: str | None) -> bool:
+    """Whether ``user_id`` is the anonymous tenant (None: a row made before it had a name)."""
+    return user_id is None or user_id == ANONYMOUS
