@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from conftest import table_counts
 
-from memstore import Conflict, Episode, Fact, InvalidInput, MemoryStore
+from memstore import ANONYMOUS, Conflict, Episode, Fact, InvalidInput, MemoryStore
 from memstore.core.tenancy import storage_user_id
 from memstore.embeddings.base import embed_checked
 from memstore.repositories.langgraph import LangGraphRepository
@@ -186,8 +186,9 @@ async def test_round_trip_on_one_backend(store: MemoryStore) -> None:
     carol = await store.export(user_id="carol")
     assert same_tables(carol["tables"]) == same_tables(dump["tables"])
     assert carol["user_id"] == "carol"
-    await store.import_(dump, user_id=None)
-    assert same_tables((await store.export(user_id=None))["tables"]) == same_tables(dump["tables"])
+    await store.import_(dump, user_id=ANONYMOUS)
+    anonymous = await store.export(user_id=ANONYMOUS)
+    assert same_tables(anonymous["tables"]) == same_tables(dump["tables"])
 
 
 async def test_import_refuses_a_tenant_with_data(store: MemoryStore) -> None:

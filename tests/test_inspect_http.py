@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from sqlalchemy.engine import make_url
 
-from memstore import Episode, MemoryStore
+from memstore import ANONYMOUS, Episode, MemoryStore
 from memstore.cli import main as cli_main
 from memstore.errors import InvalidInput, NotFound, SchemaOutOfDate
 from memstore.inspect.server import Inspector, check_bind
@@ -207,7 +207,9 @@ def test_awkward_tenant_ids_round_trip_through_the_url(db_url: str) -> None:
     async def go() -> None:
         async with MemoryStore.open(db_url) as store:
             await store.remember(Episode(session_id="s", user_id=weird, input="odd", output=""))
-            await store.remember(Episode(session_id="s", user_id=None, input="anon", output=""))
+            await store.remember(
+                Episode(session_id="s", user_id=ANONYMOUS, input="anon", output="")
+            )
 
     asyncio.run(go())
     with running_inspector(db_url) as base:

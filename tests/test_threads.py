@@ -14,7 +14,7 @@ from conftest import table_counts
 from sqlalchemy import exc as sa_exc
 from sqlalchemy import text, update
 
-from memstore import InvalidInput, LimitExceeded, MemoryStore, NotFound
+from memstore import ANONYMOUS, InvalidInput, LimitExceeded, MemoryStore, NotFound, TenantRequired
 from memstore.cli import main as cli_main
 from memstore.models import SlotRow
 from memstore.types import Slot
@@ -93,9 +93,9 @@ async def test_append_returns_immutable_slot_with_metadata(
 async def test_payloads_are_stored_as_json_with_their_type(
     store: MemoryStore, payload: object, type_name: str, stored: object
 ) -> None:
-    slot = await store.threads.append("t", payload, from_id="a", to_id="b")
+    slot = await store.threads.append("t", payload, from_id="a", to_id="b", user_id="alice")
     assert slot.payload_type == type_name
-    (read,) = await store.threads.get_thread("t")
+    (read,) = await store.threads.get_thread("t", user_id="alice")
     assert read.payload == stored and read.payload_type == type_name
 
 
@@ -207,14 +207,14 @@ async def test_exists_delete_and_stats(store: MemoryStore) -> None:
 async def test_tenants_are_isolated(store: MemoryStore) -> None:
     await fill(store, "shared", 3, user_id="alice")
     bob = await store.threads.append("shared", {"bob": 1}, from_id="a", to_id="b", user_id="bob")
-    anon = await store.threads.append("shared", {}, from_id="a", to_id="b", user_id=None)
+    anon = await store.threads.append("shared", {}, from_id="a", to_id="b", user_id=ANONYMOUS)
     assert bob.index == 0 and anon.index == 0  # each tenant has its own counter
     assert [s.payload for s in await store.threads.get_thread("shared", user_id="bob")] == [
         {"bob": 1}
     ]
     assert len(await store.threads.get_thread("shared", user_id="alice")) == 3
     assert await store.threads.get_from("shared", "a0", user_id="bob") == []
-    assert (await store.threads.stats(user_id=None))["total_slots"] == 1
+    assert (await store.threads.stats(user_id=ANONYMOUS))["total_slots"] == 1
 
 
 async def test_database_rejects_update_of_a_slot(store: MemoryStore) -> None:
@@ -343,7 +343,7 @@ async def test_gc_deletes_idle_threads(db_url: str, clock: Clock) -> None:
 async def test_store_gc_covers_every_tenant_and_sweeps_working_memory(
     clocked: MemoryStore, clock: Clock
 ) -> None:
-    for user in ("alice", "bob", None):
+    for user in ("alice", "bob", ANONYMOUS):
         for name in ("a", "b", "c"):
             await fill(clocked, name, 1, user_id=user)
             clock.advance(seconds=1)
@@ -351,9 +351,9 @@ async def test_store_gc_covers_every_tenant_and_sweeps_working_memory(
     await fill(clocked, "solo", 1, user_id="carol")
     clock.advance(seconds=10)
 
-    report = await clocked.gc(all_tenants=True, max_threads=2)
-    assert sorted((r.user_id or "", r.thread_id) for r in report.threads) == [
-        ("", "a"),
+    report = await clocked.gc_all_tenants(max_threads=2)
+    assert sorted((r.user_id, r.thread_id) for r in report.threads) == [
+        (ANONYMOUS, "a"),
         ("alice", "a"),
         ("bob", "a"),
     ]
@@ -361,8 +361,8 @@ async def test_store_gc_covers_every_tenant_and_sweeps_working_memory(
     assert (await table_counts(clocked))["working_memory"] == 3  # the _metadata rows stay
     assert await clocked.threads.thread_exists("solo", user_id="carol")
 
-    with pytest.raises(InvalidInput):
-        await clocked.gc(user_id="alice", all_tenants=True)
+    with pytest.raises(TenantRequired):
+        await clocked.gc()
     one = await clocked.gc(user_id="alice", max_threads=1)
     assert [r.thread_id for r in one.threads] == ["b"]
     assert await clocked.threads.length("b", user_id="bob") == 1
@@ -370,10 +370,10 @@ async def test_store_gc_covers_every_tenant_and_sweeps_working_memory(
     # Idle TTL across every tenant: only the thread appended to recently survives.
     clock.advance(hours=1)
     await fill(clocked, "c", 1, user_id="bob")
-    idle = await clocked.gc(all_tenants=True, thread_idle_ttl_seconds=1800)
-    assert sorted((r.user_id or "", r.thread_id, r.reason) for r in idle.threads) == [
-        ("", "b", "idle"),
-        ("", "c", "idle"),
+    idle = await clocked.gc_all_tenants(thread_idle_ttl_seconds=1800)
+    assert sorted((r.user_id, r.thread_id, r.reason) for r in idle.threads) == [
+        (ANONYMOUS, "b", "idle"),
+        (ANONYMOUS, "c", "idle"),
         ("alice", "c", "idle"),
         ("bob", "b", "idle"),
         ("carol", "solo", "idle"),
@@ -463,11 +463,11 @@ def test_cli_gc(db_url: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli_main(["gc", "--url", db_url, "--idle-ttl-seconds", "3600", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["threads"] == [
-        {"user_id": None, "thread_id": "anon", "slot_count": 2, "reason": "idle"}
+        {"user_id": ANONYMOUS, "thread_id": "anon", "slot_count": 2, "reason": "idle"}
     ]
     assert asyncio.run(remaining()) == ["fresh"]
 
 
 async def setup_anonymous(db_url: str) -> None:
     async with MemoryStore.open(db_url, clock=Clock(datetime.now(UTC) - timedelta(days=1))) as s:
-        await fill(s, "anon", 2, user_id=None)
+        await fill(s, "anon", 2, user_id=ANONYMOUS)
