@@ -11,8 +11,8 @@ __all__ = [
     "ANONYMOUS",
     "RESERVED_PREFIX",
     "TenantId",
-    "is_anonymous",
     "public_user_id",
+    "speaker_name",
     "storage_user_id",
 ]
 
@@ -53,6 +53,7 @@ def public_user_id(stored: str) -> str:
     return stored
 
 
-def is_anonymous(user_id: str | None) -> bool:
-    """Whether ``user_id`` is the anonymous tenant (None: a row made before it had a name)."""
-    return user_id is None or user_id == ANONYMOUS
+def speaker_name(user_id: str | None, anonymous: str) -> str:
+    """How a tenant is named in the facts it states: its ``user_id``, or ``anonymous`` for
+    the anonymous tenant (None too: an episode made before it had a name)."""
+    return anonymous if user_id is None or user_id == ANONYMOUS else user_id

@@ -534,8 +534,8 @@ class SyncWorkingMemory(SyncProxy[WorkingMemory]):
         return self._runner.run(self._target.update_task_progress(current_step, progress_percent, status))
 
     @property
-    def user_id(self) -> str | None:
-        """The tenant (:data:`memstore.ANONYMOUS` for the anonymous one)."""
+    def user_id(self) -> str:
+        """The tenant (``memstore.ANONYMOUS`` for the anonymous one)."""
         return self._target.user_id
 
 

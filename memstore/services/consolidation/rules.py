@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta
 
-from memstore.core.tenancy import is_anonymous
+from memstore.core.tenancy import speaker_name
 from memstore.services.consolidation.dates import DATE_PHRASE, resolve_date
 from memstore.services.consolidation.types import CandidateFact
 from memstore.types import Episode
@@ -356,7 +356,7 @@ class RuleExtractor:
     async def extract(self, episodes: Sequence[Episode]) -> list[CandidateFact]:
         out: list[CandidateFact] = []
         for episode in episodes:
-            speaker = self.anonymous_subject if is_anonymous(episode.user_id) else episode.user_id
+            speaker = speaker_name(episode.user_id, self.anonymous_subject)
             for subject, predicate, obj, confidence, valid_to in self.extract_text(
                 episode.input, spoken=episode.occurred_at
             ):
