@@ -31,6 +31,8 @@ from typing import Any
 __all__ = [
     "CLASSES",
     "OUTPUT",
+    "OUTPUTS",
+    "VIEWS",
     "GenerationError",
     "Names",
     "Renderer",
@@ -47,6 +49,10 @@ __all__ = [
 REPO = Path(__file__).resolve().parents[1]
 # Where the generated module goes, and the hand-written module it builds on.
 OUTPUT = "memstore/sync/_generated.py"
+# The twins the store's methods return (and their own), in a module of their own: each
+# module stays under the 400-line bound, and the store's imports them (no cycle).
+VIEWS = "memstore/sync/_generated_views.py"
+OUTPUTS = (OUTPUT, VIEWS)
 RUNTIME = "memstore.sync._runtime"
 
 
@@ -60,6 +66,7 @@ class SyncClass:
     openers: frozenset[str] = frozenset()
     # Instance attributes to expose, typed by the attribute of the async object.
     attributes: dict[str, str] = field(default_factory=dict)
+    output: str = OUTPUT  # the module it is written to
 
 
 # The table to update when an async class moves or a sync twin is added.
@@ -83,21 +90,25 @@ CLASSES = (
         "memstore.tenant:TenantMemory",
         doc="``store.tenant(user_id)`` of a :class:`SyncMemoryStore`: one tenant's methods.",
         attributes={"threads": "memstore.tenant:TenantThreads"},
+        output=VIEWS,
     ),
     SyncClass(
         "SyncTenantThreads",
         "memstore.tenant:TenantThreads",
         doc="``threads`` of a :class:`SyncTenantMemory` (``iterate`` yields slots).",
+        output=VIEWS,
     ),
     SyncClass(
         "SyncThreadBuffer",
         "memstore.services.threads:ThreadBuffer",
         doc="``store.threads`` of a :class:`SyncMemoryStore` (``iterate`` yields slots).",
+        output=VIEWS,
     ),
     SyncClass(
         "SyncWorkingMemory",
         "memstore.services.working_memory:WorkingMemory",
         doc="``store.working_memory(...)`` of a :class:`SyncMemoryStore`.",
+        output=VIEWS,
     ),
 )
 
@@ -133,7 +144,7 @@ class Names:
 
     def ref(self, obj: Any) -> str:
         if obj is typing.Any:
-            return self._bind("typing", "Any")
+            return self.bind("typing", "Any")
         module = getattr(obj, "__module__", None)
         qualname = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None)
         if not module or not qualname or "<locals>" in qualname:
@@ -146,10 +157,10 @@ class Names:
             found = getattr(found, part, None)
         if found is not obj:
             raise GenerationError(f"{obj!r} is not reachable as {module}.{qualname}")
-        local = self._bind(module, top)
+        local = self.bind(module, top)
         return f"{local}.{rest}" if rest else local
 
-    def _bind(self, module: str, name: str) -> str:
+    def bind(self, module: str, name: str) -> str:
         local = name
         if self.imports.get(local, (module, name)) != (module, name):
             local = f"{module.rsplit('.', 1)[-1]}_{name}"
@@ -165,9 +176,19 @@ class Names:
 
 
 class Renderer:
-    def __init__(self, names: Names, twins: dict[Any, str]) -> None:
+    def __init__(
+        self, names: Names, twins: dict[Any, str], elsewhere: dict[Any, str] | None = None
+    ) -> None:
         self.names = names
         self.twins = twins  # async class -> its sync twin's name
+        self.elsewhere = elsewhere or {}  # async class -> module of a twin written elsewhere
+
+    def twin(self, tp: Any) -> str:
+        """The local name of ``tp``'s sync twin (imported when another module has it)."""
+        name = self.twins[tp]
+        if tp in self.elsewhere:
+            return self.names.bind(self.elsewhere[tp], name)
+        return name
 
     def type(self, tp: Any, *, where: str, twins: bool = False) -> str:
         if tp is None or tp is type(None):
@@ -177,7 +198,7 @@ class Renderer:
         if isinstance(tp, type) and tp in self.twins:
             if not twins:
                 raise GenerationError(f"{where}: takes {tp.__name__}, which has a sync twin")
-            return self.twins[tp]
+            return self.twin(tp)
         if isinstance(tp, list):
             return "[" + ", ".join(self.type(a, where=where, twins=twins) for a in tp) + "]"
         origin, args = typing.get_origin(tp), typing.get_args(tp)
@@ -312,12 +333,12 @@ def parameters(sig: inspect.Signature, r: Renderer, where: str) -> tuple[str, st
 def _result(expr: str, returns: Any, r: Renderer, where: str) -> str:
     """``expr`` turned into the sync type: async twins wrapped in their sync class."""
     if isinstance(returns, type) and returns in r.twins:
-        return f"{r.twins[returns]}({expr}, self._runner)"
+        return f"{r.twin(returns)}({expr}, self._runner)"
     args = typing.get_args(returns)
     if typing.get_origin(returns) in (types.UnionType, typing.Union) and len(args) == 2:
         twin = [a for a in args if a in r.twins]
         if twin and type(None) in args:
-            return f"self._optional({r.twins[twin[0]]}, {expr})"
+            return f"self._optional({r.twin(twin[0])}, {expr})"
     # Anything else must not contain a twin (raises if it does).
     r.type(returns, where=where)
     return expr
@@ -419,26 +440,33 @@ def _class(cls: SyncClass, async_cls: type, r: Renderer) -> list[str]:
     return out
 
 
-def render_unformatted(classes: tuple[SyncClass, ...] = CLASSES) -> str:
-    """The module for ``classes`` (by default the table), before ruff sorts and formats."""
+def render_unformatted(classes: tuple[SyncClass, ...] = CLASSES, output: str = OUTPUT) -> str:
+    """The module ``output`` of ``classes`` (by default the table), before ruff sorts them."""
     names = Names()
     async_classes = {cls.name: _load(cls.source) for cls in classes}
     # A store's view (``bind``) stays async: a sync twin of it would close the store.
     twins = {async_classes[c.name]: c.name for c in classes if not c.store}
-    r = Renderer(names, twins)
+    elsewhere = {
+        async_classes[c.name]: c.output.removesuffix(".py").replace("/", ".")
+        for c in classes
+        if c.output != output
+    }
+    r = Renderer(names, twins, elsewhere)
+    classes = tuple(c for c in classes if c.output == output)
     body: list[str] = []
     for cls in classes:
         body += ["", "", *_class(cls, async_classes[cls.name], r)]
     for cls in classes:
         body += ["", f"share_docstrings({cls.name}, {r.names.ref(async_classes[cls.name])})"]
     sources = ",\n".join(cls.source.replace(":", ".") for cls in classes)
+    bases = sorted({"SyncStore" if cls.store else "SyncProxy" for cls in classes})
     exported = ", ".join(f'"{cls.name}"' for cls in classes)
     head = [
         HEADER.format(names=", ".join(cls.name for cls in classes), sources=sources),
         "from __future__ import annotations",
         "",
         *names.lines(),
-        f"from {RUNTIME} import SyncProxy, SyncStore, share_docstrings",
+        f"from {RUNTIME} import {', '.join(bases)}, share_docstrings",
         "",
         f"__all__ = [{exported}]",
     ]
@@ -459,13 +487,13 @@ def ruff(args: list[str], source: str) -> str:
     return done.stdout
 
 
-def render() -> str:
-    """The text of OUTPUT: rendered, imports sorted by the pinned ruff.
+def render(output: str = OUTPUT) -> str:
+    """The text of ``output`` (one of OUTPUTS): rendered, imports sorted by the pinned ruff.
 
     Not run through ``ruff format``: a signature per line keeps the module under the
-    400-line bound (pyproject exempts this file from the formatter and from E501).
+    400-line bound (pyproject exempts these files from the formatter and from E501).
     """
-    return ruff(["check", "--select", "I", "--fix", "--quiet"], render_unformatted())
+    return ruff(["check", "--select", "I", "--fix", "--quiet"], render_unformatted(CLASSES, output))
 
 
 def main() -> None:
@@ -475,9 +503,10 @@ def main() -> None:
     placeholder.__getattr__ = lambda name: type(name, (), {})  # type: ignore[method-assign]
     sys.modules["memstore.sync"] = placeholder
     sys.path.insert(0, str(REPO))
-    text = render()
-    (REPO / OUTPUT).write_text(text)
-    print(f"wrote {OUTPUT} ({len(text.splitlines())} lines)")
+    for output in OUTPUTS:
+        text = render(output)
+        (REPO / output).write_text(text)
+        print(f"wrote {output} ({len(text.splitlines())} lines)")
 
 
 if __name__ == "__main__":

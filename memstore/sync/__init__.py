@@ -10,12 +10,12 @@ from code that already runs inside an event loop, which ``asyncio.run`` refuses.
 The methods are written out, with their types, by ``scripts/gen_sync.py`` from
 :class:`MemoryStore`, :class:`ThreadBuffer`, :class:`WorkingMemory` and the tenant
 handle (:class:`~memstore.tenant.TenantMemory`, its ``threads``) into
-``_generated.py``; tests/test_sync_generated.py fails when that file is stale, so
-the two APIs cannot drift and type checkers see every signature.
+``_generated.py`` and ``_generated_views.py``; tests/test_sync_generated.py fails when
+they are stale, so the two APIs cannot drift and type checkers see every signature.
 """
 
-from memstore.sync._generated import (
-    SyncMemoryStore,
+from memstore.sync._generated import SyncMemoryStore
+from memstore.sync._generated_views import (
     SyncTenantMemory,
     SyncTenantThreads,
     SyncThreadBuffer,
