@@ -260,8 +260,8 @@ async def test_cross_backend_is_lossless(
 ) -> None:
     src, dst = two_backends[source], two_backends[target]
     await populate(src, "alice")
-    await populate(src, None)
-    for user in ("alice", None):
+    await populate(src, ANONYMOUS)
+    for user in ("alice", ANONYMOUS):
         dump = await src.export(user_id=user)
         await dst.import_(json.loads(json.dumps(dump)))
         copied = await dst.export(user_id=user)
