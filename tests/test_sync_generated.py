@@ -86,6 +86,13 @@ def scratch(store: SyncMemoryStore) -> SyncWorkingMemory | None:
     return wm.parent()
 
 
+def handle(store: SyncMemoryStore) -> list[str]:
+    alice = store.tenant("u")
+    alice.remember(Episode(session_id="s", input="hi"))
+    alice.threads.append("t1", {"q": 1}, from_id="user", to_id="agent")
+    return [e.id for e in alice.recall("hi", limit=3)]
+
+
 def count(store: SyncMemoryStore) -> int:
     return store.threads.length("t1", user_id="u") + store.forget(user_id="u")
 
@@ -111,6 +118,10 @@ def main(url: str) -> None:
         store.working_memory(session_id="s", user_id="u").set(1, "v")  # wrong
         store.recal("x", user_id="u")  # wrong
         store.recall("fine", user_id="u")
+        store.tenant("u").recall(42)  # wrong
+        store.tenant("u").recall("x", user_id="u")  # wrong
+        store.tenant("u").threads.length("t1", user_id="u")  # wrong
+        store.tenant("u").recall("fine", limit=2)
 """
 
 
