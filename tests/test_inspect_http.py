@@ -54,7 +54,7 @@ def counts(url: str) -> dict[str, Any]:
     async def go() -> dict[str, Any]:
         async with MemoryStore.open(url) as store:
             state: dict[str, Any] = dict(await table_counts(store))
-            for user in ("alice", "bob", None):
+            for user in ("alice", "bob", ANONYMOUS):
                 state[f"dump:{user}"] = (await store.export(user_id=user))["tables"]
             async with store.engine.connect() as conn:
                 rows = await conn.execute(ConfigRow.__table__.select())

@@ -302,7 +302,7 @@ async def test_gc_keeps_the_newest_threads(clocked: MemoryStore, clock: Clock) -
     await fill(clocked, "t0", 1)  # activity does not make t0 newer: age is by creation
     await fill(clocked, "b0", 1, user_id="bob")
 
-    removed = await clocked.threads.gc(user_id="alice", max_threads=2)
+    removed = list((await clocked.gc(user_id="alice", max_threads=2)).threads)
     assert [(r.thread_id, r.slot_count, r.reason) for r in removed] == [
         ("t0", 3, "max_threads"),
         ("t1", 2, "max_threads"),
@@ -316,7 +316,7 @@ async def test_gc_keeps_the_newest_threads(clocked: MemoryStore, clock: Clock) -
     counts = await table_counts(clocked, "alice")
     assert counts["threads"] == 2 and counts["slots"] == 4
     assert await clocked.threads.thread_exists("b0", user_id="bob")
-    assert await clocked.threads.gc(user_id="alice", max_threads=2) == []
+    assert (await clocked.gc(user_id="alice", max_threads=2)).threads == ()
 
 
 async def test_gc_deletes_idle_threads(db_url: str, clock: Clock) -> None:
@@ -327,16 +327,16 @@ async def test_gc_deletes_idle_threads(db_url: str, clock: Clock) -> None:
         await fill(store, "recent", 1)
         clock.advance(minutes=20)  # old/revived idle for 70 min, recent for 20
         await fill(store, "revived", 1)
-        removed = await store.threads.gc(user_id="alice")
+        removed = (await store.gc(user_id="alice")).threads
         assert [(r.thread_id, r.reason) for r in removed] == [("old", "idle")]
         assert await store.threads.thread_exists("revived", user_id="alice")
         info = await store.threads.thread_info("revived", user_id="alice")
         assert info is not None and info.created_at == T0 and info.last_activity_at == clock.now
         # Exactly at the TTL a thread is not yet idle; one microsecond later it is.
         clock.advance(minutes=40)
-        assert await store.threads.gc(user_id="alice") == []
+        assert (await store.gc(user_id="alice")).threads == ()
         clock.advance(microseconds=1)
-        assert [r.thread_id for r in await store.threads.gc(user_id="alice")] == ["recent"]
+        assert [r.thread_id for r in (await store.gc(user_id="alice")).threads] == ["recent"]
         assert (await table_counts(store, "alice"))["slots"] == 2
 
 
