@@ -12,46 +12,43 @@ from memstore import Episode, MemoryStore
 async def main() -> None:
     # auto_migrate creates (or upgrades) the schema: convenient for an embedded file.
     async with MemoryStore.open(auto_migrate=True) as store:
-        await store.forget(user_id="alice")  # start clean, so the example can be re-run
-        await store.remember_many(
+        # One handle per tenant: every call through it reads and writes that tenant only.
+        alice, bob = store.tenant("alice"), store.tenant("bob")
+        await alice.forget()  # start clean, so the example can be re-run
+        await alice.remember_many(
             [
                 Episode(
-                    user_id="alice",
                     session_id="s1",
                     input="I adopted a cat named Miso.",
                     output="Miso is a lovely name!",
                 ),
                 Episode(
-                    user_id="alice",
                     session_id="s1",
                     input="My favourite food is ramen.",
                     output="Noted: ramen.",
                 ),
                 Episode(
-                    user_id="alice",
                     session_id="s2",
                     input="I'm training for a marathon.",
                     output="Good luck with the training!",
                 ),
             ]
         )
-        await store.remember(
-            Episode(
-                user_id="bob", session_id="b1", input="My cat is called Tiger.", output="Hi Tiger!"
-            )
+        await bob.remember(
+            Episode(session_id="b1", input="My cat is called Tiger.", output="Hi Tiger!")
         )
 
         for query in ("what is the cat called", "marathon training"):
-            hits = await store.recall(query, user_id="alice", limit=1)
+            hits = await alice.recall(query, limit=1)
             print(f"recall({query!r}) -> {hits[0].input}")
 
         # Every call is scoped to one tenant: bob never sees alice's turns.
-        bob = await store.recall("cat", user_id="bob")
-        print("bob sees:", [e.input for e in bob])
+        print("bob sees:", [e.input for e in await bob.recall("cat")])
 
         # score: how relevant the row is to the query, 0 to 1 (min_score= is on this scale).
-        scored = await store.recall_scored("ramen", user_id="alice", limit=1)
+        scored = await alice.recall_scored("ramen", limit=1)
         print(f"best match for 'ramen': {scored[0].episode.input} (score {scored[0].score:.2f})")
+        # The store's own methods take the tenant as user_id; a call without one is refused.
         await store.forget(user_id="bob")
 
 

@@ -3,6 +3,7 @@
 import logging
 
 from memstore.core.model_spec import ModelSpec
+from memstore.core.tenancy import ANONYMOUS
 from memstore.errors import (
     ConfigurationError,
     Conflict,
@@ -18,6 +19,7 @@ from memstore.errors import (
     NotFound,
     PermissionDenied,
     SchemaOutOfDate,
+    TenantRequired,
     Unavailable,
     Unsupported,
     WrongThread,
@@ -37,6 +39,7 @@ from memstore.services.threads import ThreadBuffer
 from memstore.services.working_memory import WorkingMemory
 from memstore.store import FROM_DUMP, MemoryStore
 from memstore.sync import SyncMemoryStore
+from memstore.tenant import TenantMemory, TenantThreads
 from memstore.types import (
     AccessStat,
     AssertOutcome,
@@ -69,6 +72,7 @@ from memstore.version import __version__
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 __all__ = [
+    "ANONYMOUS",
     "FROM_DUMP",
     "AccessStat",
     "ApproxTokenCounter",
@@ -115,6 +119,9 @@ __all__ = [
     "SlotMetadata",
     "SyncMemoryStore",
     "TaskState",
+    "TenantMemory",
+    "TenantRequired",
+    "TenantThreads",
     "ThreadBuffer",
     "ThreadInfo",
     "TokenCounter",

@@ -23,6 +23,7 @@ __all__ = [
     "NotFound",
     "PermissionDenied",
     "SchemaOutOfDate",
+    "TenantRequired",
     "Unavailable",
     "Unsupported",
     "WrongThread",
@@ -66,6 +67,23 @@ class InvalidImportRow(InvalidInput):
         self.row = row
         self.column = column
         self.cause = cause
+
+
+class TenantRequired(InvalidInput):
+    """A tenant-scoped call named no tenant; nothing was read or written.
+
+    ``operation`` names the call when known. Name the tenant: pass ``user_id=...``,
+    or work through ``store.tenant(...)``; the shared anonymous tenant is
+    ``user_id=memstore.ANONYMOUS``.
+    """
+
+    def __init__(self, operation: str | None = None) -> None:
+        where = f"{operation}: " if operation else ""
+        super().__init__(
+            f"{where}no tenant named: pass user_id=..., or use store.tenant(...); "
+            "for the shared anonymous tenant pass user_id=memstore.ANONYMOUS"
+        )
+        self.operation = operation
 
 
 class NotFound(MemstoreError, LookupError):

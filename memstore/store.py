@@ -1,19 +1,19 @@
 """The MemoryStore facade: the public API agent code calls.
 
-It owns construction (``__init__``, ``open``, ``bind``) and wires the services of
-``memstore.services``, each given its collaborators (never the facade), which stay
-private. Every public method is a service's own method, forwarded with its
-signature and docstring (:func:`~memstore.core.forwarding.forward`).
+It owns construction (``__init__``, ``open``, ``bind``, ``tenant``) and wires the services
+of ``memstore.services``, each given its collaborators (never the facade), which stay
+private. Every other public method is a service's own, forwarded with its signature and
+docstring (:func:`~memstore.core.forwarding.forward`), written once.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import replace
 from datetime import datetime
-from typing import Any, cast
+from typing import cast
 
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
@@ -21,16 +21,15 @@ from memstore.core.fact_input import MAX_FACT_FIELD_CHARS
 from memstore.core.forwarding import forward, forwards_owned, takes_options
 from memstore.core.validation import check_limit
 from memstore.db.engine import create_engine, resolve_url
-from memstore.db.unit import Clock, Database
+from memstore.db.unit import Database
 from memstore.dialects import dialect_for
 from memstore.embeddings.base import Embedder
 from memstore.embeddings.hashing import HashingEmbedder
 from memstore.embeddings.identity import embedder_identity
 from memstore.embeddings.spec import ModelSpec, prepare_embedder, resolve_embedder
 from memstore.errors import DimensionMismatch
-from memstore.recall import RecallTuning
+from memstore.options import OpenOptions, StoreConfig
 from memstore.recall.hybrid import HybridRecall
-from memstore.rerankers.base import DEFAULT_RERANK_CANDIDATES, Reranker
 from memstore.rerankers.spec import resolve_reranker, spec_candidates
 from memstore.schema.migrate import check_schema, needs_upgrade, upgrade
 from memstore.search.backends import backend_for, episode_search_for, fact_search_for
@@ -50,19 +49,14 @@ from memstore.services.access import AccessService, AccessTracker
 from memstore.services.agent.memory import AgentMemory
 from memstore.services.langgraph import LangGraphItems
 from memstore.services.limits import (
-    DEFAULT_BLOCK_CHAR_LIMIT,
-    DEFAULT_CHANGE_RETENTION_SECONDS,
     EXPORT_FORMAT,
     FROM_DUMP,
 )
 from memstore.services.threads import (
-    DEFAULT_MAX_SLOTS_PER_THREAD,
-    DEFAULT_MAX_THREADS,
     ThreadBuffer,
 )
 from memstore.services.working import ConsolidationParts
-from memstore.services.working_memory import DEFAULT_SCRATCHPAD_LIMIT
-from memstore.types import utcnow
+from memstore.tenant import TenantMemory
 
 __all__ = [
     "EXPORT_FORMAT",
@@ -72,53 +66,6 @@ __all__ = [
     "OpenOptions",
     "StoreConfig",
 ]
-
-
-@dataclass(frozen=True, kw_only=True)
-class StoreConfig:
-    """A store's options: keyword arguments of :meth:`MemoryStore.open`.
-
-    ``rls=True`` (Postgres) sets ``memstore.user_id`` in every transaction for
-    the row-level security policies of ``memstore rls enable``.
-    ``allow_embedder_change=True`` opens a database whose vectors another
-    embedder made (see :meth:`MemoryStore.open`). ``change_retention_seconds``:
-    how long :meth:`MemoryStore.gc` keeps the change log of ``changes()``. ``reranker`` (a
-    :class:`~memstore.rerankers.Reranker`, or a name as for ``embedder``:
-    ``"cross-encoder"`` / ``"http"`` or a ``ModelSpec``; unset in ``open``,
-    ``$MEMSTORE_RERANKER`` names it; default none) re-orders the top
-    ``rerank_candidates`` rows (a ``ModelSpec``'s ``candidates`` when it names them)
-    of every recall that does not say otherwise
-    (``recall(..., rerank=False)``), the agent's context and tools included.
-    """
-
-    block_char_limit: int = DEFAULT_BLOCK_CHAR_LIMIT
-    clock: Clock = utcnow
-    max_slots_per_thread: int = DEFAULT_MAX_SLOTS_PER_THREAD
-    max_threads: int = DEFAULT_MAX_THREADS
-    thread_idle_ttl_seconds: float | None = None
-    change_retention_seconds: float = DEFAULT_CHANGE_RETENTION_SECONDS
-    scratchpad_limit: int = DEFAULT_SCRATCHPAD_LIMIT
-    rls: bool = False
-    recall_tuning: RecallTuning | None = None
-    exact_scan_threshold: int | None = None
-    allow_embedder_change: bool = False
-    reranker: Reranker | ModelSpec | str | None = None
-    rerank_candidates: int = DEFAULT_RERANK_CANDIDATES
-
-
-@dataclass(frozen=True, kw_only=True)
-class OpenOptions(StoreConfig):
-    """The arguments of :meth:`MemoryStore.open`: where, with which embedder, and the options."""
-
-    url: str | None = field(default=None, kw_only=False)
-    # An object, or a name / ModelSpec built by memstore.embeddings.spec (as the CLI's
-    # --embedder and $MEMSTORE_EMBEDDER are).
-    embedder: Embedder | ModelSpec | str | None = None
-    auto_migrate: bool | None = None
-    engine_options: Mapping[str, Any] | None = None
-
-    def config(self) -> StoreConfig:
-        return StoreConfig(**{f.name: getattr(self, f.name) for f in fields(StoreConfig)})
 
 
 @forwards_owned
@@ -265,6 +212,10 @@ class MemoryStore:
             episode_search=self._episode_search,
         )
 
+    def tenant(self, user_id: str) -> TenantMemory:
+        """A handle on one tenant: every tenant-scoped method, without ``user_id``."""
+        return TenantMemory(self, user_id)
+
     @classmethod
     @takes_options(OpenOptions)
     @asynccontextmanager
@@ -373,7 +324,9 @@ class MemoryStore:
 
     working_memory = forward("_working", WorkingService.working_memory)
     gc = forward("_working", WorkingService.gc)
+    gc_all_tenants = forward("_working", WorkingService.gc_all_tenants)
     consolidate = forward("_working", WorkingService.consolidate)
+    consolidate_all_tenants = forward("_working", WorkingService.consolidate_all_tenants)
     consolidator = forward("_working", WorkingService.consolidator)
 
     profile = forward("_tenants", TenantService.profile)

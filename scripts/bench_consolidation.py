@@ -63,7 +63,7 @@ async def bench(url: str, episodes: int, users: int, batch_size: int) -> None:
         for start in range(0, len(batch), 5_000):
             await store.remember_many(batch[start : start + 5_000])
         started = time.perf_counter()
-        result = await store.consolidate(batch_size=batch_size)
+        result = await store.consolidate_all_tenants(batch_size=batch_size)
         elapsed = time.perf_counter() - started
         print(
             f"{store.backend}: {result.processed} episodes, {users} users, "

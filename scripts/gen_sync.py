@@ -31,16 +31,28 @@ from typing import Any
 __all__ = [
     "CLASSES",
     "OUTPUT",
+    "OUTPUTS",
+    "VIEWS",
     "GenerationError",
+    "Names",
+    "Renderer",
     "SyncClass",
+    "docstring",
     "main",
+    "parameters",
     "render",
     "render_unformatted",
+    "ruff",
+    "signature",
 ]
 
 REPO = Path(__file__).resolve().parents[1]
 # Where the generated module goes, and the hand-written module it builds on.
 OUTPUT = "memstore/sync/_generated.py"
+# The twins the store's methods return (and their own), in a module of their own: each
+# module stays under the 400-line bound, and the store's imports them (no cycle).
+VIEWS = "memstore/sync/_generated_views.py"
+OUTPUTS = (OUTPUT, VIEWS)
 RUNTIME = "memstore.sync._runtime"
 
 
@@ -57,6 +69,7 @@ class SyncClass:
     # Methods that hand memstore's async adapters an async object: not mirrored
     # (a sync caller would get coroutines); ``async_store`` still has them.
     async_only: frozenset[str] = frozenset()
+    output: str = OUTPUT  # the module it is written to
 
 
 # The table to update when an async class moves or a sync twin is added.
@@ -77,14 +90,29 @@ CLASSES = (
         async_only=frozenset({"consolidator", "langgraph_items"}),
     ),
     SyncClass(
+        "SyncTenantMemory",
+        "memstore.tenant:TenantMemory",
+        doc="``store.tenant(user_id)`` of a :class:`SyncMemoryStore`: one tenant's methods.",
+        attributes={"threads": "memstore.tenant:TenantThreads"},
+        output=VIEWS,
+    ),
+    SyncClass(
+        "SyncTenantThreads",
+        "memstore.tenant:TenantThreads",
+        doc="``threads`` of a :class:`SyncTenantMemory` (``iterate`` yields slots).",
+        output=VIEWS,
+    ),
+    SyncClass(
         "SyncThreadBuffer",
         "memstore.services.threads:ThreadBuffer",
         doc="``store.threads`` of a :class:`SyncMemoryStore` (``iterate`` yields slots).",
+        output=VIEWS,
     ),
     SyncClass(
         "SyncWorkingMemory",
         "memstore.services.working_memory:WorkingMemory",
         doc="``store.working_memory(...)`` of a :class:`SyncMemoryStore`.",
+        output=VIEWS,
     ),
 )
 
@@ -112,7 +140,7 @@ def _load(path: str) -> Any:
     return obj
 
 
-class _Names:
+class Names:
     """The imports a rendering needs: local name -> (module, attribute)."""
 
     def __init__(self) -> None:
@@ -120,7 +148,7 @@ class _Names:
 
     def ref(self, obj: Any) -> str:
         if obj is typing.Any:
-            return self._bind("typing", "Any")
+            return self.bind("typing", "Any")
         module = getattr(obj, "__module__", None)
         qualname = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None)
         if not module or not qualname or "<locals>" in qualname:
@@ -133,10 +161,10 @@ class _Names:
             found = getattr(found, part, None)
         if found is not obj:
             raise GenerationError(f"{obj!r} is not reachable as {module}.{qualname}")
-        local = self._bind(module, top)
+        local = self.bind(module, top)
         return f"{local}.{rest}" if rest else local
 
-    def _bind(self, module: str, name: str) -> str:
+    def bind(self, module: str, name: str) -> str:
         local = name
         if self.imports.get(local, (module, name)) != (module, name):
             local = f"{module.rsplit('.', 1)[-1]}_{name}"
@@ -151,10 +179,20 @@ class _Names:
         return out
 
 
-class _Renderer:
-    def __init__(self, names: _Names, twins: dict[Any, str]) -> None:
+class Renderer:
+    def __init__(
+        self, names: Names, twins: dict[Any, str], elsewhere: dict[Any, str] | None = None
+    ) -> None:
         self.names = names
         self.twins = twins  # async class -> its sync twin's name
+        self.elsewhere = elsewhere or {}  # async class -> module of a twin written elsewhere
+
+    def twin(self, tp: Any) -> str:
+        """The local name of ``tp``'s sync twin (imported when another module has it)."""
+        name = self.twins[tp]
+        if tp in self.elsewhere:
+            return self.names.bind(self.elsewhere[tp], name)
+        return name
 
     def type(self, tp: Any, *, where: str, twins: bool = False) -> str:
         if tp is None or tp is type(None):
@@ -164,7 +202,7 @@ class _Renderer:
         if isinstance(tp, type) and tp in self.twins:
             if not twins:
                 raise GenerationError(f"{where}: takes {tp.__name__}, which has a sync twin")
-            return self.twins[tp]
+            return self.twin(tp)
         if isinstance(tp, list):
             return "[" + ", ".join(self.type(a, where=where, twins=twins) for a in tp) + "]"
         origin, args = typing.get_origin(tp), typing.get_args(tp)
@@ -198,7 +236,7 @@ class _Renderer:
         raise GenerationError(f"{where}: cannot write the default {value!r}")
 
 
-def _docstring(doc: str | None, indent: str) -> list[str]:
+def docstring(doc: str | None, indent: str) -> list[str]:
     if not doc:
         return []
     if '"""' in doc or doc.endswith('"'):
@@ -250,7 +288,7 @@ def _kind(func: Any, returns: Any) -> tuple[str, Any]:
     return "call", returns
 
 
-def _signature(func: Any, where: str) -> inspect.Signature:
+def signature(func: Any, where: str) -> inspect.Signature:
     try:
         sig = inspect.signature(func, eval_str=True)
     except (NameError, TypeError, ValueError) as exc:
@@ -261,7 +299,7 @@ def _signature(func: Any, where: str) -> inspect.Signature:
     return sig.replace(parameters=params)
 
 
-def _parameters(sig: inspect.Signature, r: _Renderer, where: str) -> tuple[str, str]:
+def parameters(sig: inspect.Signature, r: Renderer, where: str) -> tuple[str, str]:
     """The parameter list after ``self`` and the arguments that forward it."""
     decl: list[str] = []
     call: list[str] = []
@@ -296,24 +334,24 @@ def _parameters(sig: inspect.Signature, r: _Renderer, where: str) -> tuple[str, 
     return ", ".join(decl), ", ".join(call)
 
 
-def _result(expr: str, returns: Any, r: _Renderer, where: str) -> str:
+def _result(expr: str, returns: Any, r: Renderer, where: str) -> str:
     """``expr`` turned into the sync type: async twins wrapped in their sync class."""
     if isinstance(returns, type) and returns in r.twins:
-        return f"{r.twins[returns]}({expr}, self._runner)"
+        return f"{r.twin(returns)}({expr}, self._runner)"
     args = typing.get_args(returns)
     if typing.get_origin(returns) in (types.UnionType, typing.Union) and len(args) == 2:
         twin = [a for a in args if a in r.twins]
         if twin and type(None) in args:
-            return f"self._optional({r.twins[twin[0]]}, {expr})"
+            return f"self._optional({r.twin(twin[0])}, {expr})"
     # Anything else must not contain a twin (raises if it does).
     r.type(returns, where=where)
     return expr
 
 
-def _method(name: str, func: Any, r: _Renderer, cls: SyncClass) -> list[str]:
+def _method(name: str, func: Any, r: Renderer, cls: SyncClass) -> list[str]:
     where = f"{cls.source}.{name}"
-    sig = _signature(func, where)
-    decl, call = _parameters(sig, r, where)
+    sig = signature(func, where)
+    decl, call = parameters(sig, r, where)
     if sig.return_annotation is inspect.Signature.empty:
         raise GenerationError(f"{where}: no return annotation")
     kind, returns = _kind(func, sig.return_annotation)
@@ -334,26 +372,26 @@ def _method(name: str, func: Any, r: _Renderer, cls: SyncClass) -> list[str]:
     return [head, f"        return {body}", ""]
 
 
-def _opener(name: str, func: Any, r: _Renderer, cls: SyncClass, async_cls: type) -> list[str]:
+def _opener(name: str, func: Any, r: Renderer, cls: SyncClass, async_cls: type) -> list[str]:
     where = f"{cls.source}.{name}"
-    sig = _signature(func, where)
-    decl, call = _parameters(sig, r, where)
+    sig = signature(func, where)
+    decl, call = parameters(sig, r, where)
     source = r.names.ref(async_cls)
     doc = f"Open a :class:`{cls.name}`: the arguments of :meth:`{async_cls.__name__}.{name}`."
     return [
         "    @classmethod",
         f"    def {name}(cls, {decl}) -> {cls.name}:",
-        *_docstring(doc, " " * 8),
+        *docstring(doc, " " * 8),
         f"        return cls._open({source}.{name}({call}))",
         "",
     ]
 
 
-def _property(name: str, prop: property, r: _Renderer, cls: SyncClass) -> list[str]:
+def _property(name: str, prop: property, r: Renderer, cls: SyncClass) -> list[str]:
     where = f"{cls.source}.{name}"
     if prop.fget is None:
         raise GenerationError(f"{where}: a property without a getter")
-    returns = _signature(prop.fget, where).return_annotation
+    returns = signature(prop.fget, where).return_annotation
     if returns is inspect.Signature.empty:
         raise GenerationError(f"{where}: no return annotation")
     ret = r.type(returns, where=where, twins=True)
@@ -361,30 +399,30 @@ def _property(name: str, prop: property, r: _Renderer, cls: SyncClass) -> list[s
     return [
         "    @property",
         f"    def {name}(self) -> {ret}:",
-        *_docstring(inspect.getdoc(prop) or f"The wrapped object's ``{name}``.", " " * 8),
+        *docstring(inspect.getdoc(prop) or f"The wrapped object's ``{name}``.", " " * 8),
         f"        return {body}",
         "",
     ]
 
 
-def _attribute(name: str, tp: Any, r: _Renderer, cls: SyncClass) -> list[str]:
+def _attribute(name: str, tp: Any, r: Renderer, cls: SyncClass) -> list[str]:
     where = f"{cls.source}.{name}"
     ret = r.type(tp, where=where, twins=True)
     cached = r.names.ref(__import__("functools").cached_property)
     return [
         f"    @{cached}",
         f"    def {name}(self) -> {ret}:",
-        *_docstring(f"``{name}`` of the async object, in its sync form.", " " * 8),
+        *docstring(f"``{name}`` of the async object, in its sync form.", " " * 8),
         f"        return {_result(f'self._target.{name}', tp, r, where)}",
         "",
     ]
 
 
-def _class(cls: SyncClass, async_cls: type, r: _Renderer) -> list[str]:
+def _class(cls: SyncClass, async_cls: type, r: Renderer) -> list[str]:
     base = "SyncStore" if cls.store else "SyncProxy"
     out = [
         f"class {cls.name}({base}[{r.names.ref(async_cls)}]):",
-        *_docstring(cls.doc, "    "),
+        *docstring(cls.doc, "    "),
         "",
     ]
     for name, tp_path in cls.attributes.items():
@@ -406,33 +444,40 @@ def _class(cls: SyncClass, async_cls: type, r: _Renderer) -> list[str]:
     return out
 
 
-def render_unformatted(classes: tuple[SyncClass, ...] = CLASSES) -> str:
-    """The module for ``classes`` (by default the table), before ruff sorts and formats."""
-    names = _Names()
+def render_unformatted(classes: tuple[SyncClass, ...] = CLASSES, output: str = OUTPUT) -> str:
+    """The module ``output`` of ``classes`` (by default the table), before ruff sorts them."""
+    names = Names()
     async_classes = {cls.name: _load(cls.source) for cls in classes}
     # A store's view (``bind``) stays async: a sync twin of it would close the store.
     twins = {async_classes[c.name]: c.name for c in classes if not c.store}
-    r = _Renderer(names, twins)
+    elsewhere = {
+        async_classes[c.name]: c.output.removesuffix(".py").replace("/", ".")
+        for c in classes
+        if c.output != output
+    }
+    r = Renderer(names, twins, elsewhere)
+    classes = tuple(c for c in classes if c.output == output)
     body: list[str] = []
     for cls in classes:
         body += ["", "", *_class(cls, async_classes[cls.name], r)]
     for cls in classes:
         body += ["", f"share_docstrings({cls.name}, {r.names.ref(async_classes[cls.name])})"]
     sources = ",\n".join(cls.source.replace(":", ".") for cls in classes)
+    bases = sorted({"SyncStore" if cls.store else "SyncProxy" for cls in classes})
     exported = ", ".join(f'"{cls.name}"' for cls in classes)
     head = [
         HEADER.format(names=", ".join(cls.name for cls in classes), sources=sources),
         "from __future__ import annotations",
         "",
         *names.lines(),
-        f"from {RUNTIME} import SyncProxy, SyncStore, share_docstrings",
+        f"from {RUNTIME} import {', '.join(bases)}, share_docstrings",
         "",
         f"__all__ = [{exported}]",
     ]
     return "\n".join(head + body) + "\n"
 
 
-def _ruff(args: list[str], source: str) -> str:
+def ruff(args: list[str], source: str) -> str:
     done = subprocess.run(
         [sys.executable, "-m", "ruff", *args, "--stdin-filename", str(REPO / OUTPUT), "-"],
         input=source,
@@ -446,13 +491,13 @@ def _ruff(args: list[str], source: str) -> str:
     return done.stdout
 
 
-def render() -> str:
-    """The text of OUTPUT: rendered, imports sorted by the pinned ruff.
+def render(output: str = OUTPUT) -> str:
+    """The text of ``output`` (one of OUTPUTS): rendered, imports sorted by the pinned ruff.
 
     Not run through ``ruff format``: a signature per line keeps the module under the
-    400-line bound (pyproject exempts this file from the formatter and from E501).
+    400-line bound (pyproject exempts these files from the formatter and from E501).
     """
-    return _ruff(["check", "--select", "I", "--fix", "--quiet"], render_unformatted())
+    return ruff(["check", "--select", "I", "--fix", "--quiet"], render_unformatted(CLASSES, output))
 
 
 def main() -> None:
@@ -462,9 +507,10 @@ def main() -> None:
     placeholder.__getattr__ = lambda name: type(name, (), {})  # type: ignore[method-assign]
     sys.modules["memstore.sync"] = placeholder
     sys.path.insert(0, str(REPO))
-    text = render()
-    (REPO / OUTPUT).write_text(text)
-    print(f"wrote {OUTPUT} ({len(text.splitlines())} lines)")
+    for output in OUTPUTS:
+        text = render(output)
+        (REPO / output).write_text(text)
+        print(f"wrote {output} ({len(text.splitlines())} lines)")
 
 
 if __name__ == "__main__":

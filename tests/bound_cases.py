@@ -140,6 +140,9 @@ _STORE: dict[str, Case] = {
     ),
     "changes": _refused(lambda v, s: v.changes(user_id=USER, after="")),
     "consolidate": _w(lambda v, s: v.consolidate(user_id=USER), lambda r, s: r.processed == 1),
+    "consolidate_all_tenants": _w(
+        lambda v, s: v.consolidate_all_tenants(), lambda r, s: r.processed == 1
+    ),
     "context": _r(
         lambda v, s: v.context(user_id=USER, session_id=SESSION, query="brass lamp"),
         lambda r, s: "block:persona" in r.ids and f"episode:{s.episode}" in r.ids,
@@ -166,6 +169,10 @@ _STORE: dict[str, Case] = {
     "forget": _w(lambda v, s: v.forget(user_id=USER), lambda r, s: r > 0),
     "gc": _w(
         lambda v, s: _later(s, lambda: v.gc(user_id=USER, thread_idle_ttl_seconds=60)),
+        lambda r, s: r.expired_keys == 1 and [t.thread_id for t in r.threads] == [THREAD],
+    ),
+    "gc_all_tenants": _w(
+        lambda v, s: _later(s, lambda: v.gc_all_tenants(thread_idle_ttl_seconds=60)),
         lambda r, s: r.expired_keys == 1 and [t.thread_id for t in r.threads] == [THREAD],
     ),
     "get_episode": _r(
@@ -217,6 +224,10 @@ _STORE: dict[str, Case] = {
     "snapshot": _r(
         lambda v, s: v.snapshot(user_id=USER), lambda r, s: r["totals"]["episodes"] == 1
     ),
+    "tenant": _w(
+        lambda v, s: v.tenant(USER).update_block("notes", "through the handle"),
+        lambda r, s: r.content == "through the handle",
+    ),
     "tool_definitions": _r(lambda v, s: v.tool_definitions(), lambda r, s: len(r) == 3),
     # A new block: its insert runs in a savepoint, the transaction's first statement.
     "update_block": _w(
@@ -244,14 +255,6 @@ _THREADS: dict[str, Case] = {
         lambda v, s: v.threads.delete_thread(THREAD, user_id=USER), lambda r, s: r is True
     ),
     "follow": _refused(lambda v, s: v.threads.follow(THREAD, after=-1, user_id=USER)),
-    "gc": _w(
-        lambda v, s: _later(s, lambda: v.threads.gc(user_id=USER, idle_ttl_seconds=60)),
-        lambda r, s: [t.thread_id for t in r] == [THREAD],
-    ),
-    "gc_all_tenants": _w(
-        lambda v, s: _later(s, lambda: v.threads.gc_all_tenants(idle_ttl_seconds=60)),
-        lambda r, s: [t.thread_id for t in r] == [THREAD],
-    ),
     "get_by_type": _r(
         lambda v, s: v.threads.get_by_type(THREAD, "dict", user_id=USER), lambda r, s: len(r) == 1
     ),

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 from jsonschema import Draft202012Validator
 
-from memstore import Episode, Fact, InvalidInput, MemoryStore, NotFound
+from memstore import ANONYMOUS, Episode, Fact, InvalidInput, MemoryStore, NotFound
 from memstore.services.agent import TOOL_SCHEMAS, tool_definitions, validate_arguments
 
 # ---- definitions ------------------------------------------------------------------------
@@ -180,7 +180,7 @@ async def test_load_memory_of_another_tenant_is_not_found(store: MemoryStore) ->
     )
     await store.update_block("vault", "SECRET", user_id="mallory")
     for memory_id in (f"episode:{ep}", f"fact:{fact}", "block:vault"):
-        for intruder in ("alice", None):
+        for intruder in ("alice", ANONYMOUS):
             with pytest.raises(NotFound) as caught:
                 await store.call_tool("load_memory", {"id": memory_id}, user_id=intruder)
             assert "SECRET" not in str(caught.value)

@@ -29,9 +29,13 @@ pytest.importorskip("mkdocstrings_handlers.python", reason="the docs extra build
 # (page of the site, the identifier its ``:::`` block documents)
 REFERENCE = [
     ("api/store", "memstore.MemoryStore"),
+    ("api/tenant", "memstore.TenantMemory"),
+    ("api/tenant", "memstore.TenantThreads"),
     ("api/threads", "memstore.ThreadBuffer"),
     ("api/threads", "memstore.WorkingMemory"),
     ("api/sync", "memstore.SyncMemoryStore"),
+    ("api/sync", "memstore.sync.SyncTenantMemory"),
+    ("api/sync", "memstore.sync.SyncTenantThreads"),
     ("api/sync", "memstore.sync.SyncThreadBuffer"),
     ("api/sync", "memstore.sync.SyncWorkingMemory"),
 ]

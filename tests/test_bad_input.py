@@ -9,7 +9,15 @@ from datetime import UTC, datetime
 import pytest
 from conftest import table_counts
 
-from memstore import Episode, Fact, InvalidInput, LimitExceeded, MemoryStore, NotFound
+from memstore import (
+    Episode,
+    Fact,
+    InvalidInput,
+    LimitExceeded,
+    MemoryStore,
+    NotFound,
+    TenantRequired,
+)
 
 NAIVE = datetime(2026, 1, 1)
 AWARE = datetime(2026, 1, 1, tzinfo=UTC)
@@ -44,7 +52,8 @@ CASES: dict[str, tuple[type[Exception], Call]] = {
     "tuple tool_calls": (InvalidInput, lambda s: s.remember(ep(tool_calls=({"a": 1},)))),
     "non-string key": (InvalidInput, lambda s: s.remember(ep(metadata={1: "x"}))),
     "empty user_id": (InvalidInput, lambda s: s.remember(ep(user_id=""))),
-    "reserved user_id": (InvalidInput, lambda s: s.remember(ep(user_id="__anonymous__"))),
+    "reserved user_id": (InvalidInput, lambda s: s.remember(ep(user_id="__reserved__"))),
+    "no user_id": (TenantRequired, lambda s: s.remember(ep(user_id=None))),
     "control char user_id": (InvalidInput, lambda s: s.remember(ep(user_id="a\nb"))),
     "overlong user_id": (InvalidInput, lambda s: s.remember(ep(user_id="u" * 256))),
     "non-str user_id": (InvalidInput, lambda s: s.remember(ep(user_id=42))),

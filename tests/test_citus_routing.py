@@ -233,8 +233,8 @@ def single_tenant_calls() -> list[tuple[str, Call]]:
 
 
 CROSS_TENANT_CALLS: list[tuple[str, Call]] = [
-    ("gc(all_tenants)", lambda s: s.gc(all_tenants=True)),
-    ("consolidate()", lambda s: s.consolidate()),
+    ("gc_all_tenants()", lambda s: s.gc_all_tenants()),
+    ("consolidate_all_tenants()", lambda s: s.consolidate_all_tenants()),
     ("list_tenants_cross_tenant", lambda s: s.list_tenants_cross_tenant()),
 ]
 

@@ -22,7 +22,7 @@ from consolidation_helpers import (
 )
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from memstore import Episode, ExtractionError, MemoryStore
+from memstore import ANONYMOUS, Episode, ExtractionError, MemoryStore
 from memstore.repositories.consolidation import ConsolidationRepository
 from memstore.services.consolidation import CandidateFact
 from tests.conftest import is_postgres
@@ -37,7 +37,7 @@ def ep(text: str, when: datetime, user: str | None = "alice", session: str = "s1
 
 async def test_add_uses_occurred_at_and_episode_sources(store: MemoryStore) -> None:
     episode_id = await store.remember(ep("I live in Paris.", MARCH))
-    result = await store.consolidate()
+    result = await store.consolidate_all_tenants()
     assert (result.processed, result.added, result.reinforced, result.superseded) == (1, 1, 0, 0)
     assert result.duration >= 0
     (fact,) = await store.fact_history(user_id="alice", predicate="lives_in")
@@ -53,9 +53,9 @@ async def test_add_uses_occurred_at_and_episode_sources(store: MemoryStore) -> N
 
 async def test_reinforce_merges_sources_and_raises_confidence(store: MemoryStore) -> None:
     first = await store.remember(ep("I love jazz.", MARCH))
-    await store.consolidate()
+    await store.consolidate_all_tenants()
     second = await store.remember(ep("Honestly, I love jazz!", MARCH + timedelta(days=3)))
-    result = await store.consolidate()
+    result = await store.consolidate_all_tenants()
     assert (result.processed, result.added, result.reinforced) == (1, 0, 1)
     history = await store.fact_history(user_id="alice", predicate="likes")
     assert len(history) == 2
@@ -69,10 +69,10 @@ async def test_reinforce_merges_sources_and_raises_confidence(store: MemoryStore
 
 async def test_supersede_closes_valid_time_and_keeps_history(store: MemoryStore) -> None:
     paris = await store.remember(ep("I just moved to Paris.", MARCH))
-    await store.consolidate()
+    await store.consolidate_all_tenants()
     believed_before = store.now()
     london = await store.remember(ep("Big news: I relocated to London.", JUNE))
-    result = await store.consolidate()
+    result = await store.consolidate_all_tenants()
     assert (result.processed, result.added, result.superseded) == (1, 0, 1)
 
     history = await store.fact_history(user_id="alice", subject="alice", predicate="lives_in")
@@ -96,7 +96,7 @@ async def test_supersede_closes_valid_time_and_keeps_history(store: MemoryStore)
 async def test_out_of_order_batch_reconciles_in_time_order(store: MemoryStore) -> None:
     # One batch holding both statements, remembered newest first.
     await store.remember_many([ep("I relocated to London.", JUNE), ep("I live in Paris.", MARCH)])
-    await store.consolidate()
+    await store.consolidate_all_tenants()
     current = [
         (f.object, f.valid_from, f.valid_to)
         for f in await store.fact_history(user_id="alice", predicate="lives_in")
@@ -115,7 +115,7 @@ async def test_multi_valued_predicates_keep_several_current_objects(store: Memor
             ep("I work at Globex.", MARCH + timedelta(days=4)),
         ]
     )
-    await store.consolidate()
+    await store.consolidate_all_tenants()
     facts = await store.recall_facts("", user_id="alice", limit=50)
     by_predicate: dict[str, set[str]] = {}
     for f in facts:
@@ -127,10 +127,10 @@ async def test_multi_valued_predicates_keep_several_current_objects(store: Memor
 
 async def test_each_episode_is_consolidated_once(db_url: str, store: MemoryStore) -> None:
     await store.remember_many(user_episodes("carol", 12) + user_episodes("dave", 7))
-    first = await store.consolidate()
+    first = await store.consolidate_all_tenants()
     assert first.processed == 19
     snapshot = await current_facts(db_url)
-    again = await store.consolidate()
+    again = await store.consolidate_all_tenants()
     assert (again.processed, again.added, again.reinforced) == (0, 0, 0)
     assert await current_facts(db_url) == snapshot
     assert set((await consolidation_marks(db_url)).values()) == {1}
@@ -141,14 +141,14 @@ async def test_limit_user_and_batches(store: MemoryStore) -> None:
     await store.remember_many(
         user_episodes("carol", 10)
         + user_episodes("dave", 10)
-        + [ep("I love tea.", MARCH, user=None)]
+        + [ep("I love tea.", MARCH, user=ANONYMOUS)]
     )
     only_dave = await store.consolidate(user_id="dave", limit=4, batch_size=3)
     assert (only_dave.processed, only_dave.batches, only_dave.users) == (4, 2, {"dave"})
-    rest = await store.consolidate(batch_size=3)
+    rest = await store.consolidate_all_tenants(batch_size=3)
     assert rest.processed == 17
-    assert rest.users == {"carol", "dave", None}
-    anonymous = await store.recall_facts("tea", user_id=None)
+    assert rest.users == {"carol", "dave", ANONYMOUS}
+    anonymous = await store.recall_facts("tea", user_id=ANONYMOUS)
     assert [(f.subject, f.object) for f in anonymous] == [("user", "tea")]
     # Consolidated facts are embedded, so dave's own facts rank (densely); the
     # anonymous bucket's tea never appears among them.
@@ -195,12 +195,12 @@ async def test_failed_extraction_writes_nothing_and_can_be_retried(
 ) -> None:
     await store.remember_many([ep("I love tea.", MARCH), ep("I live in Oslo.", JUNE)])
     with pytest.raises(ExtractionError):
-        await store.consolidate(extractor=extractor)  # type: ignore[arg-type]
+        await store.consolidate_all_tenants(extractor=extractor)  # type: ignore[arg-type]
     counts = await table_counts(db_url)
     assert counts["facts"] == 0
     assert await consolidation_marks(db_url) == {}
     # Claims were released (SQLite) / rolled back (Postgres): a retry needs no waiting.
-    retry = await store.consolidate()
+    retry = await store.consolidate_all_tenants()
     assert (retry.processed, retry.added) == (2, 2)
 
 
@@ -208,7 +208,7 @@ async def test_forget_and_export_cover_consolidation_state(db_url: str, store: M
     await store.remember_many(
         [ep("I love tea.", MARCH, session="a"), ep("I love jam.", MARCH, session="b")]
     )
-    await store.consolidate()
+    await store.consolidate_all_tenants()
     dump = await store.export(user_id="alice")
     assert len(dump["tables"]["episode_consolidation"]) == 2
     await store.forget(user_id="alice", session_id="a")
@@ -317,7 +317,7 @@ async def test_nothing_is_held_while_the_extractor_runs(
     store = parts.store
     await store.remember_many(user_episodes("erin", 3) + user_episodes("fred", 2))
     probe = _Probe(parts.engine, db_url, backend)
-    result = await store.consolidate(extractor=probe, batch_size=10)
+    result = await store.consolidate_all_tenants(extractor=probe, batch_size=10)
     assert result.processed == 5 and len(probe.seen) == 2
     for held in probe.seen:
         assert held["checked_out"] == 0
@@ -426,7 +426,7 @@ async def test_migration_0004_downgrades_and_upgrades(empty_db_url: str) -> None
     await upgrade(empty_db_url)
     async with MemoryStore.open(empty_db_url) as store:
         await store.remember(ep("I love tea.", MARCH))
-        assert (await store.consolidate()).added == 1
+        assert (await store.consolidate_all_tenants()).added == 1
 
 
 async def test_demo_consolidates_then_time_travels(

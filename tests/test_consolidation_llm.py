@@ -181,7 +181,7 @@ async def remember_two(store: MemoryStore) -> list[str]:
 
 async def test_good_json_becomes_facts(store: MemoryStore, chat: ChatServer) -> None:
     paris, london = await remember_two(store)
-    result = await store.consolidate(extractor=extractor(chat))
+    result = await store.consolidate_all_tenants(extractor=extractor(chat))
     assert (result.processed, result.added, result.superseded) == (2, 2, 1)
     assert len(chat.requests) == 1
     request = chat.requests[0]
@@ -208,14 +208,14 @@ async def test_an_endpoint_without_json_schema_gets_json_object(
     chat.mode = "no-schema"
     await remember_two(store)
     llm = extractor(chat, max_retries=0)
-    result = await store.consolidate(extractor=llm)
+    result = await store.consolidate_all_tenants(extractor=llm)
     assert (result.processed, result.added) == (2, 2)
     assert [r["response_format"]["type"] for r in chat.requests] == ["json_schema", "json_object"]
     # Remembered: the next batch asks for a JSON object at once.
     await store.remember(
         Episode(user_id="alice", session_id="s", occurred_at=JUNE, input="Still in London.")
     )
-    await store.consolidate(extractor=llm)
+    await store.consolidate_all_tenants(extractor=llm)
     assert chat.requests[-1]["response_format"] == {"type": "json_object"}
     assert len(chat.requests) == 3
 
@@ -226,7 +226,7 @@ async def test_no_api_key_sends_no_authorization(
     # A keyless local endpoint: no bearer header, and none taken from the environment.
     monkeypatch.setenv("OPENAI_API_KEY", "sk-from-env")
     await remember_two(store)
-    result = await store.consolidate(extractor=extractor(chat, api_key=None))
+    result = await store.consolidate_all_tenants(extractor=extractor(chat, api_key=None))
     assert result.processed == 2
     assert "authorization" not in chat.headers[0]
 
@@ -234,7 +234,7 @@ async def test_no_api_key_sends_no_authorization(
 async def test_a_retry_recovers_from_one_5xx(store: MemoryStore, chat: ChatServer) -> None:
     chat.mode = "flaky"
     await remember_two(store)
-    result = await store.consolidate(extractor=extractor(chat))
+    result = await store.consolidate_all_tenants(extractor=extractor(chat))
     assert result.processed == 2
     assert len(chat.requests) == 2
 
@@ -261,14 +261,14 @@ async def test_misbehaving_endpoint_writes_nothing(
     chat.mode = mode
     await remember_two(store)
     with pytest.raises(error, match=message):
-        await store.consolidate(extractor=extractor(chat, timeout=0.3, max_retries=1))
+        await store.consolidate_all_tenants(extractor=extractor(chat, timeout=0.3, max_retries=1))
     # Bounded retries: transport and parse failures are retried once here; an
     # invalid item or a 4xx is final at once.
     assert len(chat.requests) == (1 if mode in ("bad-item", "401") else 2)
     assert (await table_counts(db_url))["facts"] == 0
     assert await consolidation_marks(db_url) == {}
     chat.mode = "good"
-    assert (await store.consolidate(extractor=extractor(chat))).processed == 2
+    assert (await store.consolidate_all_tenants(extractor=extractor(chat))).processed == 2
 
 
 async def test_the_api_key_is_never_logged(
@@ -277,7 +277,7 @@ async def test_the_api_key_is_never_logged(
     chat.mode = "401"
     await remember_two(store)
     with caplog.at_level(logging.DEBUG), pytest.raises(LLMEndpointError) as failure:
-        await store.consolidate(extractor=extractor(chat, api_key="sk-secret-4711"))
+        await store.consolidate_all_tenants(extractor=extractor(chat, api_key="sk-secret-4711"))
     assert chat.headers[0]["authorization"] == "Bearer sk-secret-4711"
     assert "sk-secret-4711" not in caplog.text
     assert "sk-secret-4711" not in str(failure.value)
@@ -290,7 +290,7 @@ async def test_unreachable_endpoint(db_url: str, store: MemoryStore) -> None:
         LLMConfig(base_url="http://127.0.0.1:9/v1", model="m", timeout=1.0, max_retries=0)
     )
     with pytest.raises(LLMEndpointError, match="unreachable"):
-        await store.consolidate(extractor=dead)
+        await store.consolidate_all_tenants(extractor=dead)
     assert (await table_counts(db_url))["facts"] == 0
 
 

@@ -52,7 +52,7 @@ def _processed(summary: str) -> int:
 
 async def _uninterrupted(store: MemoryStore, url: str, batch_size: int) -> list[tuple[object, ...]]:
     await reset_consolidation(url)
-    result = await store.consolidate(batch_size=batch_size)
+    result = await store.consolidate_all_tenants(batch_size=batch_size)
     assert result.processed == len(await _episode_ids(url))
     return await current_facts(url)
 
@@ -147,7 +147,7 @@ async def test_sigkill_mid_batch_then_rerun_equals_uninterrupted_run(
     await asyncio.sleep(max(0.0, lease + 0.1 - (time.monotonic() - claimed_at)))
     rerun = 0
     for _ in range(100):  # Postgres may take a moment to notice the dead connection
-        rerun += (await store.consolidate(batch_size=20)).processed
+        rerun += (await store.consolidate_all_tenants(batch_size=20)).processed
         if rerun + len(marks) == len(episodes):
             break
         await asyncio.sleep(0.1)

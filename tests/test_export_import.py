@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from conftest import table_counts
 
-from memstore import Conflict, Episode, Fact, InvalidInput, MemoryStore
+from memstore import ANONYMOUS, Conflict, Episode, Fact, InvalidInput, MemoryStore
 from memstore.core.tenancy import storage_user_id
 from memstore.db.unit import Database
 from memstore.embeddings.base import embed_checked
@@ -188,8 +188,9 @@ async def test_round_trip_on_one_backend(db_url: str, store: MemoryStore) -> Non
     carol = await store.export(user_id="carol")
     assert same_tables(carol["tables"]) == same_tables(dump["tables"])
     assert carol["user_id"] == "carol"
-    await store.import_(dump, user_id=None)
-    assert same_tables((await store.export(user_id=None))["tables"]) == same_tables(dump["tables"])
+    await store.import_(dump, user_id=ANONYMOUS)
+    anonymous = await store.export(user_id=ANONYMOUS)
+    assert same_tables(anonymous["tables"]) == same_tables(dump["tables"])
 
 
 async def test_import_refuses_a_tenant_with_data(db_url: str, store: MemoryStore) -> None:
@@ -262,8 +263,8 @@ async def test_cross_backend_is_lossless(
     src, dst = two_backends[source], two_backends[target]
     url = two_backends["urls"][source]  # type: ignore[index]
     await populate(src, url, "alice")
-    await populate(src, url, None)
-    for user in ("alice", None):
+    await populate(src, url, ANONYMOUS)
+    for user in ("alice", ANONYMOUS):
         dump = await src.export(user_id=user)
         await dst.import_(json.loads(json.dumps(dump)))
         copied = await dst.export(user_id=user)

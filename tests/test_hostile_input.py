@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memstore import Episode, Fact, InvalidInput, MemoryStore
+from memstore import ANONYMOUS, Episode, Fact, InvalidInput, MemoryStore
 from memstore.core.predicates import normalize_predicate
 from memstore.core.validation import (
     MAX_IDENTIFIER_CHARS,
@@ -333,8 +333,8 @@ async def test_look_alike_tenants_stay_apart(store: MemoryStore) -> None:
     ]
     for tenant in tenants:
         await store.remember(Episode(user_id=tenant, session_id="s", input=f"I am {tenant!r}"))
-    await store.remember(Episode(user_id=None, session_id="s", input="anonymous"))
-    for tenant in [*tenants, None]:
+    await store.remember(Episode(user_id=ANONYMOUS, session_id="s", input="anonymous"))
+    for tenant in [*tenants, ANONYMOUS]:
         (ep,) = await store.recall("", user_id=tenant, limit=50)
         assert ep.user_id == tenant
         assert (await store.profile(user_id=tenant)).episode_count == 1

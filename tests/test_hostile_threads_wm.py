@@ -229,9 +229,9 @@ async def test_gc_refuses_absurd_idle_ttls(db_url: str, store: MemoryStore, ttl:
     await store.threads.append("t", 1, from_id="a", to_id="b", user_id="u")
     before = await table_counts(db_url)
     with pytest.raises(InvalidInput):
-        await store.threads.gc(user_id="u", idle_ttl_seconds=ttl)
+        await store.gc(user_id="u", thread_idle_ttl_seconds=ttl)
     with pytest.raises(InvalidInput):
-        await store.threads.gc_all_tenants(idle_ttl_seconds=ttl)
+        await store.gc_all_tenants(thread_idle_ttl_seconds=ttl)
     assert await table_counts(db_url) == before
 
 

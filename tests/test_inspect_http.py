@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from sqlalchemy.engine import make_url
 
-from memstore import Episode, MemoryStore
+from memstore import ANONYMOUS, Episode, MemoryStore
 from memstore.cli import main as cli_main
 from memstore.errors import InvalidInput, NotFound, SchemaOutOfDate
 from memstore.inspect.server import Inspector, check_bind
@@ -55,7 +55,7 @@ def counts(url: str) -> dict[str, Any]:
     async def go() -> dict[str, Any]:
         async with MemoryStore.open(url) as store:
             state: dict[str, Any] = dict(await table_counts(url))
-            for user in ("alice", "bob", None):
+            for user in ("alice", "bob", ANONYMOUS):
                 state[f"dump:{user}"] = (await store.export(user_id=user))["tables"]
             async with own_engine(url) as engine, engine.connect() as conn:
                 rows = await conn.execute(ConfigRow.__table__.select())
@@ -208,7 +208,9 @@ def test_awkward_tenant_ids_round_trip_through_the_url(db_url: str) -> None:
     async def go() -> None:
         async with MemoryStore.open(db_url) as store:
             await store.remember(Episode(session_id="s", user_id=weird, input="odd", output=""))
-            await store.remember(Episode(session_id="s", user_id=None, input="anon", output=""))
+            await store.remember(
+                Episode(session_id="s", user_id=ANONYMOUS, input="anon", output="")
+            )
 
     asyncio.run(go())
     with running_inspector(db_url) as base:

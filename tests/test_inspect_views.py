@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from memstore import Episode, Fact, MemoryStore
+from memstore import ANONYMOUS, Episode, Fact, MemoryStore
 from memstore.errors import InvalidInput
 from memstore.inspect.views import build_tenant_view, build_timeline, diff_lines
 from tests.conftest import table_counts
@@ -75,10 +75,10 @@ async def test_list_tenants_cross_tenant(db_url: str) -> None:
     async with MemoryStore.open(db_url) as store:
         assert await store.list_tenants_cross_tenant() == []
         await store.remember(Episode(session_id="s", user_id="bob", input="hi", output=""))
-        await store.remember(Episode(session_id="s", user_id=None, input="hi", output=""))
+        await store.remember(Episode(session_id="s", user_id=ANONYMOUS, input="hi", output=""))
         await store.update_block("persona", "x", user_id="alice")
-        assert await store.list_tenants_cross_tenant() == [None, "alice", "bob"]
-        assert await store.list_tenants_cross_tenant(limit=1) == [None]
+        assert await store.list_tenants_cross_tenant() == [ANONYMOUS, "alice", "bob"]
+        assert await store.list_tenants_cross_tenant(limit=1) == [ANONYMOUS]
 
 
 async def test_reads_unrecorded_records_no_access(db_url: str) -> None:

@@ -12,11 +12,11 @@ from conftest import _wipe, table_counts
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memstore import Episode, Fact, MemoryStore
+from memstore import ANONYMOUS, Episode, Fact, MemoryStore
 from memstore.core.tenancy import storage_user_id
 
 # Near-miss names on purpose: case, whitespace and prefixes must not merge tenants.
-TENANTS: list[str | None] = ["alice", "Alice", "alice ", "bob", "al", None]
+TENANTS: list[str | None] = ["alice", "Alice", "alice ", "bob", "al", ANONYMOUS]
 WORDS = ["paris", "coffee", "meeting", "project", "shared"]
 
 

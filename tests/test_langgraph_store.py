@@ -343,7 +343,7 @@ async def test_operations_naming_no_tenant_are_refused(tenants: MemstoreStore) -
     with pytest.raises(InvalidInput, match="tenant"):
         await tenants.alist_namespaces(suffix=("memories",))
     with pytest.raises(InvalidInput, match="reserved"):
-        await tenants.aput(("__anonymous__", "x"), "k", {"v": 1})
+        await tenants.aput(("__reserved__", "x"), "k", {"v": 1})
 
 
 # ---- bad input writes nothing -----------------------------------------------------

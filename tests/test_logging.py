@@ -59,7 +59,7 @@ async def test_consolidation_logs_each_batch_with_tenant_counts_and_duration(
         ]
     )
     caplog.set_level(logging.INFO, logger="memstore")
-    result = await store.consolidate()
+    result = await store.consolidate_all_tenants()
     batches = sorted(_messages(caplog, "memstore.services.consolidation.consolidator"))
     assert len(batches) == 3  # one per tenant, then the run summary
     alice, bob, summary = batches
@@ -80,7 +80,7 @@ async def test_llm_retries_are_logged_then_the_batch_failure(
     await remember_two(store)
     caplog.set_level(logging.INFO, logger="memstore")
     with pytest.raises(Exception, match="HTTP 503"):
-        await store.consolidate(extractor=extractor(chat, max_retries=2))
+        await store.consolidate_all_tenants(extractor=extractor(chat, max_retries=2))
     retries = _messages(caplog, "memstore.services.consolidation.llm")
     assert [m.split(" failed")[0] for m in retries] == [
         "LLM extractor attempt 1 of 3",

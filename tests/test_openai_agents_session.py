@@ -142,7 +142,7 @@ async def test_pop_on_empty_writes_nothing(db_url: str, mstore: MemoryStore) -> 
 
 
 async def test_session_settings_limit(mstore: MemoryStore) -> None:
-    s = MemstoreSession("lim", mstore, session_settings=SessionSettings(limit=2))
+    s = MemstoreSession("lim", mstore, user_id="alice", session_settings=SessionSettings(limit=2))
     await s.add_items([_msg(1), _msg(2), _msg(3)])
     assert await s.get_items() == [_msg(2), _msg(3)]
     assert await s.get_items(limit=3) == [_msg(1), _msg(2), _msg(3)]
@@ -160,10 +160,10 @@ async def test_session_settings_are_coerced_like_the_sdks_own(mstore: MemoryStor
     assert default.session_settings.limit is None
     for bad in ({"limitt": 1}, {"limit": "many"}, 5):
         with pytest.raises(TypeError) as refused:
-            MemstoreSession("x", mstore, session_settings=bad)  # type: ignore[arg-type]
+            MemstoreSession("x", mstore, user_id="alice", session_settings=bad)  # type: ignore[arg-type]
         assert isinstance(refused.value, InvalidInput)
     with pytest.raises(TypeError, match="limitt"):
-        MemstoreSession("x", mstore, session_settings={"limitt": 1})
+        MemstoreSession("x", mstore, user_id="alice", session_settings={"limitt": 1})
 
 
 async def test_a_non_json_item_is_also_the_sdks_type_error(
@@ -227,7 +227,7 @@ async def test_bad_items_are_refused_and_write_nothing(
 
 async def test_log_limit_is_a_clear_error(db_url: str) -> None:
     async with MemoryStore.open(db_url, max_slots_per_thread=2) as small:
-        s = MemstoreSession("full", small)
+        s = MemstoreSession("full", small, user_id="alice")
         await s.add_items([_msg(1)])
         await s.add_items([_msg(2)])
         with pytest.raises(LimitExceeded):

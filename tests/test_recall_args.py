@@ -33,8 +33,8 @@ async def test_good_time_range_still_filters(store: MemoryStore) -> None:
 async def test_consolidate_refuses_bad_batch_size(store: MemoryStore, batch_size: Any) -> None:
     await store.remember(Episode(user_id="u", session_id="s", input="I live in Paris"))
     with pytest.raises(InvalidInput, match="batch_size"):
-        await store.consolidate(batch_size=batch_size)
-    assert (await store.consolidate()).processed == 1  # nothing was consumed by the refusal
+        await store.consolidate(user_id="u", batch_size=batch_size)
+    assert (await store.consolidate(user_id="u")).processed == 1  # nothing consumed by the refusal
 
 
 @pytest.mark.parametrize("weight", [float("nan"), float("inf"), -1, True, "1", None])

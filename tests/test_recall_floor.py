@@ -194,11 +194,11 @@ async def test_mcp_get_context_takes_the_floor(talked: MemoryStore) -> None:
     def kinds(result: dict[str, Any]) -> set[str]:
         return {item["kind"] for item in result["items"]}
 
-    loose = await call_mcp_tool(talked, "get_context", {"query": "zzz"}, user_id="alice")
+    loose = await call_mcp_tool(talked.tenant("alice"), "get_context", {"query": "zzz"})
     assert "episode" in kinds(loose)
     strict = await call_mcp_tool(
-        talked, "get_context", {"query": "zzz", "min_score": FLOOR}, user_id="alice"
+        talked.tenant("alice"), "get_context", {"query": "zzz", "min_score": FLOOR}
     )
     assert "episode" not in kinds(strict)
     with pytest.raises(InvalidInput, match="min_score"):
-        await call_mcp_tool(talked, "get_context", {"min_score": -1}, user_id="alice")
+        await call_mcp_tool(talked.tenant("alice"), "get_context", {"min_score": -1})

@@ -94,7 +94,7 @@ async def test_search_memory_ranks_the_matching_episode_above_an_unrelated_fact(
     arguments = {"query": "cat"} if kind is None else {"query": "cat", "kind": kind}
     # As the MCP server runs the tool, and as an agent's call_tool does.
     for found in (
-        await call_mcp_tool(store, "search_memory", arguments, user_id="alice"),
+        await call_mcp_tool(store.tenant("alice"), "search_memory", arguments),
         await store.call_tool("search_memory", arguments, user_id="alice"),
     ):
         results = found["results"]

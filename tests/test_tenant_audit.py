@@ -246,8 +246,8 @@ async def test_hook_sees_library_statements_and_attributes_them(
     await store.remember(
         Episode(user_id="alice", session_id="s", input="I live in Paris", output="ok")
     )
-    await store.consolidate()
-    await store.gc(all_tenants=True)
+    await store.consolidate_all_tenants()
+    await store.gc_all_tenants()
     # The tenant-scoped calls produced no finding; the schedulers did, from the library.
     found = strict_audit.take()
     origins = {v.origin.rsplit(":", 1)[0] for v in found}

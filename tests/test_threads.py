@@ -15,7 +15,7 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy import text, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from memstore import InvalidInput, LimitExceeded, MemoryStore, NotFound
+from memstore import ANONYMOUS, InvalidInput, LimitExceeded, MemoryStore, NotFound, TenantRequired
 from memstore.cli import main as cli_main
 from memstore.models import SlotRow
 from memstore.types import Slot
@@ -94,9 +94,9 @@ async def test_append_returns_immutable_slot_with_metadata(
 async def test_payloads_are_stored_as_json_with_their_type(
     store: MemoryStore, payload: object, type_name: str, stored: object
 ) -> None:
-    slot = await store.threads.append("t", payload, from_id="a", to_id="b")
+    slot = await store.threads.append("t", payload, from_id="a", to_id="b", user_id="alice")
     assert slot.payload_type == type_name
-    (read,) = await store.threads.get_thread("t")
+    (read,) = await store.threads.get_thread("t", user_id="alice")
     assert read.payload == stored and read.payload_type == type_name
 
 
@@ -210,14 +210,14 @@ async def test_exists_delete_and_stats(db_url: str, store: MemoryStore) -> None:
 async def test_tenants_are_isolated(store: MemoryStore) -> None:
     await fill(store, "shared", 3, user_id="alice")
     bob = await store.threads.append("shared", {"bob": 1}, from_id="a", to_id="b", user_id="bob")
-    anon = await store.threads.append("shared", {}, from_id="a", to_id="b", user_id=None)
+    anon = await store.threads.append("shared", {}, from_id="a", to_id="b", user_id=ANONYMOUS)
     assert bob.index == 0 and anon.index == 0  # each tenant has its own counter
     assert [s.payload for s in await store.threads.get_thread("shared", user_id="bob")] == [
         {"bob": 1}
     ]
     assert len(await store.threads.get_thread("shared", user_id="alice")) == 3
     assert await store.threads.get_from("shared", "a0", user_id="bob") == []
-    assert (await store.threads.stats(user_id=None))["total_slots"] == 1
+    assert (await store.threads.stats(user_id=ANONYMOUS))["total_slots"] == 1
 
 
 async def test_database_rejects_update_of_a_slot(engine: AsyncEngine, store: MemoryStore) -> None:
@@ -305,7 +305,7 @@ async def test_gc_keeps_the_newest_threads(db_url: str, clocked: MemoryStore, cl
     await fill(clocked, "t0", 1)  # activity does not make t0 newer: age is by creation
     await fill(clocked, "b0", 1, user_id="bob")
 
-    removed = await clocked.threads.gc(user_id="alice", max_threads=2)
+    removed = list((await clocked.gc(user_id="alice", max_threads=2)).threads)
     assert [(r.thread_id, r.slot_count, r.reason) for r in removed] == [
         ("t0", 3, "max_threads"),
         ("t1", 2, "max_threads"),
@@ -319,7 +319,7 @@ async def test_gc_keeps_the_newest_threads(db_url: str, clocked: MemoryStore, cl
     counts = await table_counts(db_url, "alice")
     assert counts["threads"] == 2 and counts["slots"] == 4
     assert await clocked.threads.thread_exists("b0", user_id="bob")
-    assert await clocked.threads.gc(user_id="alice", max_threads=2) == []
+    assert (await clocked.gc(user_id="alice", max_threads=2)).threads == ()
 
 
 async def test_gc_deletes_idle_threads(db_url: str, clock: Clock) -> None:
@@ -330,23 +330,23 @@ async def test_gc_deletes_idle_threads(db_url: str, clock: Clock) -> None:
         await fill(store, "recent", 1)
         clock.advance(minutes=20)  # old/revived idle for 70 min, recent for 20
         await fill(store, "revived", 1)
-        removed = await store.threads.gc(user_id="alice")
+        removed = (await store.gc(user_id="alice")).threads
         assert [(r.thread_id, r.reason) for r in removed] == [("old", "idle")]
         assert await store.threads.thread_exists("revived", user_id="alice")
         info = await store.threads.thread_info("revived", user_id="alice")
         assert info is not None and info.created_at == T0 and info.last_activity_at == clock.now
         # Exactly at the TTL a thread is not yet idle; one microsecond later it is.
         clock.advance(minutes=40)
-        assert await store.threads.gc(user_id="alice") == []
+        assert (await store.gc(user_id="alice")).threads == ()
         clock.advance(microseconds=1)
-        assert [r.thread_id for r in await store.threads.gc(user_id="alice")] == ["recent"]
+        assert [r.thread_id for r in (await store.gc(user_id="alice")).threads] == ["recent"]
         assert (await table_counts(db_url, "alice"))["slots"] == 2
 
 
 async def test_store_gc_covers_every_tenant_and_sweeps_working_memory(
     db_url: str, clocked: MemoryStore, clock: Clock
 ) -> None:
-    for user in ("alice", "bob", None):
+    for user in ("alice", "bob", ANONYMOUS):
         for name in ("a", "b", "c"):
             await fill(clocked, name, 1, user_id=user)
             clock.advance(seconds=1)
@@ -354,9 +354,9 @@ async def test_store_gc_covers_every_tenant_and_sweeps_working_memory(
     await fill(clocked, "solo", 1, user_id="carol")
     clock.advance(seconds=10)
 
-    report = await clocked.gc(all_tenants=True, max_threads=2)
-    assert sorted((r.user_id or "", r.thread_id) for r in report.threads) == [
-        ("", "a"),
+    report = await clocked.gc_all_tenants(max_threads=2)
+    assert sorted((r.user_id, r.thread_id) for r in report.threads) == [
+        (ANONYMOUS, "a"),
         ("alice", "a"),
         ("bob", "a"),
     ]
@@ -364,8 +364,8 @@ async def test_store_gc_covers_every_tenant_and_sweeps_working_memory(
     assert (await table_counts(db_url))["working_memory"] == 3  # the _metadata rows stay
     assert await clocked.threads.thread_exists("solo", user_id="carol")
 
-    with pytest.raises(InvalidInput):
-        await clocked.gc(user_id="alice", all_tenants=True)
+    with pytest.raises(TenantRequired):
+        await clocked.gc()
     one = await clocked.gc(user_id="alice", max_threads=1)
     assert [r.thread_id for r in one.threads] == ["b"]
     assert await clocked.threads.length("b", user_id="bob") == 1
@@ -373,10 +373,10 @@ async def test_store_gc_covers_every_tenant_and_sweeps_working_memory(
     # Idle TTL across every tenant: only the thread appended to recently survives.
     clock.advance(hours=1)
     await fill(clocked, "c", 1, user_id="bob")
-    idle = await clocked.gc(all_tenants=True, thread_idle_ttl_seconds=1800)
-    assert sorted((r.user_id or "", r.thread_id, r.reason) for r in idle.threads) == [
-        ("", "b", "idle"),
-        ("", "c", "idle"),
+    idle = await clocked.gc_all_tenants(thread_idle_ttl_seconds=1800)
+    assert sorted((r.user_id, r.thread_id, r.reason) for r in idle.threads) == [
+        (ANONYMOUS, "b", "idle"),
+        (ANONYMOUS, "c", "idle"),
         ("alice", "c", "idle"),
         ("bob", "b", "idle"),
         ("carol", "solo", "idle"),
@@ -468,11 +468,11 @@ def test_cli_gc(db_url: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli_main(["gc", "--url", db_url, "--idle-ttl-seconds", "3600", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["threads"] == [
-        {"user_id": None, "thread_id": "anon", "slot_count": 2, "reason": "idle"}
+        {"user_id": ANONYMOUS, "thread_id": "anon", "slot_count": 2, "reason": "idle"}
     ]
     assert asyncio.run(remaining()) == ["fresh"]
 
 
 async def setup_anonymous(db_url: str) -> None:
     async with MemoryStore.open(db_url, clock=Clock(datetime.now(UTC) - timedelta(days=1))) as s:
-        await fill(s, "anon", 2, user_id=None)
+        await fill(s, "anon", 2, user_id=ANONYMOUS)

@@ -11,7 +11,7 @@ import pytest
 from conftest import ManualClock as Clock
 from conftest import table_counts
 
-from memstore import InvalidInput, MemoryStore, NotFound, ScopeLevel, TaskState
+from memstore import ANONYMOUS, InvalidInput, MemoryStore, NotFound, ScopeLevel, TaskState
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -264,7 +264,9 @@ async def test_scopes_and_tenants_are_isolated(store: MemoryStore) -> None:
             project_id="q", agent_id="a", session_id="s", user_id="alice"
         ),
         "bob": store.working_memory(project_id="p", agent_id="a", session_id="s", user_id="bob"),
-        "anonymous": store.working_memory(project_id="p", agent_id="a", session_id="s"),
+        "anonymous": store.working_memory(
+            project_id="p", agent_id="a", session_id="s", user_id=ANONYMOUS
+        ),
     }
     for name, wm in scopes.items():
         await wm.set("who", name)

@@ -99,7 +99,7 @@ async def run_demo(url: str) -> None:
 
         # The consolidation job (normally `memstore consolidate` from cron) turns
         # episodes into facts with the offline rule extractor.
-        result = await store.consolidate()
+        result = await store.consolidate_all_tenants()
         _say("consolidate", f"  {result.summary()}")
         extracted = await store.recall_facts("", user_id="alice", limit=20)
         _say(
@@ -122,7 +122,7 @@ async def run_demo(url: str) -> None:
                 )
             )
         )
-        result = await store.consolidate()
+        result = await store.consolidate_all_tenants()
         _say("remember the move, consolidate again (supersedes lives_in)", f"  {result.summary()}")
         await store.update_block(
             "persona", "Friendly assistant. Keep answers short.", user_id="alice"

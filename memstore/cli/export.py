@@ -11,6 +11,7 @@ from typing import Any
 
 from memstore.cli.command import add_command, run_on_dump
 from memstore.cli.user_args import add_user_argument
+from memstore.core.tenancy import ANONYMOUS
 
 
 def register(subparsers: Any) -> None:
@@ -27,7 +28,7 @@ async def _export(args: argparse.Namespace, out: Any) -> dict[str, int]:
 
     # Writes no vectors, so any database's embedder will do; changes no schema.
     async with MemoryStore.open(args.url, allow_embedder_change=True, auto_migrate=False) as store:
-        return await write_jsonl(store, out, user_id=None if args.anonymous else args.user_id)
+        return await write_jsonl(store, out, user_id=ANONYMOUS if args.anonymous else args.user_id)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -14,6 +14,7 @@ from typing import Any
 
 from memstore.cli.command import add_command
 from memstore.cli.user_args import add_user_argument
+from memstore.core.tenancy import ANONYMOUS
 from memstore.schema.database import require_existing_database
 from memstore.types import GcReport
 
@@ -23,7 +24,9 @@ def register(subparsers: Any) -> None:
     who = gc.add_mutually_exclusive_group()
     add_user_argument(who, help="collect only this tenant")
     who.add_argument(
-        "--anonymous", action="store_true", help="collect only the anonymous tenant (user_id=None)"
+        "--anonymous",
+        action="store_true",
+        help="collect only the anonymous tenant (memstore.ANONYMOUS)",
     )
     gc.add_argument(
         "--max-threads",
@@ -45,13 +48,12 @@ async def _gc(args: argparse.Namespace) -> GcReport:
 
     # Writes no vectors, so any database's embedder will do; changes no schema.
     async with MemoryStore.open(args.url, allow_embedder_change=True, auto_migrate=False) as store:
-        single = args.user_id is not None or args.anonymous
-        return await store.gc(
-            user_id=args.user_id,
-            all_tenants=not single,
-            max_threads=args.max_threads,
-            thread_idle_ttl_seconds=args.idle_ttl_seconds,
-        )
+        limits = {"max_threads": args.max_threads, "thread_idle_ttl_seconds": args.idle_ttl_seconds}
+        if args.anonymous:
+            return await store.gc(user_id=ANONYMOUS, **limits)
+        if args.user_id is not None:
+            return await store.gc(user_id=args.user_id, **limits)
+        return await store.gc_all_tenants(**limits)
 
 
 def run(args: argparse.Namespace) -> int:

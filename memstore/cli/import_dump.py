@@ -12,6 +12,7 @@ from typing import Any
 from memstore.cli.command import add_command, run_on_dump
 from memstore.cli.embedder_args import add_embedder_arguments, store_embedder_from_args
 from memstore.cli.user_args import add_user_argument
+from memstore.core.tenancy import ANONYMOUS
 
 
 def register(subparsers: Any) -> None:
@@ -30,7 +31,7 @@ async def _import(args: argparse.Namespace, lines: Any) -> dict[str, int]:
 
     user: Any = FROM_DUMP
     if args.anonymous:
-        user = None
+        user = ANONYMOUS
     elif args.user_id is not None:
         user = args.user_id
     async with MemoryStore.open(

@@ -29,7 +29,7 @@ def valid_fact(fact: Fact, *, now: datetime) -> tuple[TenantId, Fact, bool, date
     """
     if not isinstance(fact, Fact):
         raise InvalidInput(f"expected a Fact, got {type(fact).__name__}")
-    user = storage_user_id(fact.user_id)
+    user = storage_user_id(fact.user_id, operation="fact.user_id")
     subject = check_text("fact.subject", fact.subject, max_chars=MAX_FACT_FIELD_CHARS).strip()
     obj = check_text("fact.object", fact.object, max_chars=MAX_FACT_FIELD_CHARS).strip()
     check_text("fact.predicate", fact.predicate, max_chars=MAX_IDENTIFIER_CHARS)

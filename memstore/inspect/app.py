@@ -51,12 +51,11 @@ def _environment() -> Environment:
 
 def _tenant_from_path(raw: str) -> str:
     """The stored tenant id named in the URL; InvalidInput for a malformed one."""
-    return ANONYMOUS if raw == ANONYMOUS else storage_user_id(raw)
+    return storage_user_id(raw)
 
 
 def _tenant_label(stored: str) -> str:
-    public = public_user_id(stored)
-    return "(anonymous)" if public is None else public
+    return "(anonymous)" if stored == ANONYMOUS else public_user_id(stored)
 
 
 def create_app(
@@ -71,8 +70,7 @@ def create_app(
 
     async def index(request: Request) -> Response:
         tenants = await store.list_tenants_cross_tenant()
-        stored = [ANONYMOUS if t is None else t for t in tenants]
-        return render("index.html", tenants=[(s, _tenant_label(s)) for s in stored])
+        return render("index.html", tenants=[(s, _tenant_label(s)) for s in tenants])
 
     async def tenant(request: Request) -> Response:
         try:

@@ -45,7 +45,7 @@ from memstore.core.langgraph_input import (
     check_namespace_length,
     check_ttl,
 )
-from memstore.core.tenancy import TenantId, storage_user_id
+from memstore.core.tenancy import TenantId
 from memstore.core.validation import check_json, check_text
 from memstore.errors import DimensionMismatch, InvalidInput, WrongThread
 from memstore.integrations.langgraph_filters import check_filter, matches_filter, matches_path
@@ -82,7 +82,7 @@ class MemstoreStore(BaseStore):
         """``user_id`` pins every namespace to that tenant; else the first label is it."""
         self._store = store
         self._items = store.langgraph_items()
-        self._pinned = None if user_id is None else storage_user_id(user_id)
+        self._pinned = None if user_id is None else self._tenant(user_id)
         self.index_config = self._check_index(index)
         self.ttl_config = self._check_ttl_config(ttl)
 
@@ -166,6 +166,11 @@ class MemstoreStore(BaseStore):
 
     # ---- tenancy -----------------------------------------------------------------
 
+    def _tenant(self, label: str) -> TenantId:
+        """The stored tenant a namespace label (or the pinned user_id) names, via the
+        store's handle: a label names a tenant exactly as ``store.tenant(label)`` does."""
+        return TenantId(self._store.tenant(label).user_id)
+
     def _split(self, namespace: tuple[str, ...]) -> tuple[TenantId, tuple[str, ...]]:
         """(stored user_id, namespace inside the tenant)."""
         if self._pinned is not None:
@@ -176,7 +181,7 @@ class MemstoreStore(BaseStore):
                 "namespace names no tenant. Pass e.g. ('alice', ...) or pin one with "
                 "MemstoreStore(store, user_id=...)"
             )
-        return storage_user_id(namespace[0]), check_namespace_length(namespace[1:])
+        return self._tenant(namespace[0]), check_namespace_length(namespace[1:])
 
     def _full(self, user: str, rest: str) -> tuple[str, ...]:
         labels = tuple(rest.split(SEPARATOR)) if rest else ()
@@ -338,7 +343,7 @@ class MemstoreStore(BaseStore):
             return self._pinned
         for condition in op.match_conditions or ():
             if condition.match_type == "prefix" and condition.path and condition.path[0] != "*":
-                return storage_user_id(condition.path[0])
+                return self._tenant(condition.path[0])
         raise InvalidInput(
             "list_namespaces must name one tenant: pass prefix=('<user_id>', ...) "
             "(the first namespace label is the memstore user_id), or pin one with "
@@ -366,11 +371,11 @@ class MemstoreStore(BaseStore):
         space. One tenant per call, so every statement stays tenant-filtered.
         """
         if self._pinned is not None:
-            if user_id is not None and storage_user_id(user_id) != self._pinned:
+            if user_id is not None and self._tenant(user_id) != self._pinned:
                 raise InvalidInput("this store is pinned to another tenant; omit user_id")
             user = self._pinned
         elif user_id is None:
             raise InvalidInput("sweep_ttl(user_id=...) must name the tenant to sweep")
         else:
-            user = storage_user_id(user_id)
+            user = self._tenant(user_id)
         return await self._items.sweep(user)

@@ -22,9 +22,8 @@ import asyncio
 from collections.abc import Coroutine, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from memstore.core.tenancy import public_user_id, storage_user_id
 from memstore.core.validation import check_identifier, check_json
-from memstore.errors import InvalidInput, LimitExceeded, WrongThread
+from memstore.errors import InvalidInput, LimitExceeded, TenantRequired, WrongThread
 from memstore.types import Slot
 
 if TYPE_CHECKING:
@@ -83,7 +82,9 @@ class MemstoreSession:
         self.session_id = session_id
         self.session_settings = _settings(session_settings)
         self._store = store
-        self._user = storage_user_id(user_id)
+        if user_id is None:
+            raise TenantRequired("MemstoreSession")
+        self._tenant = store.tenant(user_id)
         self._thread = check_identifier("thread id", thread_prefix + session_id)
 
     async def _on_store_loop(self, call: Coroutine[Any, Any, T]) -> T:
@@ -106,8 +107,8 @@ class MemstoreSession:
         return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(call, loop))
 
     @property
-    def user_id(self) -> str | None:
-        return public_user_id(self._user)
+    def user_id(self) -> str:
+        return self._tenant.user_id
 
     @property
     def thread_id(self) -> str:
@@ -129,7 +130,7 @@ class MemstoreSession:
         limit = self._limit(limit)
         if limit is not None and limit <= 0:
             return []
-        slots = await self._store.threads.get_thread(self._thread, user_id=self.user_id)
+        slots = await self._tenant.threads.get_thread(self._thread)
         items = _replay(slots)
         return items if limit is None else items[-limit:]
 
@@ -149,12 +150,8 @@ class MemstoreSession:
             entry = check_json("items", {"add": [dict(item) for item in items]})
         except InvalidInput as exc:
             raise InvalidSessionInput(str(exc)) from exc
-        await self._store.threads.append(
-            self._thread,
-            entry,
-            from_id=_WRITER,
-            to_id=self.session_id,
-            user_id=self.user_id,
+        await self._tenant.threads.append(
+            self._thread, entry, from_id=_WRITER, to_id=self.session_id
         )
 
     async def pop_item(self) -> TResponseInputItem | None:
@@ -172,18 +169,13 @@ class MemstoreSession:
             popped.append(items[-1])
             return {"pop": 1}
 
-        threads = self._store.threads
         try:
-            await threads.append_from_log(
-                self._thread,
-                tombstone,
-                from_id=_WRITER,
-                to_id=self.session_id,
-                user_id=self.user_id,
+            await self._tenant.threads.append_from_log(
+                self._thread, tombstone, from_id=_WRITER, to_id=self.session_id
             )
         except LimitExceeded as exc:
             raise LimitExceeded(
-                f"session {self.session_id!r} holds {threads.max_slots_per_thread} "
+                f"session {self.session_id!r} holds {self._store.threads.max_slots_per_thread} "
                 "log entries (max_slots_per_thread); clear_session() or raise the limit"
             ) from exc
         return popped[-1] if popped else None
@@ -193,7 +185,7 @@ class MemstoreSession:
         return await self._on_store_loop(self._clear_session())
 
     async def _clear_session(self) -> None:
-        await self._store.threads.delete_thread(self._thread, user_id=self.user_id)
+        await self._tenant.threads.delete_thread(self._thread)
 
 
 def _settings(value: object) -> SessionSettings:

@@ -21,7 +21,7 @@ from urllib.parse import quote, unquote
 from memstore.errors import InvalidInput, NotFound
 
 if TYPE_CHECKING:
-    from memstore.store import MemoryStore
+    from memstore.tenant import TenantMemory
     from memstore.types import Slot
 
 __all__ = [
@@ -80,18 +80,18 @@ def _slot_json(slot: Slot) -> dict[str, Any]:
     }
 
 
-async def read_resource_text(store: MemoryStore, user_id: str | None, uri: str) -> tuple[str, str]:
+async def read_resource_text(memory: TenantMemory, uri: str) -> tuple[str, str]:
     """``(mime type, text)`` of the tenant's resource at ``uri``; NotFound if it has none."""
     ref = parse_uri(uri)
     if ref.kind == "block":
-        for block in await store.working(user_id=user_id):
+        for block in await memory.working():
             if block.name == ref.key:
                 return "text/plain", block.content
         raise NotFound(f"no working block {ref.key!r} for this user")
-    info = await store.threads.thread_info(ref.key, user_id=user_id)
+    info = await memory.threads.thread_info(ref.key)
     if info is None:
         raise NotFound(f"no thread {ref.key!r} for this user")
-    slots = await store.threads.get_slice(ref.key, -THREAD_RESOURCE_SLOTS, user_id=user_id)
+    slots = await memory.threads.get_slice(ref.key, -THREAD_RESOURCE_SLOTS)
     # Two reads: an append between them makes the slice newer than the header.
     length = max(info.slot_count, slots[-1].index + 1 if slots else 0)
     body = {

@@ -41,6 +41,7 @@ from memstore.mcp.subscribe import ListenStreams, SessionSubscriptions
 from memstore.mcp.tools import call_mcp_tool, mcp_tool_definitions
 from memstore.rerankers.base import Reranker
 from memstore.store import MemoryStore
+from memstore.tenant import TenantMemory
 
 __all__ = [
     "BLOCK_URI_PREFIX",
@@ -52,7 +53,7 @@ __all__ = [
 ]
 
 MCP_PATH = "/mcp"
-TenantResolver = Callable[[ServerRequestContext[Any, Any]], str | None]
+TenantResolver = Callable[[ServerRequestContext[Any, Any]], str]
 _INSTRUCTIONS = (
     "Long-term memory of the current user. Call get_context at the start of a turn, "
     "search_memory / load_memory to look things up, remember after a turn and "
@@ -91,6 +92,11 @@ def build_server(
     ``resources/subscribe`` only with ``sessions`` (a transport whose connection
     outlives a request).
     """
+
+    def memory(ctx: ServerRequestContext[Any, Any]) -> TenantMemory:
+        # One tenant per request: the resolver names it (TenantRequired if it names none).
+        return store.tenant(tenant(ctx))
+
     tools = [
         types.Tool(name=d["name"], description=d["description"], input_schema=d["input_schema"])
         for d in mcp_tool_definitions()
@@ -105,9 +111,7 @@ def build_server(
         ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         try:
-            result = await call_mcp_tool(
-                store, params.name, params.arguments or {}, user_id=tenant(ctx)
-            )
+            result = await call_mcp_tool(memory(ctx), params.name, params.arguments or {})
         except MemstoreError as exc:
             # A tool error the model can read and act on, not a protocol failure.
             return _tool_error(exc)
@@ -120,9 +124,9 @@ def build_server(
         ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
         try:
-            user = tenant(ctx)
-            blocks = await store.working(user_id=user)
-            threads = await store.threads.list_threads(user_id=user)
+            request = memory(ctx)
+            blocks = await request.working()
+            threads = await request.threads.list_threads()
         except MemstoreError as exc:
             raise MCPError(INVALID_PARAMS, f"{type(exc).__name__}: {exc}") from None
         return types.ListResourcesResult(
@@ -171,7 +175,7 @@ def build_server(
     ) -> types.ReadResourceResult:
         uri = str(params.uri)
         try:
-            mime_type, text = await read_resource_text(store, tenant(ctx), uri)
+            mime_type, text = await read_resource_text(memory(ctx), uri)
         except MemstoreError as exc:
             raise MCPError(INVALID_PARAMS, f"{type(exc).__name__}: {exc}") from None
         return types.ReadResourceResult(
@@ -211,13 +215,13 @@ async def serve_stdio(
     """
     from mcp.server.stdio import stdio_server
 
-    storage_user_id(user_id)
+    user = storage_user_id(user_id)
     # Serves an existing store: `memstore migrate` creates and upgrades schemas.
     async with MemoryStore.open(
         url, embedder=embedder, reranker=reranker, auto_migrate=False
     ) as store:
-        async with _session_subscriptions(store, lambda ctx: user_id) as sessions:
-            server = build_server(store, lambda ctx: user_id, sessions=sessions)
+        async with _session_subscriptions(store, lambda ctx: user) as sessions:
+            server = build_server(store, lambda ctx: user, sessions=sessions)
             async with stdio_server() as (read, write):
                 await server.run(read, write, server.create_initialization_options())
 

@@ -19,7 +19,7 @@ from memstore.services.agent.tools import MIN_SCORE_SCHEMA, TOOL_SCHEMAS
 from memstore.types import Episode
 
 if TYPE_CHECKING:
-    from memstore.store import MemoryStore
+    from memstore.tenant import TenantMemory
 
 __all__ = ["MCP_TOOL_SCHEMAS", "call_mcp_tool", "mcp_tool_definitions"]
 
@@ -108,21 +108,15 @@ def mcp_tool_definitions() -> list[dict[str, Any]]:
     ]
 
 
-async def _remember(store: MemoryStore, user_id: str | None, args: dict[str, Any]) -> Any:
-    episode_id = await store.remember(
-        Episode(
-            session_id=args["session_id"],
-            user_id=user_id,
-            input=args["input"],
-            output=args["output"],
-        )
+async def _remember(memory: TenantMemory, args: dict[str, Any]) -> Any:
+    episode_id = await memory.remember(
+        Episode(session_id=args["session_id"], input=args["input"], output=args["output"])
     )
     return {"id": f"episode:{episode_id}"}
 
 
-async def _get_context(store: MemoryStore, user_id: str | None, args: dict[str, Any]) -> Any:
-    ctx = await store.context(
-        user_id=user_id,
+async def _get_context(memory: TenantMemory, args: dict[str, Any]) -> Any:
+    ctx = await memory.context(
         session_id=args.get("session_id"),
         query=args.get("query", ""),
         max_tokens=int(args.get("max_tokens", 2_000)),
@@ -143,14 +137,12 @@ async def _get_context(store: MemoryStore, user_id: str | None, args: dict[str, 
 _EXTRA_HANDLERS = {"remember": _remember, "get_context": _get_context}
 
 
-async def call_mcp_tool(
-    store: MemoryStore, name: str, arguments: Any, *, user_id: str | None
-) -> dict[str, Any]:
-    """Validate and run one MCP tool call inside ``user_id``'s tenant; a JSON-ready result."""
+async def call_mcp_tool(memory: TenantMemory, name: str, arguments: Any) -> dict[str, Any]:
+    """Validate and run one MCP tool call in ``memory``'s tenant; a JSON-ready result."""
     if name in TOOL_SCHEMAS:
-        return await store.call_tool(name, arguments, user_id=user_id)
+        return await memory.call_tool(name, arguments)
     if name not in _EXTRA_HANDLERS:
         raise InvalidInput(f"unknown tool {name!r}; available: {', '.join(MCP_TOOL_SCHEMAS)}")
     args = check_arguments(name, _EXTRA_SCHEMAS[name]["parameters"], arguments)
-    result: dict[str, Any] = await _EXTRA_HANDLERS[name](store, user_id, args)
+    result: dict[str, Any] = await _EXTRA_HANDLERS[name](memory, args)
     return result

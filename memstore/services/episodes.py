@@ -65,7 +65,7 @@ class EpisodeService(Service):
     def _valid_episode(self, episode: Episode) -> tuple[str, Episode]:
         if not isinstance(episode, Episode):
             raise InvalidInput(f"expected an Episode, got {type(episode).__name__}")
-        user = storage_user_id(episode.user_id)
+        user = storage_user_id(episode.user_id, operation="episode.user_id")
         # The id column is String(36) (a UUID): longer ids would fit SQLite only.
         check_identifier("episode.id", episode.id, max_chars=MAX_EPISODE_ID_CHARS)
         check_identifier("session_id", episode.session_id)

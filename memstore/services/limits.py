@@ -49,5 +49,5 @@ class FromDump(enum.Enum):
     FROM_DUMP = "from-dump"
 
 
-# Default of import_(user_id=...): the tenant recorded in the dump (None is anonymous).
+# Default of import_(user_id=...): the tenant recorded in the dump (None: the anonymous tenant).
 FROM_DUMP = FromDump.FROM_DUMP

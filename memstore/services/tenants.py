@@ -47,8 +47,8 @@ class TenantService(Service):
                 sample_facts=await facts.latest_current(user, 10),
             )
 
-    async def list_tenants_cross_tenant(self, *, limit: int = 1000) -> list[str | None]:
-        """Every tenant with stored rows (``None`` is the anonymous bucket), sorted.
+    async def list_tenants_cross_tenant(self, *, limit: int = 1000) -> list[str]:
+        """Every tenant with stored rows (:data:`memstore.ANONYMOUS` is the anonymous one), sorted.
 
         An administrative, cross-tenant read (ids only) for operator tools such
         as ``memstore inspect``; agent code never needs it.

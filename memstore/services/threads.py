@@ -24,11 +24,10 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import AsyncIterator, Callable
-from datetime import datetime, timedelta
 from typing import Any
 
 from memstore.core.forwarding import forward, forwards_owned
-from memstore.core.tenancy import TenantId, public_user_id, storage_user_id
+from memstore.core.tenancy import public_user_id, storage_user_id
 from memstore.core.validation import check_identifier, check_json, check_limit, check_text
 from memstore.db.unit import Database
 from memstore.errors import InvalidInput, LimitExceeded, NotFound
@@ -36,13 +35,13 @@ from memstore.repositories.changes import ChangeEntry, ChangeLogRepository
 from memstore.repositories.threads import ThreadRepository
 from memstore.services.limits import check_positive_seconds
 from memstore.services.thread_watch import ThreadWatch
-from memstore.types import ChangeKind, RemovedThread, Slot, SlotMetadata, ThreadInfo
+from memstore.types import ChangeKind, Slot, SlotMetadata, ThreadInfo
 
-__all__ = ["DEFAULT_MAX_SLOTS_PER_THREAD", "DEFAULT_MAX_THREADS", "ThreadBuffer"]
+__all__ = ["DEFAULT_MAX_SLOTS_PER_THREAD", "DEFAULT_MAX_THREADS", "MAX_LIMIT", "ThreadBuffer"]
 
 DEFAULT_MAX_SLOTS_PER_THREAD = 10_000
 DEFAULT_MAX_THREADS = 1_000
-_MAX_LIMIT = 100_000_000
+MAX_LIMIT = 100_000_000
 _ITER_BATCH = 256
 
 
@@ -66,7 +65,8 @@ class ThreadBuffer:
     """Thread-scoped, append-only message slots; every method takes ``user_id``.
 
     Limits: ``max_slots_per_thread`` is enforced on append; ``max_threads``
-    (per tenant, newest kept) and ``idle_ttl_seconds`` are applied by :meth:`gc`.
+    (per tenant, newest kept) and ``idle_ttl_seconds`` are applied by the store's
+    ``gc`` (:mod:`memstore.services.gc`).
     """
 
     def __init__(
@@ -80,9 +80,9 @@ class ThreadBuffer:
         self._db = db
         self._watch = ThreadWatch(db=db)
         self.max_slots_per_thread = check_limit(
-            "max_slots_per_thread", max_slots_per_thread, maximum=_MAX_LIMIT
+            "max_slots_per_thread", max_slots_per_thread, maximum=MAX_LIMIT
         )
-        self.max_threads = check_limit("max_threads", max_threads, maximum=_MAX_LIMIT)
+        self.max_threads = check_limit("max_threads", max_threads, maximum=MAX_LIMIT)
         self.idle_ttl_seconds = (
             None
             if idle_ttl_seconds is None
@@ -326,73 +326,6 @@ class ThreadBuffer:
             "threads": threads,
             "backend": self._db.dialect,
         }
-
-    # ---- garbage collection -------------------------------------------------------
-
-    def _cutoff(self, now: datetime, idle_ttl_seconds: float | None) -> datetime | None:
-        return None if idle_ttl_seconds is None else now - timedelta(seconds=idle_ttl_seconds)
-
-    async def gc(
-        self,
-        *,
-        user_id: str | None = None,
-        max_threads: int | None = None,
-        idle_ttl_seconds: float | None = None,
-    ) -> list[RemovedThread]:
-        """Collect one tenant's threads; returns what was removed.
-
-        Threads idle (no append) for longer than the idle TTL go first, then all
-        but the ``max_threads`` newest (by creation). Arguments override the
-        store's configured limits for this call.
-        """
-        user = storage_user_id(user_id)
-        keep, ttl = self._gc_limits(max_threads, idle_ttl_seconds)
-        return await self._collect(user, keep, self._cutoff(self._db.now(), ttl))
-
-    async def gc_all_tenants(
-        self, *, max_threads: int | None = None, idle_ttl_seconds: float | None = None
-    ) -> list[RemovedThread]:
-        """Collect every tenant's threads (each tenant in its own transaction)."""
-        keep, ttl = self._gc_limits(max_threads, idle_ttl_seconds)
-        cutoff = self._cutoff(self._db.now(), ttl)
-        async with self._db.read() as session:
-            tenants = await ThreadRepository(session=session).tenants_to_collect(
-                max_threads=keep, cutoff=cutoff
-            )
-        removed: list[RemovedThread] = []
-        for user in tenants:
-            removed.extend(await self._collect(user, keep, cutoff))
-        return removed
-
-    def _gc_limits(
-        self, max_threads: int | None, idle_ttl_seconds: float | None
-    ) -> tuple[int, float | None]:
-        keep = (
-            self.max_threads
-            if max_threads is None
-            else check_limit("max_threads", max_threads, maximum=_MAX_LIMIT)
-        )
-        ttl = (
-            self.idle_ttl_seconds
-            if idle_ttl_seconds is None
-            else check_positive_seconds("idle_ttl_seconds", idle_ttl_seconds)
-        )
-        return keep, ttl
-
-    async def _collect(
-        self, user: TenantId, keep: int, cutoff: datetime | None
-    ) -> list[RemovedThread]:
-        async with self._db.write(user) as session:
-            repo = ThreadRepository(session=session)
-            idle = await repo.delete_idle(user, cutoff) if cutoff is not None else {}
-            surplus = await repo.delete_beyond(user, keep)
-            gone = [ChangeEntry(ChangeKind.THREAD_DELETED, t) for t in sorted({*idle, *surplus})]
-            await ChangeLogRepository(session=session).record(user, gone, now=self._db.now())
-        return [
-            RemovedThread(thread_id=t, slot_count=n, reason=why, user_id=public_user_id(user))
-            for why, removed in (("idle", idle), ("max_threads", surplus))
-            for t, n in sorted(removed.items())
-        ]
 
     # Waiting for the next slots: the watch's own methods, signatures written once.
     wait = forward("_watch", ThreadWatch.wait)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Mapping
 from typing import Any
 
-from memstore.core.tenancy import TenantId, public_user_id, storage_user_id
+from memstore.core.tenancy import ANONYMOUS, TenantId, public_user_id, storage_user_id
 from memstore.embeddings.base import Embedder
 from memstore.embeddings.identity import embedder_identity
 from memstore.errors import Conflict, InvalidImportRow, InvalidInput
@@ -109,7 +109,8 @@ class TransferService(Service):
             dumped = header.get("user_id")
             if dumped is not None and not isinstance(dumped, str):
                 raise InvalidInput("the dump's user_id must be a string or null")
-            user = storage_user_id(dumped)
+            # A dump of the anonymous tenant made before it had a name records None.
+            user = ANONYMOUS if dumped is None else storage_user_id(dumped)
         else:
             user = storage_user_id(user_id)
         # Embeddings made by another embedder are not comparable with ours:

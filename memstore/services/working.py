@@ -6,7 +6,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
 
-from memstore.core.tenancy import storage_user_id
+from memstore.core.tenancy import TenantId, storage_user_id
 from memstore.core.validation import check_identifier
 from memstore.db.unit import Database
 from memstore.embeddings.base import Embedder
@@ -87,25 +87,37 @@ class WorkingService(Service):
         self,
         *,
         user_id: str | None = None,
-        all_tenants: bool = False,
         max_threads: int | None = None,
         thread_idle_ttl_seconds: float | None = None,
     ) -> GcReport:
-        """Collect idle / surplus threads, expired working-memory keys and old change-log rows.
+        """Collect one tenant's idle / surplus threads, expired working-memory keys and
+        old change-log rows; returns what was removed.
 
-        One tenant (``user_id``, None = anonymous) or, with ``all_tenants=True``,
-        every tenant, each in its own transaction. The limits default to the
-        store's configuration. Returns what was removed.
+        ``user_id`` is required (:class:`TenantRequired` without it). Threads idle
+        (no append) for longer than the idle TTL go first, then all but the
+        ``max_threads`` newest (by creation). The limits default to the store's
+        configuration. :meth:`gc_all_tenants` collects every tenant.
         """
-        if all_tenants and user_id is not None:
-            raise InvalidInput("pass either user_id or all_tenants=True, not both")
-        user = None if all_tenants else storage_user_id(user_id)
+        return await self._collect(
+            storage_user_id(user_id, operation="gc"), max_threads, thread_idle_ttl_seconds
+        )
+
+    async def gc_all_tenants(
+        self, *, max_threads: int | None = None, thread_idle_ttl_seconds: float | None = None
+    ) -> GcReport:
+        """:meth:`gc` of every tenant, each in its own transaction: a cross-tenant,
+        administrative operation (the ``memstore gc`` command without ``--user-id``)."""
+        return await self._collect(None, max_threads, thread_idle_ttl_seconds)
+
+    async def _collect(
+        self, user: TenantId | None, max_threads: int | None, idle_ttl_seconds: float | None
+    ) -> GcReport:
         return await collect(
             self.db,
             self.threads,
             user=user,
             max_threads=max_threads,
-            idle_ttl_seconds=thread_idle_ttl_seconds,
+            idle_ttl_seconds=idle_ttl_seconds,
             change_retention_seconds=self.change_retention_seconds,
         )
 
@@ -118,12 +130,37 @@ class WorkingService(Service):
         batch_size: int | None = None,
         max_seconds: float | None = None,
     ) -> ConsolidationResult:
-        """Turn unconsolidated episodes into facts (rule extractor unless ``extractor``).
+        """Turn one tenant's unconsolidated episodes into facts (rule extractor unless
+        ``extractor``).
 
-        ``user_id=None`` consolidates every tenant; ``limit`` caps the episodes.
-        Safe to run from several processes at once: each episode is consolidated
-        exactly once (see :mod:`memstore.services.consolidation.consolidator`).
+        ``user_id`` is required (:class:`TenantRequired` without it);
+        :meth:`consolidate_all_tenants` consolidates every tenant. ``limit`` caps
+        the episodes. Safe to run from several processes at once: each episode is
+        consolidated exactly once (see :mod:`memstore.services.consolidation.consolidator`).
         """
+        storage_user_id(user_id, operation="consolidate")
+        return await self._consolidate(limit, user_id, extractor, batch_size, max_seconds)
+
+    async def consolidate_all_tenants(
+        self,
+        limit: int | None = None,
+        extractor: Extractor | None = None,
+        *,
+        batch_size: int | None = None,
+        max_seconds: float | None = None,
+    ) -> ConsolidationResult:
+        """:meth:`consolidate` of every tenant: a cross-tenant, administrative operation
+        (what the ``memstore consolidate`` job runs without ``--user-id``)."""
+        return await self._consolidate(limit, None, extractor, batch_size, max_seconds)
+
+    async def _consolidate(
+        self,
+        limit: int | None,
+        user_id: str | None,
+        extractor: Extractor | None,
+        batch_size: int | None,
+        max_seconds: float | None,
+    ) -> ConsolidationResult:
         size = DEFAULT_BATCH_SIZE if batch_size is None else batch_size
         consolidator = self.consolidator(extractor, batch_size=size)
         return await consolidator.run(limit=limit, user_id=user_id, max_seconds=max_seconds)

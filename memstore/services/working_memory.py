@@ -108,8 +108,8 @@ class WorkingMemory:
         return self._scope
 
     @property
-    def user_id(self) -> str | None:
-        """The tenant (None: the anonymous one)."""
+    def user_id(self) -> str:
+        """The tenant (``memstore.ANONYMOUS`` for the anonymous one)."""
         return public_user_id(self._user)
 
     def parent(self) -> WorkingMemory | None:

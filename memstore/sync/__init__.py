@@ -8,12 +8,26 @@ the database sees concurrent transactions as with the async store) and works
 from code that already runs inside an event loop, which ``asyncio.run`` refuses.
 
 The methods are written out, with their types, by ``scripts/gen_sync.py`` from
-:class:`MemoryStore`, :class:`ThreadBuffer` and :class:`WorkingMemory` into
-``_generated.py``; tests/test_sync_generated.py fails when that file is stale, so
-the two APIs cannot drift and type checkers see every signature.
+:class:`MemoryStore`, :class:`ThreadBuffer`, :class:`WorkingMemory` and the tenant
+handle (:class:`~memstore.tenant.TenantMemory`, its ``threads``) into
+``_generated.py`` and ``_generated_views.py``; tests/test_sync_generated.py fails when
+they are stale, so the two APIs cannot drift and type checkers see every signature.
 """
 
-from memstore.sync._generated import SyncMemoryStore, SyncThreadBuffer, SyncWorkingMemory
+from memstore.sync._generated import SyncMemoryStore
+from memstore.sync._generated_views import (
+    SyncTenantMemory,
+    SyncTenantThreads,
+    SyncThreadBuffer,
+    SyncWorkingMemory,
+)
 from memstore.sync._runtime import public_members
 
-__all__ = ["SyncMemoryStore", "SyncThreadBuffer", "SyncWorkingMemory", "public_members"]
+__all__ = [
+    "SyncMemoryStore",
+    "SyncTenantMemory",
+    "SyncTenantThreads",
+    "SyncThreadBuffer",
+    "SyncWorkingMemory",
+    "public_members",
+]

@@ -52,7 +52,7 @@ async def consolidate(url: str) -> dict[str, Any]:
 
     async with open_store(url, LookupEmbedder()) as store:
         start = time.time()
-        result = await store.consolidate()
+        result = await store.consolidate_all_tenants()
         end = time.time()
     return {
         "start": start,

@@ -108,8 +108,8 @@ def run(ctx: Context) -> Section:
     )
     from memstore import MemoryStore
 
-    if not hasattr(MemoryStore, "consolidate"):
-        section.note("Skipped: this memstore build has no consolidate().")
+    if not hasattr(MemoryStore, "consolidate_all_tenants"):
+        section.note("Skipped: this memstore build has no consolidate_all_tenants().")
         return section
     section.note(
         "Episodes are short first-person statements (where the user lives, works, "

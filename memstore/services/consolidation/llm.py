@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urlsplit
 
 from memstore.core.predicates import normalize_predicate
+from memstore.core.tenancy import speaker_name
 from memstore.errors import InvalidInput
 from memstore.outbound.retry import next_delay
 from memstore.outbound.secrets import ProviderFault, Scrubber
@@ -341,7 +342,7 @@ class LLMExtractor:
             raise bad("has a confidence outside 0..1")
         subject = fields["subject"]
         if subject.casefold() in _SPEAKER_WORDS:
-            subject = episode.user_id or self.anonymous_subject
+            subject = speaker_name(episode.user_id, self.anonymous_subject)
         return CandidateFact(
             subject=subject,
             predicate=predicate,

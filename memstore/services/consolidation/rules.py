@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta
 
+from memstore.core.tenancy import speaker_name
 from memstore.services.consolidation.dates import DATE_PHRASE, resolve_date
 from memstore.services.consolidation.types import CandidateFact
 from memstore.types import Episode
@@ -355,7 +356,7 @@ class RuleExtractor:
     async def extract(self, episodes: Sequence[Episode]) -> list[CandidateFact]:
         out: list[CandidateFact] = []
         for episode in episodes:
-            speaker = episode.user_id or self.anonymous_subject
+            speaker = speaker_name(episode.user_id, self.anonymous_subject)
             for subject, predicate, obj, confidence, valid_to in self.extract_text(
                 episode.input, spoken=episode.occurred_at
             ):
