@@ -121,8 +121,8 @@ async def _visible(url: str, tenant: str | None) -> dict[str, set[str]]:
 
 async def test_policies_isolate_tenants_for_a_non_owner_role(urls: dict[str, str]) -> None:
     async with MemoryStore.open(urls["owner"]) as owner:
-        await populate(owner, "alice")
-        await populate(owner, "bob")
+        await populate(owner, urls["owner"], "alice")
+        await populate(owner, urls["owner"], "bob")
         alice_dump = await owner.export(user_id="alice")
         bob_counts = await table_counts(urls["owner"], "bob")
 
@@ -219,7 +219,7 @@ async def _leak_session_setting(engine: Any, tenant: str) -> int:
 
 async def test_a_session_level_setting_does_not_survive_the_pool(urls: dict[str, str]) -> None:
     async with MemoryStore.open(urls["owner"]) as owner:
-        await populate(owner, "bob")
+        await populate(owner, urls["owner"], "bob")
     done = await asyncio.to_thread(_cli, "rls", "enable", "--url", urls["owner"])
     assert done.returncode == 0, done.stderr
 
@@ -255,8 +255,8 @@ async def test_a_session_level_setting_does_not_survive_the_pool(urls: dict[str,
 async def test_fact_reads_of_one_statement_name_their_tenant(urls: dict[str, str]) -> None:
     """store.facts / fact_history skip the transaction only where no tenant setting is due."""
     async with MemoryStore.open(urls["owner"]) as owner:
-        await populate(owner, "alice")
-        await populate(owner, "bob")
+        await populate(owner, urls["owner"], "alice")
+        await populate(owner, urls["owner"], "bob")
         expected = await owner.fact_history(user_id="alice")
     done = await asyncio.to_thread(_cli, "rls", "enable", "--url", urls["owner"])
     assert done.returncode == 0, done.stderr
@@ -280,7 +280,7 @@ async def test_raw_sql_in_a_bound_transaction_sees_only_the_named_tenant(
     """Application SQL without a user_id filter, in the transaction memstore named a tenant in."""
     async with MemoryStore.open(urls["owner"]) as owner:
         for user in ("alice", "bob", AWKWARD):
-            await populate(owner, user)
+            await populate(owner, urls["owner"], user)
     done = await asyncio.to_thread(_cli, "rls", "enable", "--url", urls["owner"])
     assert done.returncode == 0, done.stderr
 
