@@ -54,6 +54,7 @@ OUTPUT = "memstore/sync/_generated.py"
 VIEWS = "memstore/sync/_generated_views.py"
 OUTPUTS = (OUTPUT, VIEWS)
 RUNTIME = "memstore.sync._runtime"
+TYPES = "memstore.types"
 
 
 @dataclass(frozen=True)
@@ -161,6 +162,13 @@ class Names:
             found = getattr(found, part, None)
         if found is not obj:
             raise GenerationError(f"{obj!r} is not reachable as {module}.{qualname}")
+        if module.startswith(f"{TYPES}."):
+            package: Any = importlib.import_module(TYPES)
+            if getattr(package, top, None) is getattr(importlib.import_module(module), top):
+                # A public value object by its package (``types.Fact``): one import line
+                # where every generated module would repeat a long list of names.
+                parent, _, attr = TYPES.rpartition(".")
+                return f"{self.bind(parent, attr)}.{qualname}"
         local = self.bind(module, top)
         return f"{local}.{rest}" if rest else local
 

@@ -147,5 +147,20 @@ def test_config_specs() -> None:
     ]:
         with pytest.raises(ConfigurationError, match=cause):
             parse_config(bad)
-    with pytest.raises(ConfigurationError, match="input_type of an openai endpoint"):
+    with pytest.raises(
+        ConfigurationError,
+        match=r"configuration 'x': embedder 'hashing' takes no query_input_type .*openai endpoint",
+    ):
         parse_config("x=hashing,query_form=query").build_embedder()
+
+
+def test_a_configuration_with_forms_builds_through_the_stores_spec() -> None:
+    config = parse_config(
+        "x=openai,model=e5,base_url=http://127.0.0.1:9/v1,dim=8,query_form=query,"
+        "document_form=passage"
+    )
+    embedder = config.build_embedder()
+    assert embedder.dim == 8
+    assert "<input_type=query>" in embedder.identity
+    with pytest.raises(ConfigurationError, match="configuration 'y': the openai embedder needs"):
+        parse_config("y=openai,query_form=query").build_embedder()

@@ -18,6 +18,7 @@ __all__ = [
     "MIN_DIM",
     "EmbedOutput",
     "Embedder",
+    "Fixed",
     "JointPassageEmbedder",
     "PassageEmbedder",
     "QueryEmbedder",
@@ -27,6 +28,7 @@ __all__ = [
     "normalized",
     "passages_checked",
     "queries_checked",
+    "width_or_none",
 ]
 
 # all-MiniLM-L6-v2's width; also the default width of the hashing embedder, so
@@ -43,15 +45,21 @@ MAX_DIM = 2000
 EMBED_BATCH = 64
 
 
-def check_dim(value: object, *, what: str, setting: str = "embedder") -> int:
-    """``value`` if it is a width a store takes (:data:`MIN_DIM` to :data:`MAX_DIM`),
-    else :class:`ConfigurationError` naming ``what`` and ``setting``."""
+def width_or_none(value: object) -> int | None:
+    """``value`` if it is a width a store takes (:data:`MIN_DIM` to :data:`MAX_DIM`), else None."""
     try:
         # Any integer (numpy's too), never a bool or a float.
         dim = None if isinstance(value, bool) else operator.index(value)  # type: ignore[arg-type]
     except TypeError:
-        dim = None
-    if dim is None or not MIN_DIM <= dim <= MAX_DIM:
+        return None
+    return dim if dim is not None and MIN_DIM <= dim <= MAX_DIM else None
+
+
+def check_dim(value: object, *, what: str, setting: str = "embedder") -> int:
+    """``value`` if it is a width a store takes (:data:`MIN_DIM` to :data:`MAX_DIM`),
+    else :class:`ConfigurationError` naming ``what`` and ``setting``."""
+    dim = width_or_none(value)
+    if dim is None:
         raise ConfigurationError(
             f"{what} must be an integer from {MIN_DIM} to {MAX_DIM} (the widest vector "
             f"pgvector's HNSW index takes; memstore uses the same bound on SQLite), "
@@ -63,6 +71,22 @@ def check_dim(value: object, *, what: str, setting: str = "embedder") -> int:
 
 # A list of float lists or a 2-D numpy array, one row per text.
 EmbedOutput = Sequence[Sequence[float]] | npt.NDArray[Any]
+
+
+class Fixed:
+    """An embedder's width and identity, both fixed when it is made (vectors are stored)."""
+
+    _dim: int
+    _identity: str
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    @property
+    def identity(self) -> str:
+        """What the database records as this embedder; never a key."""
+        return self._identity
 
 
 @runtime_checkable

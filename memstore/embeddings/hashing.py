@@ -9,7 +9,7 @@ from itertools import pairwise
 import numpy as np
 
 from memstore.core.text import words as split_words
-from memstore.embeddings.base import DEFAULT_DIM, check_dim, normalized
+from memstore.embeddings.base import DEFAULT_DIM, Fixed, check_dim, normalized
 
 __all__ = ["HashingEmbedder"]
 
@@ -22,7 +22,7 @@ def _bucket(feature: str, dim: int) -> tuple[int, float]:
     return value % dim, (1.0 if (value >> 63) & 1 else -1.0)
 
 
-class HashingEmbedder:
+class HashingEmbedder(Fixed):
     """Feature hashing of words, word bigrams and character trigrams.
 
     Captures lexical overlap (including morphology through the trigrams), not
@@ -34,16 +34,9 @@ class HashingEmbedder:
 
     def __init__(self, dim: int = DEFAULT_DIM) -> None:
         self._dim = check_dim(dim, what="the hashing embedder's width (dim)")
-
-    @property
-    def dim(self) -> int:
-        return self._dim
-
-    @property
-    def identity(self) -> str:
         # The features and hash are frozen (vectors are stored); a change to
         # either must bump the version so old databases are refused, not mixed.
-        return f"memstore-hashing-v1/{self._dim}"
+        self._identity = f"memstore-hashing-v1/{self._dim}"
 
     def _features(self, text: str) -> list[tuple[str, float]]:
         words = split_words(text)

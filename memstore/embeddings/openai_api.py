@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 import numpy as np
 import numpy.typing as npt
 
+from memstore.embeddings.base import Fixed
 from memstore.embeddings.forms import with_forms
 from memstore.embeddings.openai_answer import (
     Failure,
@@ -72,7 +73,7 @@ def batches(texts: Sequence[str], max_inputs: int, max_tokens: int) -> Iterator[
         yield batch
 
 
-class OpenAIEmbedder:
+class OpenAIEmbedder(Fixed):
     """An embeddings model behind an OpenAI-compatible ``/v1/embeddings`` endpoint.
 
     ``model``: the model name the endpoint serves. ``base_url``: the endpoint (default
@@ -213,15 +214,6 @@ class OpenAIEmbedder:
         if client is None:
             client = self._clients[loop] = self._new_client()
         return cast("openai.AsyncOpenAI", client)
-
-    @property
-    def dim(self) -> int:
-        return self._dim
-
-    @property
-    def identity(self) -> str:
-        """``openai:HOST/MODEL/WIDTH`` and the query form; never the key."""
-        return self._identity
 
     async def embed(self, texts: Sequence[str]) -> np.ndarray:
         return await self._embed(texts, query=False)

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from memstore.core.model_spec import EMBEDDER, unloadable_model
-from memstore.embeddings.base import normalized
+from memstore.embeddings.base import Fixed, normalized
 from memstore.embeddings.forms import instruction_prefixes, with_forms
 from memstore.errors import ConfigurationError
 
@@ -93,7 +93,7 @@ def _window_tokens(model: Any) -> int | None:
     return limit - 2
 
 
-class SentenceTransformerEmbedder:
+class SentenceTransformerEmbedder(Fixed):
     """A sentence-transformers model, loaded lazily and offline.
 
     ``model`` is a local directory or a model name; by default the bundled
@@ -183,15 +183,6 @@ class SentenceTransformerEmbedder:
         )
         # Without passages, a whole text is read as the mean of tiles of the window.
         self._tile = window if self._passage is None and whole_text else None
-
-    @property
-    def dim(self) -> int:
-        return self._dim
-
-    @property
-    def identity(self) -> str:
-        """What the database records as this embedder (see :func:`model_identity`)."""
-        return self._identity
 
     def embed_sync(self, texts: Sequence[str]) -> np.ndarray:
         return self._embed(texts, whole=True, passages=False)[0]

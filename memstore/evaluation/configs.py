@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from memstore.core.model_spec import ModelSpec
-from memstore.embeddings.base import DEFAULT_DIM, Embedder
+from memstore.embeddings.base import Embedder
 from memstore.embeddings.spec import embedder_from_spec
 from memstore.errors import ConfigurationError
 
@@ -44,29 +44,19 @@ class EvalConfig:
     def build_embedder(self) -> Embedder:
         """The embedder, built through the store's own spec (forms: the endpoint's
         ``input_type`` of queries and of stored text, for ``openai``)."""
-        if self.query_form or self.document_form:
-            if self.embedder != "openai":
-                raise ConfigurationError(
-                    f"configuration {self.name!r}: query_form/document_form are the "
-                    "input_type of an openai endpoint",
-                    setting="config",
-                )
-            from memstore.embeddings.openai_api import OpenAIEmbedder
-
-            if not self.model:
-                raise ConfigurationError(
-                    f"configuration {self.name!r}: the openai embedder needs model=",
-                    setting="config",
-                )
-            return OpenAIEmbedder(
-                self.model,
+        try:
+            return embedder_from_spec(
+                self.embedder,
+                model=self.model,
                 base_url=self.base_url,
-                dimensions=self.dim,
+                dim=self.dim,
                 query_input_type=self.query_form,
                 document_input_type=self.document_form,
             )
-        dim = self.dim if self.dim is not None or self.embedder != "hashing" else DEFAULT_DIM
-        return embedder_from_spec(self.embedder, model=self.model, base_url=self.base_url, dim=dim)
+        except ConfigurationError as exc:
+            raise ConfigurationError(
+                f"configuration {self.name!r}: {exc}", setting="config"
+            ) from exc
 
     def reranker_spec(self) -> ModelSpec | None:
         if self.reranker is None:

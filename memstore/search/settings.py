@@ -13,7 +13,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession
 
 from memstore.db.upsert import insert_for
-from memstore.embeddings.base import MAX_DIM, MIN_DIM
+from memstore.embeddings.base import MAX_DIM, MIN_DIM, width_or_none
 from memstore.embeddings.forms import form_options
 from memstore.errors import ConfigurationError, DimensionMismatch, EmbedderMismatch
 from memstore.models import ConfigRow
@@ -42,10 +42,10 @@ async def recorded_settings(engine: AsyncEngine) -> tuple[int, str | None]:
     if raw is None:
         raise DimensionMismatch("the database records no embedding dimension; run migrations")
     try:
-        dim = int(raw)
+        dim = width_or_none(int(raw))
     except ValueError:
         dim = None
-    if dim is None or not MIN_DIM <= dim <= MAX_DIM:
+    if dim is None:
         raise ConfigurationError(
             f"this database records embedding width {raw!r}, which no store can use (a "
             f"width is {MIN_DIM} to {MAX_DIM}); set a valid one with `memstore reembed "

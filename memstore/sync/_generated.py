@@ -16,6 +16,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio.session import AsyncSession
 
+from memstore import types
 from memstore.core.model_spec import ModelSpec
 from memstore.embeddings.base import Embedder
 from memstore.rerankers.base import Reranker
@@ -28,22 +29,6 @@ from memstore.services.limits import FromDump
 from memstore.store import MemoryStore
 from memstore.sync._generated_views import SyncTenantMemory, SyncThreadBuffer, SyncWorkingMemory
 from memstore.sync._runtime import SyncStore, share_docstrings
-from memstore.types.changes import Change, ChangeKind
-from memstore.types.consolidation import ConsolidationResult
-from memstore.types.defaults import utcnow
-from memstore.types.memory import (
-    AccessStat,
-    AssertOutcome,
-    BlockVersion,
-    Episode,
-    EpisodeMatch,
-    Fact,
-    FactMatch,
-    MemoryBlock,
-    Message,
-    Profile,
-)
-from memstore.types.threads import GcReport
 
 __all__ = ["SyncMemoryStore"]
 
@@ -65,16 +50,16 @@ class SyncMemoryStore(SyncStore[MemoryStore]):
     def access_counts(self, kind: str, item_ids: Sequence[str], *, user_id: str | None = None) -> dict[str, int]:
         return self._runner.run(self._target.access_counts(kind, item_ids, user_id=user_id))
 
-    def access_stats(self, *, user_id: str | None = None, kind: str | None = None, limit: int = 20) -> list[AccessStat]:
+    def access_stats(self, *, user_id: str | None = None, kind: str | None = None, limit: int = 20) -> list[types.AccessStat]:
         return self._runner.run(self._target.access_stats(user_id=user_id, kind=kind, limit=limit))
 
-    def add_fact(self, fact: Fact) -> str:
+    def add_fact(self, fact: types.Fact) -> str:
         return self._runner.run(self._target.add_fact(fact))
 
-    def append_block(self, name: str, content: str, *, user_id: str | None = None, expected_version: int | None = None) -> MemoryBlock:
+    def append_block(self, name: str, content: str, *, user_id: str | None = None, expected_version: int | None = None) -> types.MemoryBlock:
         return self._runner.run(self._target.append_block(name, content, user_id=user_id, expected_version=expected_version))
 
-    def assert_fact(self, fact: Fact) -> AssertOutcome:
+    def assert_fact(self, fact: types.Fact) -> types.AssertOutcome:
         return self._runner.run(self._target.assert_fact(fact))
 
     @property
@@ -85,7 +70,7 @@ class SyncMemoryStore(SyncStore[MemoryStore]):
     def bind(self, session: AsyncSession) -> MemoryStore:
         return self._runner.call(self._target.bind, session)
 
-    def block_history(self, name: str, *, user_id: str | None = None) -> list[BlockVersion]:
+    def block_history(self, name: str, *, user_id: str | None = None) -> list[types.BlockVersion]:
         return self._runner.run(self._target.block_history(name, user_id=user_id))
 
     def call_tool(self, name: str, arguments: Any, *, user_id: str | None = None, context: Context | None = None) -> dict[str, Any]:
@@ -94,13 +79,13 @@ class SyncMemoryStore(SyncStore[MemoryStore]):
     def change_position(self, *, user_id: str | None = None) -> str:
         return self._runner.run(self._target.change_position(user_id=user_id))
 
-    def changes(self, *, user_id: str | None = None, kinds: Iterable[ChangeKind | str] | None = None, after: str | None = None) -> Iterator[Change]:
+    def changes(self, *, user_id: str | None = None, kinds: Iterable[types.ChangeKind | str] | None = None, after: str | None = None) -> Iterator[types.Change]:
         return self._iterate(self._target.changes(user_id=user_id, kinds=kinds, after=after))
 
-    def consolidate(self, limit: int | None = None, user_id: str | None = None, extractor: Extractor | None = None, *, batch_size: int | None = None, max_seconds: float | None = None) -> ConsolidationResult:
+    def consolidate(self, limit: int | None = None, user_id: str | None = None, extractor: Extractor | None = None, *, batch_size: int | None = None, max_seconds: float | None = None) -> types.ConsolidationResult:
         return self._runner.run(self._target.consolidate(limit, user_id, extractor, batch_size=batch_size, max_seconds=max_seconds))
 
-    def consolidate_all_tenants(self, limit: int | None = None, extractor: Extractor | None = None, *, batch_size: int | None = None, max_seconds: float | None = None) -> ConsolidationResult:
+    def consolidate_all_tenants(self, limit: int | None = None, extractor: Extractor | None = None, *, batch_size: int | None = None, max_seconds: float | None = None) -> types.ConsolidationResult:
         return self._runner.run(self._target.consolidate_all_tenants(limit, extractor, batch_size=batch_size, max_seconds=max_seconds))
 
     def context(self, *, user_id: str | None = None, session_id: str | None = None, query: str = '', max_tokens: int = 2000, counter: TokenCounter | Callable[[str], int] | None = None, fact_limit: int | None = None, episode_limit: int | None = None, message_limit: int = 20, keep_recent: int = 4, min_score: float | None = None) -> Context:
@@ -123,10 +108,10 @@ class SyncMemoryStore(SyncStore[MemoryStore]):
     def export_stream(self, *, user_id: str | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
         return self._iterate(self._target.export_stream(user_id=user_id))
 
-    def fact_history(self, *, user_id: str | None = None, subject: str | None = None, predicate: str | None = None, fact_id: str | None = None) -> list[Fact]:
+    def fact_history(self, *, user_id: str | None = None, subject: str | None = None, predicate: str | None = None, fact_id: str | None = None) -> list[types.Fact]:
         return self._runner.run(self._target.fact_history(user_id=user_id, subject=subject, predicate=predicate, fact_id=fact_id))
 
-    def facts(self, *, user_id: str | None = None, subject: str | None = None, predicate: str | None = None, valid_at: datetime | None = None, known_at: datetime | None = None, limit: int = 100) -> list[Fact]:
+    def facts(self, *, user_id: str | None = None, subject: str | None = None, predicate: str | None = None, valid_at: datetime | None = None, known_at: datetime | None = None, limit: int = 100) -> list[types.Fact]:
         return self._runner.run(self._target.facts(user_id=user_id, subject=subject, predicate=predicate, valid_at=valid_at, known_at=known_at, limit=limit))
 
     def flush_access(self) -> None:
@@ -135,13 +120,13 @@ class SyncMemoryStore(SyncStore[MemoryStore]):
     def forget(self, *, user_id: str | None = None, session_id: str | None = None, before: datetime | None = None) -> int:
         return self._runner.run(self._target.forget(user_id=user_id, session_id=session_id, before=before))
 
-    def gc(self, *, user_id: str | None = None, max_threads: int | None = None, thread_idle_ttl_seconds: float | None = None) -> GcReport:
+    def gc(self, *, user_id: str | None = None, max_threads: int | None = None, thread_idle_ttl_seconds: float | None = None) -> types.GcReport:
         return self._runner.run(self._target.gc(user_id=user_id, max_threads=max_threads, thread_idle_ttl_seconds=thread_idle_ttl_seconds))
 
-    def gc_all_tenants(self, *, max_threads: int | None = None, thread_idle_ttl_seconds: float | None = None) -> GcReport:
+    def gc_all_tenants(self, *, max_threads: int | None = None, thread_idle_ttl_seconds: float | None = None) -> types.GcReport:
         return self._runner.run(self._target.gc_all_tenants(max_threads=max_threads, thread_idle_ttl_seconds=thread_idle_ttl_seconds))
 
-    def get_episode(self, episode_id: str, *, user_id: str | None = None) -> Episode:
+    def get_episode(self, episode_id: str, *, user_id: str | None = None) -> types.Episode:
         return self._runner.run(self._target.get_episode(episode_id, user_id=user_id))
 
     def import_(self, dump: Mapping[str, Any], *, user_id: str | FromDump | None = FromDump.FROM_DUMP) -> dict[str, int]:
@@ -164,44 +149,44 @@ class SyncMemoryStore(SyncStore[MemoryStore]):
         return self._runner.call(self._target.now)
 
     @classmethod
-    def open(cls, url: str | None = None, *, block_char_limit: int = 5000, clock: Callable[[], datetime] = utcnow, max_slots_per_thread: int = 10000, max_threads: int = 1000, thread_idle_ttl_seconds: float | None = None, change_retention_seconds: float = 604800.0, scratchpad_limit: int = 100, rls: bool = False, recall_tuning: RecallTuning | None = None, exact_scan_threshold: int | None = None, allow_embedder_change: bool = False, reranker: Reranker | ModelSpec | str | None = None, rerank_candidates: int = 50, embedder: Embedder | ModelSpec | str | None = None, auto_migrate: bool | None = None, engine_options: Mapping[str, Any] | None = None) -> SyncMemoryStore:
+    def open(cls, url: str | None = None, *, block_char_limit: int = 5000, clock: Callable[[], datetime] = types.utcnow, max_slots_per_thread: int = 10000, max_threads: int = 1000, thread_idle_ttl_seconds: float | None = None, change_retention_seconds: float = 604800.0, scratchpad_limit: int = 100, rls: bool = False, recall_tuning: RecallTuning | None = None, exact_scan_threshold: int | None = None, allow_embedder_change: bool = False, reranker: Reranker | ModelSpec | str | None = None, rerank_candidates: int = 50, embedder: Embedder | ModelSpec | str | None = None, auto_migrate: bool | None = None, engine_options: Mapping[str, Any] | None = None) -> SyncMemoryStore:
         """Open a :class:`SyncMemoryStore`: the arguments of :meth:`MemoryStore.open`."""
         return cls._open(MemoryStore.open(url, block_char_limit=block_char_limit, clock=clock, max_slots_per_thread=max_slots_per_thread, max_threads=max_threads, thread_idle_ttl_seconds=thread_idle_ttl_seconds, change_retention_seconds=change_retention_seconds, scratchpad_limit=scratchpad_limit, rls=rls, recall_tuning=recall_tuning, exact_scan_threshold=exact_scan_threshold, allow_embedder_change=allow_embedder_change, reranker=reranker, rerank_candidates=rerank_candidates, embedder=embedder, auto_migrate=auto_migrate, engine_options=engine_options))
 
     def prefetch(self, *, user_id: str | None = None, session_id: str | None = None, limit: int = 5) -> list[ContextItem]:
         return self._runner.run(self._target.prefetch(user_id=user_id, session_id=session_id, limit=limit))
 
-    def profile(self, *, user_id: str | None = None) -> Profile:
+    def profile(self, *, user_id: str | None = None) -> types.Profile:
         return self._runner.run(self._target.profile(user_id=user_id))
 
     def reads_unrecorded(self) -> AbstractContextManager[None]:
         return self._runner.call(self._target.reads_unrecorded)
 
-    def recall(self, query: str, *, user_id: str | None = None, limit: int = 5, time_range: tuple[datetime, datetime] | None = None, recency_weight: float = 0.0, min_score: float | None = None, rerank: Reranker | bool | None = None) -> list[Episode]:
+    def recall(self, query: str, *, user_id: str | None = None, limit: int = 5, time_range: tuple[datetime, datetime] | None = None, recency_weight: float = 0.0, min_score: float | None = None, rerank: Reranker | bool | None = None) -> list[types.Episode]:
         return self._runner.run(self._target.recall(query, user_id=user_id, limit=limit, time_range=time_range, recency_weight=recency_weight, min_score=min_score, rerank=rerank))
 
-    def recall_facts(self, query: str, *, user_id: str | None = None, limit: int = 5, valid_at: datetime | None = None, known_at: datetime | None = None, min_score: float | None = None, rerank: Reranker | bool | None = None) -> list[Fact]:
+    def recall_facts(self, query: str, *, user_id: str | None = None, limit: int = 5, valid_at: datetime | None = None, known_at: datetime | None = None, min_score: float | None = None, rerank: Reranker | bool | None = None) -> list[types.Fact]:
         return self._runner.run(self._target.recall_facts(query, user_id=user_id, limit=limit, valid_at=valid_at, known_at=known_at, min_score=min_score, rerank=rerank))
 
-    def recall_facts_scored(self, query: str, *, user_id: str | None = None, limit: int = 5, valid_at: datetime | None = None, known_at: datetime | None = None, min_score: float | None = None, rerank: Reranker | bool | None = None) -> list[FactMatch]:
+    def recall_facts_scored(self, query: str, *, user_id: str | None = None, limit: int = 5, valid_at: datetime | None = None, known_at: datetime | None = None, min_score: float | None = None, rerank: Reranker | bool | None = None) -> list[types.FactMatch]:
         return self._runner.run(self._target.recall_facts_scored(query, user_id=user_id, limit=limit, valid_at=valid_at, known_at=known_at, min_score=min_score, rerank=rerank))
 
-    def recall_scored(self, query: str, *, user_id: str | None = None, limit: int = 5, time_range: tuple[datetime, datetime] | None = None, recency_weight: float = 0.0, min_score: float | None = None, rerank: Reranker | bool | None = None) -> list[EpisodeMatch]:
+    def recall_scored(self, query: str, *, user_id: str | None = None, limit: int = 5, time_range: tuple[datetime, datetime] | None = None, recency_weight: float = 0.0, min_score: float | None = None, rerank: Reranker | bool | None = None) -> list[types.EpisodeMatch]:
         return self._runner.run(self._target.recall_scored(query, user_id=user_id, limit=limit, time_range=time_range, recency_weight=recency_weight, min_score=min_score, rerank=rerank))
 
     def record_access(self, kind: str, item_ids: Sequence[str], *, user_id: str | None = None) -> None:
         return self._runner.call(self._target.record_access, kind, item_ids, user_id=user_id)
 
-    def remember(self, episode: Episode) -> str:
+    def remember(self, episode: types.Episode) -> str:
         return self._runner.run(self._target.remember(episode))
 
-    def remember_many(self, episodes: Sequence[Episode]) -> list[str]:
+    def remember_many(self, episodes: Sequence[types.Episode]) -> list[str]:
         return self._runner.run(self._target.remember_many(episodes))
 
     def retract_fact(self, fact_id: str, *, user_id: str | None = None) -> None:
         return self._runner.run(self._target.retract_fact(fact_id, user_id=user_id))
 
-    def session_messages(self, session_id: str, *, user_id: str | None = None, limit: int = 20) -> list[Message]:
+    def session_messages(self, session_id: str, *, user_id: str | None = None, limit: int = 20) -> list[types.Message]:
         return self._runner.run(self._target.session_messages(session_id, user_id=user_id, limit=limit))
 
     def snapshot(self, *, user_id: str | None = None, max_rows_per_table: int = 2000) -> dict[str, Any]:
@@ -213,10 +198,10 @@ class SyncMemoryStore(SyncStore[MemoryStore]):
     def tool_definitions(self, style: str = 'openai') -> list[dict[str, Any]]:
         return self._runner.call(self._target.tool_definitions, style)
 
-    def update_block(self, name: str, content: str, *, user_id: str | None = None, expected_version: int | None = None) -> MemoryBlock:
+    def update_block(self, name: str, content: str, *, user_id: str | None = None, expected_version: int | None = None) -> types.MemoryBlock:
         return self._runner.run(self._target.update_block(name, content, user_id=user_id, expected_version=expected_version))
 
-    def working(self, *, user_id: str | None = None) -> list[MemoryBlock]:
+    def working(self, *, user_id: str | None = None) -> list[types.MemoryBlock]:
         return self._runner.run(self._target.working(user_id=user_id))
 
     def working_memory(self, *, session_id: str | None = None, user_id: str | None = None, project_id: str | None = None, agent_id: str | None = None, default_ttl_seconds: float | None = None) -> SyncWorkingMemory:

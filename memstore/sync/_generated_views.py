@@ -15,6 +15,7 @@ from datetime import datetime
 from functools import cached_property
 from typing import Any
 
+from memstore import types
 from memstore.rerankers.base import Reranker
 from memstore.services.agent.context import Context
 from memstore.services.agent.items import ContextItem
@@ -24,22 +25,6 @@ from memstore.services.threads import ThreadBuffer
 from memstore.services.working_memory import WorkingMemory
 from memstore.sync._runtime import SyncProxy, share_docstrings
 from memstore.tenant._generated import TenantMemory, TenantThreads
-from memstore.types.changes import Change, ChangeKind
-from memstore.types.consolidation import ConsolidationResult
-from memstore.types.memory import (
-    AccessStat,
-    AssertOutcome,
-    BlockVersion,
-    Episode,
-    EpisodeMatch,
-    Fact,
-    FactMatch,
-    MemoryBlock,
-    Message,
-    Profile,
-)
-from memstore.types.threads import GcReport, Slot, ThreadInfo
-from memstore.types.working import ScopeContext, TaskState
 
 __all__ = ["SyncTenantMemory", "SyncTenantThreads", "SyncThreadBuffer", "SyncWorkingMemory"]
 
@@ -55,19 +40,19 @@ class SyncTenantMemory(SyncProxy[TenantMemory]):
     def access_counts(self, kind: str, item_ids: Sequence[str]) -> dict[str, int]:
         return self._runner.run(self._target.access_counts(kind, item_ids))
 
-    def access_stats(self, *, kind: str | None = None, limit: int = 20) -> list[AccessStat]:
+    def access_stats(self, *, kind: str | None = None, limit: int = 20) -> list[types.AccessStat]:
         return self._runner.run(self._target.access_stats(kind=kind, limit=limit))
 
-    def add_fact(self, fact: Fact) -> str:
+    def add_fact(self, fact: types.Fact) -> str:
         return self._runner.run(self._target.add_fact(fact))
 
-    def append_block(self, name: str, content: str, *, expected_version: int | None = None) -> MemoryBlock:
+    def append_block(self, name: str, content: str, *, expected_version: int | None = None) -> types.MemoryBlock:
         return self._runner.run(self._target.append_block(name, content, expected_version=expected_version))
 
-    def assert_fact(self, fact: Fact) -> AssertOutcome:
+    def assert_fact(self, fact: types.Fact) -> types.AssertOutcome:
         return self._runner.run(self._target.assert_fact(fact))
 
-    def block_history(self, name: str) -> list[BlockVersion]:
+    def block_history(self, name: str) -> list[types.BlockVersion]:
         return self._runner.run(self._target.block_history(name))
 
     def call_tool(self, name: str, arguments: Any, *, context: Context | None = None) -> dict[str, Any]:
@@ -76,10 +61,10 @@ class SyncTenantMemory(SyncProxy[TenantMemory]):
     def change_position(self) -> str:
         return self._runner.run(self._target.change_position())
 
-    def changes(self, *, kinds: Iterable[ChangeKind | str] | None = None, after: str | None = None) -> Iterator[Change]:
+    def changes(self, *, kinds: Iterable[types.ChangeKind | str] | None = None, after: str | None = None) -> Iterator[types.Change]:
         return self._iterate(self._target.changes(kinds=kinds, after=after))
 
-    def consolidate(self, limit: int | None = None, extractor: Extractor | None = None, *, batch_size: int | None = None, max_seconds: float | None = None) -> ConsolidationResult:
+    def consolidate(self, limit: int | None = None, extractor: Extractor | None = None, *, batch_size: int | None = None, max_seconds: float | None = None) -> types.ConsolidationResult:
         return self._runner.run(self._target.consolidate(limit, extractor, batch_size=batch_size, max_seconds=max_seconds))
 
     def context(self, *, session_id: str | None = None, query: str = '', max_tokens: int = 2000, counter: TokenCounter | Callable[[str], int] | None = None, fact_limit: int | None = None, episode_limit: int | None = None, message_limit: int = 20, keep_recent: int = 4, min_score: float | None = None) -> Context:
@@ -97,19 +82,19 @@ class SyncTenantMemory(SyncProxy[TenantMemory]):
     def export_stream(self) -> Iterator[tuple[str, dict[str, Any]]]:
         return self._iterate(self._target.export_stream())
 
-    def fact_history(self, *, subject: str | None = None, predicate: str | None = None, fact_id: str | None = None) -> list[Fact]:
+    def fact_history(self, *, subject: str | None = None, predicate: str | None = None, fact_id: str | None = None) -> list[types.Fact]:
         return self._runner.run(self._target.fact_history(subject=subject, predicate=predicate, fact_id=fact_id))
 
-    def facts(self, *, subject: str | None = None, predicate: str | None = None, valid_at: datetime | None = None, known_at: datetime | None = None, limit: int = 100) -> list[Fact]:
+    def facts(self, *, subject: str | None = None, predicate: str | None = None, valid_at: datetime | None = None, known_at: datetime | None = None, limit: int = 100) -> list[types.Fact]:
         return self._runner.run(self._target.facts(subject=subject, predicate=predicate, valid_at=valid_at, known_at=known_at, limit=limit))
 
     def forget(self, *, session_id: str | None = None, before: datetime | None = None) -> int:
         return self._runner.run(self._target.forget(session_id=session_id, before=before))
 
-    def gc(self, *, max_threads: int | None = None, thread_idle_ttl_seconds: float | None = None) -> GcReport:
+    def gc(self, *, max_threads: int | None = None, thread_idle_ttl_seconds: float | None = None) -> types.GcReport:
         return self._runner.run(self._target.gc(max_threads=max_threads, thread_idle_ttl_seconds=thread_idle_ttl_seconds))
 
-    def get_episode(self, episode_id: str) -> Episode:
+    def get_episode(self, episode_id: str) -> types.Episode:
         return self._runner.run(self._target.get_episode(episode_id))
 
     def import_(self, dump: Mapping[str, Any]) -> dict[str, int]:
@@ -124,34 +109,34 @@ class SyncTenantMemory(SyncProxy[TenantMemory]):
     def prefetch(self, *, session_id: str | None = None, limit: int = 5) -> list[ContextItem]:
         return self._runner.run(self._target.prefetch(session_id=session_id, limit=limit))
 
-    def profile(self) -> Profile:
+    def profile(self) -> types.Profile:
         return self._runner.run(self._target.profile())
 
-    def recall(self, query: str, *, limit: int = 5, time_range: tuple[datetime, datetime] | None = None, recency_weight: float = 0.0, min_score: float | None = None, rerank: Reranker | bool | None = None) -> list[Episode]:
+    def recall(self, query: str, *, limit: int = 5, time_range: tuple[datetime, datetime] | None = None, recency_weight: float = 0.0, min_score: float | None = None, rerank: Reranker | bool | None = None) -> list[types.Episode]:
         return self._runner.run(self._target.recall(query, limit=limit, time_range=time_range, recency_weight=recency_weight, min_score=min_score, rerank=rerank))
 
-    def recall_facts(self, query: str, *, limit: int = 5, valid_at: datetime | None = None, known_at: datetime | None = None, min_score: float | None = None, rerank: Reranker | bool | None = None) -> list[Fact]:
+    def recall_facts(self, query: str, *, limit: int = 5, valid_at: datetime | None = None, known_at: datetime | None = None, min_score: float | None = None, rerank: Reranker | bool | None = None) -> list[types.Fact]:
         return self._runner.run(self._target.recall_facts(query, limit=limit, valid_at=valid_at, known_at=known_at, min_score=min_score, rerank=rerank))
 
-    def recall_facts_scored(self, query: str, *, limit: int = 5, valid_at: datetime | None = None, known_at: datetime | None = None, min_score: float | None = None, rerank: Reranker | bool | None = None) -> list[FactMatch]:
+    def recall_facts_scored(self, query: str, *, limit: int = 5, valid_at: datetime | None = None, known_at: datetime | None = None, min_score: float | None = None, rerank: Reranker | bool | None = None) -> list[types.FactMatch]:
         return self._runner.run(self._target.recall_facts_scored(query, limit=limit, valid_at=valid_at, known_at=known_at, min_score=min_score, rerank=rerank))
 
-    def recall_scored(self, query: str, *, limit: int = 5, time_range: tuple[datetime, datetime] | None = None, recency_weight: float = 0.0, min_score: float | None = None, rerank: Reranker | bool | None = None) -> list[EpisodeMatch]:
+    def recall_scored(self, query: str, *, limit: int = 5, time_range: tuple[datetime, datetime] | None = None, recency_weight: float = 0.0, min_score: float | None = None, rerank: Reranker | bool | None = None) -> list[types.EpisodeMatch]:
         return self._runner.run(self._target.recall_scored(query, limit=limit, time_range=time_range, recency_weight=recency_weight, min_score=min_score, rerank=rerank))
 
     def record_access(self, kind: str, item_ids: Sequence[str]) -> None:
         return self._runner.call(self._target.record_access, kind, item_ids)
 
-    def remember(self, episode: Episode) -> str:
+    def remember(self, episode: types.Episode) -> str:
         return self._runner.run(self._target.remember(episode))
 
-    def remember_many(self, episodes: Sequence[Episode]) -> list[str]:
+    def remember_many(self, episodes: Sequence[types.Episode]) -> list[str]:
         return self._runner.run(self._target.remember_many(episodes))
 
     def retract_fact(self, fact_id: str) -> None:
         return self._runner.run(self._target.retract_fact(fact_id))
 
-    def session_messages(self, session_id: str, *, limit: int = 20) -> list[Message]:
+    def session_messages(self, session_id: str, *, limit: int = 20) -> list[types.Message]:
         return self._runner.run(self._target.session_messages(session_id, limit=limit))
 
     def snapshot(self, *, max_rows_per_table: int = 2000) -> dict[str, Any]:
@@ -160,7 +145,7 @@ class SyncTenantMemory(SyncProxy[TenantMemory]):
     def tool_definitions(self, style: str = 'openai') -> list[dict[str, Any]]:
         return self._runner.call(self._target.tool_definitions, style)
 
-    def update_block(self, name: str, content: str, *, expected_version: int | None = None) -> MemoryBlock:
+    def update_block(self, name: str, content: str, *, expected_version: int | None = None) -> types.MemoryBlock:
         return self._runner.run(self._target.update_block(name, content, expected_version=expected_version))
 
     @property
@@ -168,7 +153,7 @@ class SyncTenantMemory(SyncProxy[TenantMemory]):
         """The tenant every call of this handle reads and writes."""
         return self._target.user_id
 
-    def working(self) -> list[MemoryBlock]:
+    def working(self) -> list[types.MemoryBlock]:
         return self._runner.run(self._target.working())
 
     def working_memory(self, *, session_id: str | None = None, project_id: str | None = None, agent_id: str | None = None, default_ttl_seconds: float | None = None) -> SyncWorkingMemory:
@@ -179,40 +164,40 @@ class SyncTenantMemory(SyncProxy[TenantMemory]):
 class SyncTenantThreads(SyncProxy[TenantThreads]):
     """``threads`` of a :class:`SyncTenantMemory` (``iterate`` yields slots)."""
 
-    def append(self, thread_id: str, payload: Any, *, from_id: str, to_id: str, own_name: str | None = None, is_self_call: bool = False, usage_instructions: str = '', todo_nudge: str = '') -> Slot:
+    def append(self, thread_id: str, payload: Any, *, from_id: str, to_id: str, own_name: str | None = None, is_self_call: bool = False, usage_instructions: str = '', todo_nudge: str = '') -> types.Slot:
         return self._runner.run(self._target.append(thread_id, payload, from_id=from_id, to_id=to_id, own_name=own_name, is_self_call=is_self_call, usage_instructions=usage_instructions, todo_nudge=todo_nudge))
 
-    def append_from_log(self, thread_id: str, decide: Callable[[list[Slot]], Any], *, from_id: str, to_id: str) -> Slot | None:
+    def append_from_log(self, thread_id: str, decide: Callable[[list[types.Slot]], Any], *, from_id: str, to_id: str) -> types.Slot | None:
         return self._runner.run(self._target.append_from_log(thread_id, decide, from_id=from_id, to_id=to_id))
 
     def delete_thread(self, thread_id: str) -> bool:
         return self._runner.run(self._target.delete_thread(thread_id))
 
-    def follow(self, thread_id: str, *, after: int | None = None) -> Iterator[Slot]:
+    def follow(self, thread_id: str, *, after: int | None = None) -> Iterator[types.Slot]:
         return self._iterate(self._target.follow(thread_id, after=after))
 
-    def get_by_type(self, thread_id: str, payload_type: str) -> list[Slot]:
+    def get_by_type(self, thread_id: str, payload_type: str) -> list[types.Slot]:
         return self._runner.run(self._target.get_by_type(thread_id, payload_type))
 
-    def get_from(self, thread_id: str, from_id: str) -> list[Slot]:
+    def get_from(self, thread_id: str, from_id: str) -> list[types.Slot]:
         return self._runner.run(self._target.get_from(thread_id, from_id))
 
-    def get_slice(self, thread_id: str, start: int = 0, end: int | None = None) -> list[Slot]:
+    def get_slice(self, thread_id: str, start: int = 0, end: int | None = None) -> list[types.Slot]:
         return self._runner.run(self._target.get_slice(thread_id, start, end))
 
-    def get_slot(self, thread_id: str, index: int) -> Slot:
+    def get_slot(self, thread_id: str, index: int) -> types.Slot:
         return self._runner.run(self._target.get_slot(thread_id, index))
 
-    def get_thread(self, thread_id: str) -> list[Slot]:
+    def get_thread(self, thread_id: str) -> list[types.Slot]:
         return self._runner.run(self._target.get_thread(thread_id))
 
-    def iterate(self, thread_id: str, *, batch_size: int = 256) -> Iterator[Slot]:
+    def iterate(self, thread_id: str, *, batch_size: int = 256) -> Iterator[types.Slot]:
         return self._iterate(self._target.iterate(thread_id, batch_size=batch_size))
 
     def length(self, thread_id: str) -> int:
         return self._runner.run(self._target.length(thread_id))
 
-    def list_threads(self) -> list[ThreadInfo]:
+    def list_threads(self) -> list[types.ThreadInfo]:
         return self._runner.run(self._target.list_threads())
 
     def stats(self) -> dict[str, Any]:
@@ -221,7 +206,7 @@ class SyncTenantThreads(SyncProxy[TenantThreads]):
     def thread_exists(self, thread_id: str) -> bool:
         return self._runner.run(self._target.thread_exists(thread_id))
 
-    def thread_info(self, thread_id: str) -> ThreadInfo | None:
+    def thread_info(self, thread_id: str) -> types.ThreadInfo | None:
         return self._runner.run(self._target.thread_info(thread_id))
 
     @property
@@ -229,7 +214,7 @@ class SyncTenantThreads(SyncProxy[TenantThreads]):
         """The tenant every call of this view reads and writes."""
         return self._target.user_id
 
-    def wait(self, thread_id: str, *, after: int | None = None, timeout: float | None = None) -> list[Slot]:
+    def wait(self, thread_id: str, *, after: int | None = None, timeout: float | None = None) -> list[types.Slot]:
         return self._runner.run(self._target.wait(thread_id, after=after, timeout=timeout))
 
 
@@ -237,40 +222,40 @@ class SyncTenantThreads(SyncProxy[TenantThreads]):
 class SyncThreadBuffer(SyncProxy[ThreadBuffer]):
     """``store.threads`` of a :class:`SyncMemoryStore` (``iterate`` yields slots)."""
 
-    def append(self, thread_id: str, payload: Any, *, from_id: str, to_id: str, user_id: str | None = None, own_name: str | None = None, is_self_call: bool = False, usage_instructions: str = '', todo_nudge: str = '') -> Slot:
+    def append(self, thread_id: str, payload: Any, *, from_id: str, to_id: str, user_id: str | None = None, own_name: str | None = None, is_self_call: bool = False, usage_instructions: str = '', todo_nudge: str = '') -> types.Slot:
         return self._runner.run(self._target.append(thread_id, payload, from_id=from_id, to_id=to_id, user_id=user_id, own_name=own_name, is_self_call=is_self_call, usage_instructions=usage_instructions, todo_nudge=todo_nudge))
 
-    def append_from_log(self, thread_id: str, decide: Callable[[list[Slot]], Any], *, from_id: str, to_id: str, user_id: str | None = None) -> Slot | None:
+    def append_from_log(self, thread_id: str, decide: Callable[[list[types.Slot]], Any], *, from_id: str, to_id: str, user_id: str | None = None) -> types.Slot | None:
         return self._runner.run(self._target.append_from_log(thread_id, decide, from_id=from_id, to_id=to_id, user_id=user_id))
 
     def delete_thread(self, thread_id: str, *, user_id: str | None = None) -> bool:
         return self._runner.run(self._target.delete_thread(thread_id, user_id=user_id))
 
-    def follow(self, thread_id: str, *, after: int | None = None, user_id: str | None = None) -> Iterator[Slot]:
+    def follow(self, thread_id: str, *, after: int | None = None, user_id: str | None = None) -> Iterator[types.Slot]:
         return self._iterate(self._target.follow(thread_id, after=after, user_id=user_id))
 
-    def get_by_type(self, thread_id: str, payload_type: str, *, user_id: str | None = None) -> list[Slot]:
+    def get_by_type(self, thread_id: str, payload_type: str, *, user_id: str | None = None) -> list[types.Slot]:
         return self._runner.run(self._target.get_by_type(thread_id, payload_type, user_id=user_id))
 
-    def get_from(self, thread_id: str, from_id: str, *, user_id: str | None = None) -> list[Slot]:
+    def get_from(self, thread_id: str, from_id: str, *, user_id: str | None = None) -> list[types.Slot]:
         return self._runner.run(self._target.get_from(thread_id, from_id, user_id=user_id))
 
-    def get_slice(self, thread_id: str, start: int = 0, end: int | None = None, *, user_id: str | None = None) -> list[Slot]:
+    def get_slice(self, thread_id: str, start: int = 0, end: int | None = None, *, user_id: str | None = None) -> list[types.Slot]:
         return self._runner.run(self._target.get_slice(thread_id, start, end, user_id=user_id))
 
-    def get_slot(self, thread_id: str, index: int, *, user_id: str | None = None) -> Slot:
+    def get_slot(self, thread_id: str, index: int, *, user_id: str | None = None) -> types.Slot:
         return self._runner.run(self._target.get_slot(thread_id, index, user_id=user_id))
 
-    def get_thread(self, thread_id: str, *, user_id: str | None = None) -> list[Slot]:
+    def get_thread(self, thread_id: str, *, user_id: str | None = None) -> list[types.Slot]:
         return self._runner.run(self._target.get_thread(thread_id, user_id=user_id))
 
-    def iterate(self, thread_id: str, *, user_id: str | None = None, batch_size: int = 256) -> Iterator[Slot]:
+    def iterate(self, thread_id: str, *, user_id: str | None = None, batch_size: int = 256) -> Iterator[types.Slot]:
         return self._iterate(self._target.iterate(thread_id, user_id=user_id, batch_size=batch_size))
 
     def length(self, thread_id: str, *, user_id: str | None = None) -> int:
         return self._runner.run(self._target.length(thread_id, user_id=user_id))
 
-    def list_threads(self, *, user_id: str | None = None) -> list[ThreadInfo]:
+    def list_threads(self, *, user_id: str | None = None) -> list[types.ThreadInfo]:
         return self._runner.run(self._target.list_threads(user_id=user_id))
 
     def stats(self, *, user_id: str | None = None) -> dict[str, Any]:
@@ -279,10 +264,10 @@ class SyncThreadBuffer(SyncProxy[ThreadBuffer]):
     def thread_exists(self, thread_id: str, *, user_id: str | None = None) -> bool:
         return self._runner.run(self._target.thread_exists(thread_id, user_id=user_id))
 
-    def thread_info(self, thread_id: str, *, user_id: str | None = None) -> ThreadInfo | None:
+    def thread_info(self, thread_id: str, *, user_id: str | None = None) -> types.ThreadInfo | None:
         return self._runner.run(self._target.thread_info(thread_id, user_id=user_id))
 
-    def wait(self, thread_id: str, *, after: int | None = None, timeout: float | None = None, user_id: str | None = None) -> list[Slot]:
+    def wait(self, thread_id: str, *, after: int | None = None, timeout: float | None = None, user_id: str | None = None) -> list[types.Slot]:
         return self._runner.run(self._target.wait(thread_id, after=after, timeout=timeout, user_id=user_id))
 
 
@@ -326,7 +311,7 @@ class SyncWorkingMemory(SyncProxy[WorkingMemory]):
     def get_stats(self) -> dict[str, Any]:
         return self._runner.run(self._target.get_stats())
 
-    def get_task_state(self) -> TaskState | None:
+    def get_task_state(self) -> types.TaskState | None:
         return self._runner.run(self._target.get_task_state())
 
     def is_healthy(self) -> bool:
@@ -345,17 +330,17 @@ class SyncWorkingMemory(SyncProxy[WorkingMemory]):
         return self._runner.run(self._target.restore_checkpoint(checkpoint_id))
 
     @property
-    def scope(self) -> ScopeContext:
+    def scope(self) -> types.ScopeContext:
         """The scope this working memory belongs to."""
         return self._target.scope
 
     def set(self, key: str, value: Any, ttl_seconds: float | None = None) -> None:
         return self._runner.run(self._target.set(key, value, ttl_seconds))
 
-    def set_task_state(self, state: TaskState) -> TaskState:
+    def set_task_state(self, state: types.TaskState) -> types.TaskState:
         return self._runner.run(self._target.set_task_state(state))
 
-    def update_task_progress(self, current_step: int | None = None, progress_percent: float | None = None, status: str | None = None) -> TaskState | None:
+    def update_task_progress(self, current_step: int | None = None, progress_percent: float | None = None, status: str | None = None) -> types.TaskState | None:
         return self._runner.run(self._target.update_task_progress(current_step, progress_percent, status))
 
     @property

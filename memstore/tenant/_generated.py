@@ -13,6 +13,7 @@ from datetime import datetime
 from functools import cached_property
 from typing import Any
 
+from memstore import types
 from memstore.rerankers.base import Reranker
 from memstore.services.agent.context import Context
 from memstore.services.agent.items import ContextItem
@@ -20,20 +21,6 @@ from memstore.services.agent.tokens import TokenCounter
 from memstore.services.consolidation.types import Extractor
 from memstore.services.working_memory import WorkingMemory
 from memstore.tenant._base import TenantBase, TenantThreadsBase
-from memstore.types.changes import Change, ChangeKind
-from memstore.types.consolidation import ConsolidationResult
-from memstore.types.memory import (
-    AccessStat,
-    BlockVersion,
-    Episode,
-    EpisodeMatch,
-    Fact,
-    FactMatch,
-    MemoryBlock,
-    Message,
-    Profile,
-)
-from memstore.types.threads import GcReport, Slot, ThreadInfo
 
 __all__ = ["TenantMemory", "TenantThreads"]
 
@@ -55,15 +42,15 @@ class TenantMemory(TenantBase):
         """Access counts of the given items, including not yet flushed ones."""
         return await self._target.access_counts(kind=kind, item_ids=item_ids, user_id=self._user_id)
 
-    async def access_stats(self, *, kind: str | None = None, limit: int = 20) -> list[AccessStat]:
+    async def access_stats(self, *, kind: str | None = None, limit: int = 20) -> list[types.AccessStat]:
         """The most-accessed items of a user (optionally of one kind), hottest first."""
         return await self._target.access_stats(kind=kind, limit=limit, user_id=self._user_id)
 
-    async def append_block(self, name: str, content: str, *, expected_version: int | None = None) -> MemoryBlock:
+    async def append_block(self, name: str, content: str, *, expected_version: int | None = None) -> types.MemoryBlock:
         """Append to a block atomically: concurrent appends all land, in some order."""
         return await self._target.append_block(name=name, content=content, expected_version=expected_version, user_id=self._user_id)
 
-    async def block_history(self, name: str) -> list[BlockVersion]:
+    async def block_history(self, name: str) -> list[types.BlockVersion]:
         """The stored versions of a block, oldest first."""
         return await self._target.block_history(name=name, user_id=self._user_id)
 
@@ -75,11 +62,11 @@ class TenantMemory(TenantBase):
         """The tenant's feed as of now, as an ``after=`` position of :meth:`changes`."""
         return await self._target.change_position(user_id=self._user_id)
 
-    def changes(self, *, kinds: Iterable[ChangeKind | str] | None = None, after: str | None = None) -> AsyncIterator[Change]:
+    def changes(self, *, kinds: Iterable[types.ChangeKind | str] | None = None, after: str | None = None) -> AsyncIterator[types.Change]:
         """Yield the tenant's committed changes, oldest first, waiting for new ones forever."""
         return self._target.changes(kinds=kinds, after=after, user_id=self._user_id)
 
-    async def consolidate(self, limit: int | None = None, extractor: Extractor | None = None, *, batch_size: int | None = None, max_seconds: float | None = None) -> ConsolidationResult:
+    async def consolidate(self, limit: int | None = None, extractor: Extractor | None = None, *, batch_size: int | None = None, max_seconds: float | None = None) -> types.ConsolidationResult:
         """Turn one tenant's unconsolidated episodes into facts (rule extractor unless
         ``extractor``).
         """
@@ -105,11 +92,11 @@ class TenantMemory(TenantBase):
         """Every row of one tenant as ``(table, row)``, parents before children."""
         return self._target.export_stream(user_id=self._user_id)
 
-    async def fact_history(self, *, subject: str | None = None, predicate: str | None = None, fact_id: str | None = None) -> list[Fact]:
+    async def fact_history(self, *, subject: str | None = None, predicate: str | None = None, fact_id: str | None = None) -> list[types.Fact]:
         """Every stored version, ordered by valid_from then recorded_at."""
         return await self._target.fact_history(subject=subject, predicate=predicate, fact_id=fact_id, user_id=self._user_id)
 
-    async def facts(self, *, subject: str | None = None, predicate: str | None = None, valid_at: datetime | None = None, known_at: datetime | None = None, limit: int = 100) -> list[Fact]:
+    async def facts(self, *, subject: str | None = None, predicate: str | None = None, valid_at: datetime | None = None, known_at: datetime | None = None, limit: int = 100) -> list[types.Fact]:
         """Facts true at ``valid_at`` as believed at ``known_at`` (both default to now)."""
         return await self._target.facts(subject=subject, predicate=predicate, valid_at=valid_at, known_at=known_at, limit=limit, user_id=self._user_id)
 
@@ -117,13 +104,13 @@ class TenantMemory(TenantBase):
         """Erase memory; returns the number of rows deleted."""
         return await self._target.forget(session_id=session_id, before=before, user_id=self._user_id)
 
-    async def gc(self, *, max_threads: int | None = None, thread_idle_ttl_seconds: float | None = None) -> GcReport:
+    async def gc(self, *, max_threads: int | None = None, thread_idle_ttl_seconds: float | None = None) -> types.GcReport:
         """Collect one tenant's idle / surplus threads, expired working-memory keys and old change-
         log rows; returns what was removed.
         """
         return await self._target.gc(max_threads=max_threads, thread_idle_ttl_seconds=thread_idle_ttl_seconds, user_id=self._user_id)
 
-    async def get_episode(self, episode_id: str) -> Episode:
+    async def get_episode(self, episode_id: str) -> types.Episode:
         """One episode of the tenant by id; :class:`NotFound` if it has none such."""
         return await self._target.get_episode(episode_id=episode_id, user_id=self._user_id)
 
@@ -143,23 +130,23 @@ class TenantMemory(TenantBase):
         """The user's hottest items: last session's ending, most-accessed facts and episodes."""
         return await self._target.prefetch(session_id=session_id, limit=limit, user_id=self._user_id)
 
-    async def profile(self) -> Profile:
+    async def profile(self) -> types.Profile:
         """What is stored for a tenant: counts, last seen, recent sessions, sample facts."""
         return await self._target.profile(user_id=self._user_id)
 
-    async def recall(self, query: str, *, limit: int = 5, time_range: tuple[datetime, datetime] | None = None, recency_weight: float = 0.0, min_score: float | None = None, rerank: Reranker | bool | None = None) -> list[Episode]:
+    async def recall(self, query: str, *, limit: int = 5, time_range: tuple[datetime, datetime] | None = None, recency_weight: float = 0.0, min_score: float | None = None, rerank: Reranker | bool | None = None) -> list[types.Episode]:
         """The ``limit`` episodes that best match ``query`` (hybrid: vector + keyword)."""
         return await self._target.recall(query=query, limit=limit, time_range=time_range, recency_weight=recency_weight, min_score=min_score, rerank=rerank, user_id=self._user_id)
 
-    async def recall_facts(self, query: str, *, limit: int = 5, valid_at: datetime | None = None, known_at: datetime | None = None, min_score: float | None = None, rerank: Reranker | bool | None = None) -> list[Fact]:
+    async def recall_facts(self, query: str, *, limit: int = 5, valid_at: datetime | None = None, known_at: datetime | None = None, min_score: float | None = None, rerank: Reranker | bool | None = None) -> list[types.Fact]:
         """Facts true at ``valid_at`` as believed at ``known_at`` (both default to now)."""
         return await self._target.recall_facts(query=query, limit=limit, valid_at=valid_at, known_at=known_at, min_score=min_score, rerank=rerank, user_id=self._user_id)
 
-    async def recall_facts_scored(self, query: str, *, limit: int = 5, valid_at: datetime | None = None, known_at: datetime | None = None, min_score: float | None = None, rerank: Reranker | bool | None = None) -> list[FactMatch]:
+    async def recall_facts_scored(self, query: str, *, limit: int = 5, valid_at: datetime | None = None, known_at: datetime | None = None, min_score: float | None = None, rerank: Reranker | bool | None = None) -> list[types.FactMatch]:
         """:meth:`recall_facts` with each fact's relevance and the ranking's parts."""
         return await self._target.recall_facts_scored(query=query, limit=limit, valid_at=valid_at, known_at=known_at, min_score=min_score, rerank=rerank, user_id=self._user_id)
 
-    async def recall_scored(self, query: str, *, limit: int = 5, time_range: tuple[datetime, datetime] | None = None, recency_weight: float = 0.0, min_score: float | None = None, rerank: Reranker | bool | None = None) -> list[EpisodeMatch]:
+    async def recall_scored(self, query: str, *, limit: int = 5, time_range: tuple[datetime, datetime] | None = None, recency_weight: float = 0.0, min_score: float | None = None, rerank: Reranker | bool | None = None) -> list[types.EpisodeMatch]:
         """Episodes ranked by hybrid recall, each with its relevance and the ranking's parts."""
         return await self._target.recall_scored(query=query, limit=limit, time_range=time_range, recency_weight=recency_weight, min_score=min_score, rerank=rerank, user_id=self._user_id)
 
@@ -171,7 +158,7 @@ class TenantMemory(TenantBase):
         """Stop believing a fact from now on (closes transaction time; history stays)."""
         return await self._target.retract_fact(fact_id=fact_id, user_id=self._user_id)
 
-    async def session_messages(self, session_id: str, *, limit: int = 20) -> list[Message]:
+    async def session_messages(self, session_id: str, *, limit: int = 20) -> list[types.Message]:
         """The latest turns of a session as user/assistant messages, oldest first."""
         return await self._target.session_messages(session_id=session_id, limit=limit, user_id=self._user_id)
 
@@ -183,11 +170,11 @@ class TenantMemory(TenantBase):
         """JSON-schema definitions of the memory tools (``openai`` or ``anthropic`` style)."""
         return self._target.tool_definitions(style=style)
 
-    async def update_block(self, name: str, content: str, *, expected_version: int | None = None) -> MemoryBlock:
+    async def update_block(self, name: str, content: str, *, expected_version: int | None = None) -> types.MemoryBlock:
         """Replace a block's content (creating it if new)."""
         return await self._target.update_block(name=name, content=content, expected_version=expected_version, user_id=self._user_id)
 
-    async def working(self) -> list[MemoryBlock]:
+    async def working(self) -> list[types.MemoryBlock]:
         """The user's pinned blocks, ordered by ``pinned_order``."""
         return await self._target.working(user_id=self._user_id)
 
@@ -200,11 +187,11 @@ class TenantMemory(TenantBase):
 class TenantThreads(TenantThreadsBase):
     """``threads`` of a :class:`TenantMemory`: the thread buffer's methods for its tenant."""
 
-    async def append(self, thread_id: str, payload: Any, *, from_id: str, to_id: str, own_name: str | None = None, is_self_call: bool = False, usage_instructions: str = '', todo_nudge: str = '') -> Slot:
+    async def append(self, thread_id: str, payload: Any, *, from_id: str, to_id: str, own_name: str | None = None, is_self_call: bool = False, usage_instructions: str = '', todo_nudge: str = '') -> types.Slot:
         """Append ``payload`` as the thread's next slot (creating the thread) and return it."""
         return await self._target.append(thread_id=thread_id, payload=payload, from_id=from_id, to_id=to_id, own_name=own_name, is_self_call=is_self_call, usage_instructions=usage_instructions, todo_nudge=todo_nudge, user_id=self._user_id)
 
-    async def append_from_log(self, thread_id: str, decide: Callable[[list[Slot]], Any], *, from_id: str, to_id: str) -> Slot | None:
+    async def append_from_log(self, thread_id: str, decide: Callable[[list[types.Slot]], Any], *, from_id: str, to_id: str) -> types.Slot | None:
         """Append what ``decide`` makes of the thread's slots (None: nothing), atomically: the
         index is claimed first, so ``decide`` sees exactly the log before the slot.
         """
@@ -214,33 +201,33 @@ class TenantThreads(TenantThreadsBase):
         """Delete a thread and all its slots; False if it did not exist."""
         return await self._target.delete_thread(thread_id=thread_id, user_id=self._user_id)
 
-    def follow(self, thread_id: str, *, after: int | None = None) -> AsyncIterator[Slot]:
+    def follow(self, thread_id: str, *, after: int | None = None) -> AsyncIterator[types.Slot]:
         """Yield the thread's slots with index > ``after`` in order, then each new one as it is
         committed, forever (``after`` as in :meth:`wait`).
         """
         return self._target.follow(thread_id=thread_id, after=after, user_id=self._user_id)
 
-    async def get_by_type(self, thread_id: str, payload_type: str) -> list[Slot]:
+    async def get_by_type(self, thread_id: str, payload_type: str) -> list[types.Slot]:
         """The thread's slots whose ``payload_type`` is ``payload_type``, oldest first."""
         return await self._target.get_by_type(thread_id=thread_id, payload_type=payload_type, user_id=self._user_id)
 
-    async def get_from(self, thread_id: str, from_id: str) -> list[Slot]:
+    async def get_from(self, thread_id: str, from_id: str) -> list[types.Slot]:
         """The thread's slots appended with ``from_id`` (their sender), oldest first."""
         return await self._target.get_from(thread_id=thread_id, from_id=from_id, user_id=self._user_id)
 
-    async def get_slice(self, thread_id: str, start: int = 0, end: int | None = None) -> list[Slot]:
+    async def get_slice(self, thread_id: str, start: int = 0, end: int | None = None) -> list[types.Slot]:
         """Slots ``[start:end]`` with Python slice semantics (negative counts from the end)."""
         return await self._target.get_slice(thread_id=thread_id, start=start, end=end, user_id=self._user_id)
 
-    async def get_slot(self, thread_id: str, index: int) -> Slot:
+    async def get_slot(self, thread_id: str, index: int) -> types.Slot:
         """The slot at ``index`` (negative counts from the end); NotFound if out of range."""
         return await self._target.get_slot(thread_id=thread_id, index=index, user_id=self._user_id)
 
-    async def get_thread(self, thread_id: str) -> list[Slot]:
+    async def get_thread(self, thread_id: str) -> list[types.Slot]:
         """Every slot of the thread in slot order ([] if there is no such thread)."""
         return await self._target.get_thread(thread_id=thread_id, user_id=self._user_id)
 
-    def iterate(self, thread_id: str, *, batch_size: int = 256) -> AsyncIterator[Slot]:
+    def iterate(self, thread_id: str, *, batch_size: int = 256) -> AsyncIterator[types.Slot]:
         """Stream the thread in slot order, a batch per short read transaction."""
         return self._target.iterate(thread_id=thread_id, batch_size=batch_size, user_id=self._user_id)
 
@@ -248,7 +235,7 @@ class TenantThreads(TenantThreadsBase):
         """Number of slots in the thread (0 if there is no such thread)."""
         return await self._target.length(thread_id=thread_id, user_id=self._user_id)
 
-    async def list_threads(self) -> list[ThreadInfo]:
+    async def list_threads(self) -> list[types.ThreadInfo]:
         """The tenant's threads, oldest first."""
         return await self._target.list_threads(user_id=self._user_id)
 
@@ -260,11 +247,11 @@ class TenantThreads(TenantThreadsBase):
         """Whether the tenant has a thread ``thread_id``."""
         return await self._target.thread_exists(thread_id=thread_id, user_id=self._user_id)
 
-    async def thread_info(self, thread_id: str) -> ThreadInfo | None:
+    async def thread_info(self, thread_id: str) -> types.ThreadInfo | None:
         """The thread's length and times (None if the tenant has no such thread)."""
         return await self._target.thread_info(thread_id=thread_id, user_id=self._user_id)
 
-    async def wait(self, thread_id: str, *, after: int | None = None, timeout: float | None = None) -> list[Slot]:
+    async def wait(self, thread_id: str, *, after: int | None = None, timeout: float | None = None) -> list[types.Slot]:
         """The thread's slots with index > ``after``, as soon as one is committed by any process."""
         return await self._target.wait(thread_id=thread_id, after=after, timeout=timeout, user_id=self._user_id)
 

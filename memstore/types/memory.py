@@ -12,6 +12,7 @@ from memstore.types.defaults import new_id, utcnow
 __all__ = [
     "AccessStat",
     "AssertOutcome",
+    "BlockText",
     "BlockVersion",
     "Episode",
     "EpisodeMatch",
@@ -64,20 +65,23 @@ class Fact:
 
 
 @dataclass(frozen=True, kw_only=True)
-class MemoryBlock:
+class BlockText:
+    """A block's text at one version: what a block and each of its past versions hold."""
+
     name: str
     content: str
-    pinned_order: int
     version: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class MemoryBlock(BlockText):
+    pinned_order: int
     updated_at: datetime
     user_id: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
-class BlockVersion:
-    name: str
-    version: int
-    content: str
+class BlockVersion(BlockText):
     created_at: datetime
 
 

@@ -11,6 +11,7 @@ __all__ = [
     "RemovedThread",
     "Slot",
     "SlotMetadata",
+    "ThreadCount",
     "ThreadInfo",
 ]
 
@@ -73,24 +74,27 @@ class Slot:
 
 
 @dataclass(frozen=True, kw_only=True)
-class ThreadInfo:
-    """A thread's header: how many slots it holds and when it was created / last appended to."""
+class ThreadCount:
+    """A thread and how many slots it holds (or held)."""
 
     thread_id: str
     slot_count: int
-    created_at: datetime
-    last_activity_at: datetime
     user_id: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
-class RemovedThread:
+class ThreadInfo(ThreadCount):
+    """A thread's header: how many slots it holds and when it was created / last appended to."""
+
+    created_at: datetime
+    last_activity_at: datetime
+
+
+@dataclass(frozen=True, kw_only=True)
+class RemovedThread(ThreadCount):
     """A thread garbage collection deleted, and why (``"idle"`` or ``"max_threads"``)."""
 
-    thread_id: str
-    slot_count: int
     reason: str
-    user_id: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
