@@ -21,6 +21,7 @@ from memstore import (
     WorkingMemory,
 )
 from memstore.sync import SyncThreadBuffer, SyncWorkingMemory, public_members
+from tests.test_sync_generated import _generator
 
 
 @pytest.fixture
@@ -44,7 +45,18 @@ def _params(func: object) -> list[tuple[str, object, object, object]]:
     ],
 )
 def test_sync_surface_matches_async_api(async_cls: type, sync_cls: type) -> None:
+    # What hands memstore's async adapters an async object (the LangGraph items, a
+    # consolidation worker) has no sync twin; the generator's table names it.
+    async_only = {
+        name
+        for spec in _generator().CLASSES
+        if spec.source.endswith(f":{async_cls.__name__}")
+        for name in spec.async_only
+    }
     for name, member in public_members(async_cls).items():
+        if name in async_only:
+            assert not hasattr(sync_cls, name), name
+            continue
         assert hasattr(sync_cls, name), f"{sync_cls.__name__} lacks {name}"
         if isinstance(member, property):
             assert isinstance(inspect.getattr_static(sync_cls, name), property)

@@ -30,6 +30,7 @@ from memstore import (
 )
 from memstore.sync import SyncTenantMemory, SyncTenantThreads
 from tests.doc_blocks import code_blocks
+from tests.store_parts import own_engine
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -161,9 +162,9 @@ async def test_a_handle_names_a_valid_tenant(store: MemoryStore) -> None:
 
 
 async def test_a_bound_views_handle_runs_in_the_callers_transaction(
-    store: MemoryStore,
+    store: MemoryStore, db_url: str
 ) -> None:
-    async with async_sessionmaker(store.engine)() as session:
+    async with own_engine(db_url) as engine, async_sessionmaker(engine)() as session:
         await session.begin()
         await store.bind(session).tenant("alice").update_block("notes", "uncommitted")
         assert [b.name for b in await store.bind(session).tenant("alice").working()] == ["notes"]
