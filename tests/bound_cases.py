@@ -104,6 +104,13 @@ def _ids(found: list[Any]) -> list[str]:
 
 
 _STORE: dict[str, Case] = {
+    "backend": _r(lambda v, s: v.backend, lambda r, s: r in ("sqlite", "postgresql")),
+    "change_position": _r(
+        lambda v, s: v.change_position(user_id=USER), lambda r, s: isinstance(r, str) and r
+    ),
+    "consolidator": _r(lambda v, s: v.consolidator(), lambda r, s: callable(r.run)),
+    "embedder": _r(lambda v, s: v.embedder, lambda r, s: r.dim > 0),
+    "langgraph_items": _r(lambda v, s: v.langgraph_items()),
     "access_counts": _r(
         lambda v, s: v.access_counts("episode", [s.episode], user_id=USER),
         lambda r, s: r == {s.episode: 1},

@@ -48,7 +48,7 @@ def test_public_methods_are_the_services_own() -> None:
         for name, member in vars(MemoryStore).items()
         if inspect.isfunction(member) and not name.startswith("_") and name not in forwarded
     ]
-    assert sorted(hand_written) == ["bind", "langgraph_items", "now", "reads_unrecorded"]
+    assert sorted(hand_written) == ["bind", "langgraph_items", "now", "reads_unrecorded", "tenant"]
 
 
 def test_open_takes_the_options_fields_once() -> None:

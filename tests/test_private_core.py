@@ -25,7 +25,10 @@ ROOT = Path(__file__).resolve().parents[1]
 FACADE_ATTRIBUTES = frozenset({"config", "threads"})
 # Read-only properties and hand-written methods.
 FACADE_OWN = frozenset(
-    {"backend", "bind", "embedder", "langgraph_items", "loop", "now", "open", "reads_unrecorded"}
+    {
+        *("backend", "bind", "embedder", "langgraph_items", "loop", "now", "open"),
+        *("reads_unrecorded", "tenant"),
+    }
 )
 # The services' methods it forwards.
 FACADE_FORWARDED = frozenset(
@@ -34,6 +37,7 @@ FACADE_FORWARDED = frozenset(
         *("session_messages", "assert_fact", "add_fact", "retract_fact", "fact_history"),
         *("facts", "recall_facts", "recall_facts_scored", "update_block", "append_block"),
         *("working", "block_history", "delete_block", "working_memory", "gc", "consolidate"),
+        *("gc_all_tenants", "consolidate_all_tenants"),
         *("consolidator", "profile", "list_tenants_cross_tenant", "snapshot", "forget"),
         *("export_header", "export_stream", "export", "import_", "import_rows", "context"),
         *("tool_definitions", "call_tool", "prefetch", "changes", "change_position"),
