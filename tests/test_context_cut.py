@@ -13,7 +13,6 @@ two-sided; the budgets go down to where the frame is a tenth of the budget.
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -21,6 +20,7 @@ import pytest
 from memstore import Episode, MemoryStore
 from memstore.services.agent import ApproxTokenCounter
 from tests.minilm_tokens import minilm_counter
+from tests.test_context_budget import ranking_prefix
 
 WORDS = (
     "fern garden violin Lisbon migration report knee physio sourdough bread pasta tomato "
@@ -56,18 +56,6 @@ def corpus(user_id: str, seed: int, *, year_each: bool) -> list[Episode]:
     return out
 
 
-def recall_cut(ranked: Sequence[Episode], budget: int) -> list[str]:
-    """Ids of the longest prefix of ``ranked`` whose bare turns (each + 8) fit ``budget``."""
-    count = ApproxTokenCounter().count
-    spent, kept = 0, []
-    for e in ranked:
-        spent += count("\n".join(p for p in (e.input, e.output) if p)) + 8
-        if spent > budget:
-            break
-        kept.append(e.id)
-    return kept
-
-
 CASES = [(seed, False, DAY_BUDGETS) for seed in range(8)] + [
     (seed, True, YEAR_BUDGETS) for seed in range(8, 12)
 ]
@@ -89,7 +77,7 @@ async def test_the_context_carries_the_whole_cut_of_recalls_ranking(store: Memor
                 for m in await store.recall_scored(query, user_id=user, limit=len(episodes))
             ]
             for budget in budgets:
-                cut = recall_cut(ranked, budget)
+                cut = ranking_prefix(ranked, budget)
                 ctx = await store.context(user_id=user, query=query, max_tokens=budget)
                 carried = {i.id.removeprefix("episode:") for i in ctx.episodes}
                 missing = [n for n, e in enumerate(cut) if e not in carried]
