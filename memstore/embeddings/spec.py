@@ -131,21 +131,10 @@ def embedder_from_spec(
 
 def _built(spec: ModelSpec, recorded_dim: int | None) -> Embedder:
     EMBEDDER.check(spec)
-    dim = spec.dim
-    if dim is None and spec.name.strip().lower() == "hashing":
-        dim = recorded_dim  # hashing fits any width: take the database's
-    return embedder_from_spec(
-        spec.name,
-        model=spec.model,
-        base_url=spec.base_url,
-        dim=dim,
-        query_prefix=spec.query_prefix,
-        document_prefix=spec.document_prefix,
-        query_input_type=spec.query_input_type,
-        document_input_type=spec.document_input_type,
-        timeout=spec.timeout,
-        max_retries=spec.max_retries,
-    )
+    options = {option: getattr(spec, option) for option in EMBEDDER.options}
+    if _deferred(spec):
+        options["dim"] = recorded_dim  # hashing fits any width: take the database's
+    return embedder_from_spec(spec.name, **options)
 
 
 def _deferred(spec: ModelSpec) -> bool:

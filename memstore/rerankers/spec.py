@@ -100,11 +100,7 @@ def resolve_reranker(
         value = ModelSpec(value)
     if isinstance(value, ModelSpec):
         RERANKER.check(value)
-        return reranker_from_spec(
-            value.name,
-            model=value.model,
-            base_url=value.base_url,
-            timeout=value.timeout,
-            max_retries=value.max_retries,
-        )
+        # ``candidates`` is the store's setting, not the model's.
+        options = {o: getattr(value, o) for o in RERANKER.options if o != "candidates"}
+        return reranker_from_spec(value.name, **options)
     return value
