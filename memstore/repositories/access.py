@@ -11,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from memstore.core.tenancy import TenantId
 from memstore.db.upsert import insert_for
 from memstore.models import AccessStatRow, BlockRow, EpisodeRow, FactRow
+from memstore.repositories.rows import from_row
 from memstore.types import AccessStat
 
 __all__ = ["AccessDelta", "AccessRepository"]
@@ -138,15 +139,7 @@ class AccessRepository:
             AccessStatRow.item_id,
         ).limit(limit)
         rows = (await self._session.scalars(stmt)).all()
-        return [
-            AccessStat(
-                kind=r.kind,
-                item_id=r.item_id,
-                access_count=int(r.access_count),
-                last_accessed_at=r.last_accessed_at,
-            )
-            for r in rows
-        ]
+        return [from_row(AccessStat, r, access_count=int(r.access_count)) for r in rows]
 
     async def prune_episodes(self, user_id: TenantId) -> int:
         """Drop counters of the tenant's episodes that no longer exist (after a forget)."""

@@ -7,9 +7,10 @@ from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from memstore.core.tenancy import TenantId, public_user_id
+from memstore.core.tenancy import TenantId
 from memstore.errors import Conflict, LimitExceeded
 from memstore.models import BlockRow, BlockVersionRow
+from memstore.repositories.rows import from_row
 from memstore.types import BlockVersion, MemoryBlock
 
 __all__ = ["BlockRepository"]
@@ -20,14 +21,7 @@ _MAX_ATTEMPTS = 8
 
 
 def _block(row: BlockRow) -> MemoryBlock:
-    return MemoryBlock(
-        user_id=public_user_id(row.user_id),
-        name=row.name,
-        content=row.content,
-        pinned_order=row.pinned_order,
-        version=row.version,
-        updated_at=row.updated_at,
-    )
+    return from_row(MemoryBlock, row)
 
 
 class BlockRepository:
@@ -138,10 +132,7 @@ class BlockRepository:
             .where(BlockVersionRow.user_id == user_id, BlockVersionRow.name == name)
             .order_by(BlockVersionRow.version)
         )
-        return [
-            BlockVersion(name=r.name, version=r.version, content=r.content, created_at=r.created_at)
-            for r in (await self._session.scalars(stmt)).all()
-        ]
+        return [from_row(BlockVersion, r) for r in (await self._session.scalars(stmt)).all()]
 
     async def delete(self, user_id: TenantId, name: str) -> int:
         await self._session.execute(

@@ -22,12 +22,13 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql import Executable
 from sqlalchemy.sql.elements import TextClause
 
-from memstore.core.tenancy import TenantId, public_user_id
+from memstore.core.tenancy import TenantId
 from memstore.db.copy import copy_rows
 from memstore.db.crosstenant import cross_tenant
 from memstore.db.upsert import insert_for
 from memstore.dialects import dialect_for
 from memstore.models import EpisodeRow, SessionTurnRow
+from memstore.repositories.rows import from_row
 from memstore.types import Episode
 
 __all__ = ["EpisodeRepository", "episode_from_columns", "episode_from_row"]
@@ -81,15 +82,8 @@ def _no_turns(user_id: str, session_id: str) -> int:
 
 
 def _episode(row: Any, metadata: Any) -> Episode:
-    return Episode(
-        id=row.id,
-        user_id=public_user_id(row.user_id),
-        session_id=row.session_id,
-        input=row.input,
-        output=row.output,
-        tool_calls=list(row.tool_calls or []),
-        metadata=dict(metadata or {}),
-        occurred_at=row.occurred_at,
+    return from_row(
+        Episode, row, tool_calls=list(row.tool_calls or []), metadata=dict(metadata or {})
     )
 
 

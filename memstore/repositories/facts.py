@@ -8,31 +8,18 @@ from datetime import datetime
 from sqlalchemy import func, insert, or_, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from memstore.core.tenancy import TenantId, public_user_id
+from memstore.core.tenancy import TenantId
 from memstore.dialects import dialect_for
 from memstore.models import FactRow
 from memstore.models.facts import subject_key
+from memstore.repositories.rows import from_row
 from memstore.types import Fact, new_id
 
 __all__ = ["FactRepository", "fact_from_row"]
 
 
 def fact_from_row(row: FactRow) -> Fact:
-    return Fact(
-        id=row.id,
-        fact_id=row.fact_id,
-        user_id=public_user_id(row.user_id),
-        subject=row.subject,
-        predicate=row.predicate,
-        object=row.object,
-        single_valued=row.single_valued,
-        confidence=row.confidence,
-        sources=tuple(row.sources or ()),
-        valid_from=row.valid_from,
-        valid_to=row.valid_to,
-        recorded_at=row.recorded_at,
-        superseded_at=row.superseded_at,
-    )
+    return from_row(Fact, row, sources=tuple(row.sources or ()))
 
 
 class FactRepository:

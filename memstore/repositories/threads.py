@@ -7,42 +7,22 @@ from typing import Any
 from sqlalchemy import delete, func, insert, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from memstore.core.tenancy import TenantId, public_user_id
+from memstore.core.tenancy import TenantId
 from memstore.db.crosstenant import cross_tenant
 from memstore.db.upsert import insert_for
 from memstore.models import SlotRow, ThreadRow
+from memstore.repositories.rows import from_row
 from memstore.types import Slot, SlotMetadata, ThreadInfo
 
 __all__ = ["ThreadRepository", "slot_from_row"]
 
 
 def slot_from_row(row: SlotRow) -> Slot:
-    return Slot(
-        payload=row.payload,
-        metadata=SlotMetadata(
-            thread_id=row.thread_id,
-            from_id=row.from_id,
-            to_id=row.to_id,
-            slot_index=row.slot_index,
-            timestamp=row.created_at,
-            payload_type=row.payload_type,
-            own_name=row.own_name,
-            is_self_call=row.is_self_call,
-            usage_instructions=row.usage_instructions,
-            todo_nudge=row.todo_nudge,
-            user_id=public_user_id(row.user_id),
-        ),
-    )
+    return Slot(payload=row.payload, metadata=from_row(SlotMetadata, row, timestamp=row.created_at))
 
 
 def _info(row: ThreadRow) -> ThreadInfo:
-    return ThreadInfo(
-        thread_id=row.thread_id,
-        slot_count=row.next_slot_index,
-        created_at=row.created_at,
-        last_activity_at=row.last_activity_at,
-        user_id=public_user_id(row.user_id),
-    )
+    return from_row(ThreadInfo, row, slot_count=row.next_slot_index)
 
 
 class ThreadRepository:
