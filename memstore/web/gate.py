@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hmac
 from collections.abc import Callable
+from dataclasses import KW_ONLY, dataclass
 from urllib.parse import urlsplit
 
 from starlette.authentication import AuthenticationError
@@ -69,6 +70,7 @@ def is_loopback_origin(origin: str) -> bool:
     return parts.scheme in ("http", "https") and is_loopback(parts.hostname or "")
 
 
+@dataclass(eq=False)
 class LoopbackOnly:
     """ASGI middleware of a loopback server: every request names a loopback ``Host``
     and, with ``check_origin``, carries no ``Origin`` but a loopback one.
@@ -78,18 +80,11 @@ class LoopbackOnly:
     the answer from a status and a message (each door keeps its own body format).
     """
 
-    def __init__(
-        self,
-        app: ASGIApp,
-        *,
-        refuse: Callable[[int, str], Response],
-        host_status: int = 421,
-        check_origin: bool = True,
-    ) -> None:
-        self.app = app
-        self.refuse = refuse
-        self.host_status = host_status
-        self.check_origin = check_origin
+    app: ASGIApp
+    _: KW_ONLY
+    refuse: Callable[[int, str], Response]
+    host_status: int = 421
+    check_origin: bool = True
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
