@@ -55,7 +55,6 @@ from memstore.services.limits import (
 from memstore.services.threads import (
     ThreadBuffer,
 )
-from memstore.services.working import ConsolidationParts
 from memstore.tenant import TenantMemory
 
 __all__ = [
@@ -141,11 +140,12 @@ class MemoryStore:
         self._blocks = BlockService(db=db, block_char_limit=config.block_char_limit)
         self._working = WorkingService(
             db=db,
+            embedder=embedder,
+            embedder_guard=guard,
             threads=self.threads,
             scratchpad_limit=check_limit(
                 "scratchpad_limit", config.scratchpad_limit, maximum=10**6
             ),
-            consolidation=ConsolidationParts(db=db, embedder=embedder, embedder_guard=guard),
             change_retention_seconds=config.change_retention_seconds,
         )
         self._tenants = TenantService(db=db, access_tracker=tracker, episode_search=episode_search)

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from datetime import datetime
 
 from memstore.core.tenancy import TenantId, storage_user_id
 from memstore.core.validation import check_identifier
-from memstore.db.unit import Database
 from memstore.embeddings.base import Embedder
 from memstore.errors import InvalidInput
 from memstore.search.settings import EmbedderGuard
@@ -25,31 +23,24 @@ from memstore.services.threads import ThreadBuffer
 from memstore.services.working_memory import WorkingMemory
 from memstore.types import ConsolidationResult, GcReport, ScopeContext
 
-__all__ = ["ConsolidationParts", "WorkingService"]
-
-
-@dataclass(frozen=True)
-class ConsolidationParts:
-    """What a consolidator writes with: a ``ConsolidationHost`` made of the store's parts."""
-
-    db: Database
-    embedder: Embedder
-    embedder_guard: EmbedderGuard
-
-    def now(self) -> datetime:
-        return self.db.now()
+__all__ = ["WorkingService"]
 
 
 class WorkingService(Service):
-    """Working memory, garbage collection and the consolidation entry point."""
+    """Working memory, garbage collection and the consolidation entry point; the
+    ``ConsolidationHost`` its consolidators write with (embedder, guard, clock)."""
 
+    embedder: Embedder
+    embedder_guard: EmbedderGuard
     threads: ThreadBuffer
     scratchpad_limit: int
-    consolidation: ConsolidationParts
     change_retention_seconds: float = DEFAULT_CHANGE_RETENTION_SECONDS
 
     def __post_init__(self) -> None:
         check_positive_seconds("change_retention_seconds", self.change_retention_seconds)
+
+    def now(self) -> datetime:
+        return self.db.now()
 
     def working_memory(
         self,
@@ -139,7 +130,8 @@ class WorkingService(Service):
         consolidated exactly once (see :mod:`memstore.services.consolidation.consolidator`).
         """
         storage_user_id(user_id, operation="consolidate")
-        return await self._consolidate(limit, user_id, extractor, batch_size, max_seconds)
+        consolidator = self.consolidator(extractor, batch_size=batch_size)
+        return await consolidator.run(limit=limit, user_id=user_id, max_seconds=max_seconds)
 
     async def consolidate_all_tenants(
         self,
@@ -151,19 +143,8 @@ class WorkingService(Service):
     ) -> ConsolidationResult:
         """:meth:`consolidate` of every tenant: a cross-tenant, administrative operation
         (what the ``memstore consolidate`` job runs without ``--user-id``)."""
-        return await self._consolidate(limit, None, extractor, batch_size, max_seconds)
-
-    async def _consolidate(
-        self,
-        limit: int | None,
-        user_id: str | None,
-        extractor: Extractor | None,
-        batch_size: int | None,
-        max_seconds: float | None,
-    ) -> ConsolidationResult:
-        size = DEFAULT_BATCH_SIZE if batch_size is None else batch_size
-        consolidator = self.consolidator(extractor, batch_size=size)
-        return await consolidator.run(limit=limit, user_id=user_id, max_seconds=max_seconds)
+        consolidator = self.consolidator(extractor, batch_size=batch_size)
+        return await consolidator.run(limit=limit, max_seconds=max_seconds)
 
     def consolidator(
         self,
@@ -184,7 +165,7 @@ class WorkingService(Service):
         transaction (fault-injection tests, ``--debug-write-delay``).
         """
         return Consolidator(
-            self.consolidation,
+            self,
             extractor=extractor,
             batch_size=DEFAULT_BATCH_SIZE if batch_size is None else batch_size,
             lease_seconds=DEFAULT_LEASE_SECONDS if lease_seconds is None else lease_seconds,
