@@ -29,6 +29,7 @@ import contextlib
 import logging
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 import mcp_types as types
@@ -139,6 +140,7 @@ class SessionSubscriptions:
                 await task
 
 
+@dataclass(eq=False)
 class ListenStreams:
     """``subscriptions/listen``: one watch per stream, for as long as the request is open.
 
@@ -148,19 +150,12 @@ class ListenStreams:
     and the tenant is what one client can multiply.
     """
 
-    def __init__(
-        self,
-        store: MemoryStore,
-        tenant: Tenant,
-        *,
-        max_streams: int = MAX_LISTEN_STREAMS,
-        max_per_tenant: int = MAX_LISTEN_STREAMS_PER_TENANT,
-    ) -> None:
-        self._store = store
-        self._tenant = tenant
-        self._max_streams = max_streams
-        self._max_per_tenant = max_per_tenant
-        self._per_tenant: Counter[str | None] = Counter()
+    store: MemoryStore
+    tenant: Tenant
+    _: KW_ONLY
+    max_streams: int = MAX_LISTEN_STREAMS
+    max_per_tenant: int = MAX_LISTEN_STREAMS_PER_TENANT
+    _per_tenant: Counter[str | None] = field(default_factory=Counter, init=False)
 
     @property
     def open_streams(self) -> int:
@@ -174,28 +169,28 @@ class ListenStreams:
         subscription_id = ctx.request_id
         if subscription_id is None:
             raise MCPError(INVALID_REQUEST, "subscriptions/listen requires a request id")
-        user = _user(self._tenant, ctx)
+        user = _user(self.tenant, ctx)
         # The memstore:// URIs are honoured; list-changed flags and other URIs are
         # not (this server publishes none of those events), so the ack leaves them out.
         requested = params.notifications.resource_subscriptions or []
         uris = {uri: _ref(uri) for uri in requested}
-        if self._per_tenant[user] >= self._max_per_tenant:
+        if self._per_tenant[user] >= self.max_per_tenant:
             raise MCPError(
                 INTERNAL_ERROR,
-                f"subscription limit reached: this tenant has {self._max_per_tenant} listen "
+                f"subscription limit reached: this tenant has {self.max_per_tenant} listen "
                 "streams open; close one first",
             )
-        if self.open_streams >= self._max_streams:
+        if self.open_streams >= self.max_streams:
             raise MCPError(
                 INTERNAL_ERROR,
-                f"subscription limit reached: the server has {self._max_streams} listen "
+                f"subscription limit reached: the server has {self.max_streams} listen "
                 "streams open; retry later",
             )
         meta: dict[str, Any] = {SUBSCRIPTION_ID_META_KEY: subscription_id}
         honored = types.SubscriptionFilter(resource_subscriptions=list(uris) or None)
         self._per_tenant[user] += 1
         try:
-            async with TenantWatch(self._store, user) as changes:
+            async with TenantWatch(self.store, user) as changes:
                 await ctx.session.send_notification(
                     types.SubscriptionsAcknowledgedNotification(
                         params=types.SubscriptionsAcknowledgedNotificationParams(
