@@ -35,6 +35,7 @@ from memstore.schema.migrate import check_schema, needs_upgrade, upgrade
 from memstore.search.backends import backend_for, episode_search_for, fact_search_for
 from memstore.search.settings import EmbedderGuard, check_embedder, recorded_settings
 from memstore.search.tables import EpisodeSearchBackend
+from memstore.search.tuning import RecallTuning
 from memstore.services import (
     AgentService,
     BlockService,
@@ -114,7 +115,7 @@ class MemoryStore:
             embedder=embedder,
             fact_search=fact_search_for(engine),
             episode_search=episode_search,
-            tuning=config.recall_tuning,
+            tuning=config.recall_tuning or RecallTuning(),
             reranker=resolve_reranker(config.reranker, from_env=False),
             rerank_candidates=(
                 config.reranker.candidates

@@ -12,7 +12,7 @@ SQL itself: everything below the query vector is memstore.search's.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import KW_ONLY, dataclass
+from dataclasses import KW_ONLY, dataclass, field
 from datetime import datetime
 from typing import TypeVar
 
@@ -99,27 +99,21 @@ def _cut(
     return scored[: ranking.limit]
 
 
+@dataclass(eq=False, kw_only=True)
 class HybridRecall:
     """Recall for one store: its database, embedder, backend searches and tuning."""
 
-    def __init__(
-        self,
-        *,
-        db: Database,
-        embedder: Embedder,
-        episode_search: EpisodeSearchBackend,
-        fact_search: FactSearch,
-        tuning: RecallTuning | None = None,
-        reranker: Reranker | None = None,
-        rerank_candidates: int = DEFAULT_RERANK_CANDIDATES,
-    ) -> None:
-        self.db = db
-        self.embedder = embedder
-        self.episode_search = episode_search
-        self.fact_search = fact_search
-        self.tuning = tuning or RecallTuning()
-        self.reranker = check_reranker("reranker", reranker)
-        self.rerank_candidates = check_rerank_candidates(rerank_candidates)
+    db: Database
+    embedder: Embedder
+    episode_search: EpisodeSearchBackend
+    fact_search: FactSearch
+    tuning: RecallTuning = field(default_factory=RecallTuning)
+    reranker: Reranker | None = None
+    rerank_candidates: int = DEFAULT_RERANK_CANDIDATES
+
+    def __post_init__(self) -> None:
+        self.reranker = check_reranker("reranker", self.reranker)
+        self.rerank_candidates = check_rerank_candidates(self.rerank_candidates)
 
     def reranker_for(self, rerank: Reranker | bool | None) -> Reranker | None:
         """The reranker a call uses: the store's (``None``), none (``False``) or its own."""
