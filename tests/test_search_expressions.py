@@ -88,7 +88,7 @@ async def test_postgres_indexes_match_the_code(db_url: str, backend: str) -> Non
 
 
 def test_recall_statements_use_the_defined_expressions() -> None:
-    from memstore.search.postgres import full_text_vector
+    from memstore.backends.postgresql.search import full_text_vector
 
     for model in (EpisodeRow, FactRow):
         name = model.__tablename__

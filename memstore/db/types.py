@@ -10,7 +10,7 @@ from sqlalchemy import JSON, DateTime, LargeBinary
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator, TypeEngine, UserDefinedType
 
-from memstore.dialects import DIALECTS, dialect_for
+from memstore.dialects import dialect_for, dialects
 
 __all__ = [
     "JSONDoc",
@@ -59,7 +59,7 @@ class UTCDateTime(TypeDecorator[datetime]):
 def _json(*, none_as_null: bool) -> Any:
     """Plain JSON, with each dialect's own document type as its variant."""
     json: Any = JSON(none_as_null=none_as_null)
-    for dialect in DIALECTS:
+    for dialect in dialects():
         json = json.with_variant(dialect.json_type(none_as_null=none_as_null), dialect.name)
     return json
 

@@ -1,11 +1,10 @@
 """What the rest of memstore may ask of a SQL backend: one :class:`Dialect` per backend.
 
-Code outside :mod:`memstore.dialects` never tells backends apart by name; it asks
-the dialect of its engine, session or URL (:func:`memstore.dialects.dialect_for`)
-for a capability, a construct or a type. A backend is one module here (an instance
-of a :class:`Dialect` subclass) registered in :mod:`memstore.dialects`; its search
-statements are the backend's half in :mod:`memstore.search`, registered in
-:mod:`memstore.search.backends`.
+Code outside a backend's folder never tells backends apart and never imports one;
+it asks the dialect of its engine, session or URL
+(:func:`memstore.dialects.dialect_for`) for a capability, a construct, or one of the
+hooks below, which the backend's folder (``memstore/backends/<name>/``) implements
+with its own connection set-up, change signalling and search statements.
 """
 
 from __future__ import annotations
@@ -13,13 +12,39 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.engine import URL
 from sqlalchemy.sql.functions import Function
 from sqlalchemy.types import TypeEngine
 
-__all__ = ["Dialect"]
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
+
+    from memstore.db.signal import ChangeSignal
+    from memstore.search.tables import SearchHalf
+
+__all__ = ["Dialect", "EngineOptions"]
+
+
+class EngineOptions:
+    """What :func:`memstore.db.engine.create_engine` was asked for, for the backend to apply.
+
+    Each backend takes the options that mean something to it and ignores the rest.
+    """
+
+    def __init__(
+        self,
+        *,
+        busy_timeout_ms: int,
+        connect_timeout: float | None,
+        command_timeout: float | None,
+        engine_kwargs: dict[str, Any],
+    ) -> None:
+        self.busy_timeout_ms = busy_timeout_ms
+        self.connect_timeout = connect_timeout
+        self.command_timeout = command_timeout
+        self.engine_kwargs = engine_kwargs
 
 
 class Dialect(ABC):
@@ -96,6 +121,35 @@ class Dialect(ABC):
     @abstractmethod
     def database_file(self, url: URL) -> Path | None:
         """The file ``url`` names, if the database is one (None: a server, memory, a URI)."""
+
+    def check_url(self, url: URL) -> None:
+        """Refuse (:class:`~memstore.errors.ConfigurationError`) what no connection could
+        honour in ``url``, before any connection is tried."""
+        return  # by default: every URL the backend's driver takes
+
+    def check_location(self, url: URL) -> None:
+        """Refuse a ``url`` whose database cannot be where it says (e.g. a missing directory)."""
+        return  # by default: a server's database, which connecting does not create
+
+    @abstractmethod
+    def create_engine(self, url: URL, options: EngineOptions) -> AsyncEngine:
+        """An engine for the resolved ``url``, its connections set up as memstore needs."""
+
+    @abstractmethod
+    async def watch_changes(self, signal: ChangeSignal) -> None:
+        """Wake ``signal``'s waiters when other connections commit, until it closes."""
+
+    async def join(self, session: AsyncSession, *, write: bool) -> None:
+        """Ready a caller's own session (a bound store) before memstore runs statements in it."""
+        return  # by default: any session of the backend's driver will do
+
+    async def set_tenant(self, session: AsyncSession, setting: str, tenant: str) -> None:
+        """Name the transaction's tenant for the row-level security policies (``setting``)."""
+        raise NotImplementedError(f"{self.label} has no row-level security")
+
+    @abstractmethod
+    def search(self) -> SearchHalf:
+        """The backend's half of the recall statements."""
 
     def with_driver(self, url: URL) -> URL:
         """``url`` with memstore's async driver when it names none."""

@@ -1,9 +1,14 @@
-"""SQLite through aiosqlite: the embedded, single-file, single-writer backend."""
+"""SQLite through aiosqlite: the embedded, single-file, single-writer backend.
+
+Everything that is SQLite's alone lives in this folder; the rest of memstore
+reaches it through :data:`DIALECT` (:class:`memstore.dialects.Dialect`). The hooks
+import their modules when first called, so loading the dialect stays cheap.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import JSON, func
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
@@ -12,9 +17,15 @@ from sqlalchemy.engine import Dialect as SQLDialect
 from sqlalchemy.sql.functions import Function
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
-from memstore.dialects.base import Dialect
+from memstore.dialects.base import Dialect, EngineOptions
 
-__all__ = ["SQLITE", "SqliteDialect"]
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
+
+    from memstore.db.signal import ChangeSignal
+    from memstore.search.tables import SearchHalf
+
+__all__ = ["DIALECT", "SqliteDialect"]
 
 
 class _SQLiteJSON(TypeDecorator[Any]):
@@ -83,5 +94,31 @@ class SqliteDialect(Dialect):
             return None
         return Path(database).expanduser()
 
+    def check_location(self, url: URL) -> None:
+        from memstore.backends.sqlite.engine import check_directory
 
-SQLITE = SqliteDialect()
+        check_directory(url)
+
+    def create_engine(self, url: URL, options: EngineOptions) -> AsyncEngine:
+        from memstore.backends.sqlite.engine import create_sqlite_engine
+
+        return create_sqlite_engine(url, options)
+
+    async def watch_changes(self, signal: ChangeSignal) -> None:
+        from memstore.backends.sqlite.signal import poll
+
+        await poll(signal)
+
+    async def join(self, session: AsyncSession, *, write: bool) -> None:
+        if write:
+            from memstore.backends.sqlite.session import begun
+
+            await begun(session)
+
+    def search(self) -> SearchHalf:
+        from memstore.backends.sqlite.search import SEARCH
+
+        return SEARCH
+
+
+DIALECT = SqliteDialect()

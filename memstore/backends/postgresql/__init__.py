@@ -1,0 +1,98 @@
+"""PostgreSQL (with pgvector, optionally distributed by Citus) through asyncpg.
+
+Everything that is Postgres's alone lives in this folder; the rest of memstore
+reaches it through :data:`DIALECT` (:class:`memstore.dialects.Dialect`). The hooks
+import their modules when first called, so loading the dialect stays cheap.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import func
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.engine import URL
+from sqlalchemy.sql.functions import Function
+from sqlalchemy.types import TypeEngine
+
+from memstore.dialects.base import Dialect, EngineOptions
+
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
+
+    from memstore.db.signal import ChangeSignal
+    from memstore.search.tables import SearchHalf
+
+__all__ = ["DIALECT", "PostgresDialect"]
+
+
+class PostgresDialect(Dialect):
+    name = "postgresql"
+    label = "PostgreSQL"
+    bare_drivers = ("postgresql", "postgres")
+    async_driver = "postgresql+asyncpg"
+    embedded = False
+    migrates_on_own_engine = True
+    serial_writes = False
+    # The asyncpg adapter would send BEGIN and COMMIT as two more round trips;
+    # in autocommit the statement is its own transaction.
+    statement_options = {"isolation_level": "AUTOCOMMIT"}  # noqa: RUF012 (read only)
+    snapshot_isolation = "REPEATABLE READ"
+    row_level_security = True
+    notifies = True
+    native_vectors = True
+    arrays = True
+    naive_timestamps = False
+    sequences = True
+    copies_rows = True
+    distributable = True
+    keeps_deleted_text = False
+    vectors_in_process = False
+
+    def insert(self, table: Any) -> Any:
+        return pg_insert(table)
+
+    def greatest(self, *values: Any) -> Function[Any]:
+        return func.greatest(*values)
+
+    def json_type(self, *, none_as_null: bool) -> TypeEngine[Any]:
+        # JSONB: indexable and compact.
+        return JSONB(none_as_null=none_as_null)
+
+    def database_file(self, url: URL) -> Path | None:
+        return None
+
+    def check_url(self, url: URL) -> None:
+        from memstore.backends.postgresql.url import postgres_connect_args
+
+        postgres_connect_args(url)
+
+    def create_engine(self, url: URL, options: EngineOptions) -> AsyncEngine:
+        from memstore.backends.postgresql.engine import create_postgres_engine
+
+        return create_postgres_engine(url, options)
+
+    async def watch_changes(self, signal: ChangeSignal) -> None:
+        from memstore.backends.postgresql.signal import listen
+
+        await listen(signal)
+
+    async def join(self, session: AsyncSession, *, write: bool) -> None:
+        from memstore.backends.postgresql import session as sessions
+
+        await sessions.join(session)
+
+    async def set_tenant(self, session: AsyncSession, setting: str, tenant: str) -> None:
+        from memstore.backends.postgresql import session as sessions
+
+        await sessions.set_tenant(session, setting, tenant)
+
+    def search(self) -> SearchHalf:
+        from memstore.backends.postgresql.recall import SEARCH
+
+        return SEARCH
+
+
+DIALECT = PostgresDialect()
