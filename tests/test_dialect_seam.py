@@ -20,11 +20,20 @@ The scan's rule, on every other module of ``memstore/`` (CLI included), flags:
    ``Sqlite`` or ``SQLite``).
 
 Docstrings, comments and names that merely mention a backend are not branches.
+
+A second scan keeps each backend's code in its folder, ``memstore/backends/<name>/``:
+a token only one backend understands (its driver, its SQL, its extensions: see
+:data:`BACKEND_TOKENS`) in code anywhere else in ``memstore/`` fails, unless
+:data:`ALLOWED` names the file and token and says why. Code is names and string
+literals (SQL included); comments and docstrings are prose.
 """
 
 from __future__ import annotations
 
 import ast
+import io
+import re
+import tokenize
 from pathlib import Path
 
 import pytest
@@ -131,6 +140,79 @@ def test_the_scan_sees_each_kind_of_branch(tmp_path: Path) -> None:
     )
     lines = [b.split(":")[1] for b in dialect_branches(tmp_path)]
     assert lines == [str(n) for n in range(1, 10)]
+
+
+# What only one backend understands, by the folder that may hold it.
+BACKEND_TOKENS = {
+    "postgresql": re.compile(
+        r"\b(asyncpg|pg_[a-z_]+|LISTEN|NOTIFY|(?:to_)?tsvector|tsquery|pgvector|hnsw|HNSW"
+        r"|[Cc]itus|postgresql_where)\b"
+    ),
+    "sqlite": re.compile(
+        r"\b(aiosqlite|sqlite3|PRAGMA|data_version|fts5(?:vocab)?|FTS5|SQLITE_[A-Z]+|sqlite_where)\b"
+    ),
+}
+# (file under memstore/, token): why it may stay there.
+ALLOWED: dict[tuple[str, str], str] = {}
+
+
+def _docstring_lines(tree: ast.AST) -> set[int]:
+    kinds = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+    return {
+        node.body[0].lineno
+        for node in ast.walk(tree)
+        if isinstance(node, kinds)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+        and isinstance(node.body[0].value.value, str)
+    }
+
+
+def stray_tokens(root: Path = ROOT) -> list[str]:
+    """``path:line: token (backend)`` of every backend's token in code outside its folder."""
+    code = {tokenize.NAME, tokenize.STRING, getattr(tokenize, "FSTRING_MIDDLE", tokenize.STRING)}
+    found: list[str] = []
+    for path in sorted(root.rglob("*.py")):
+        relative = path.relative_to(root).as_posix()
+        source = path.read_text(encoding="utf-8")
+        docstrings = _docstring_lines(ast.parse(source))
+        for token in tokenize.generate_tokens(io.StringIO(source).readline):
+            if token.type not in code or token.start[0] in docstrings:
+                continue
+            for backend, pattern in BACKEND_TOKENS.items():
+                if relative.startswith(f"backends/{backend}/"):
+                    continue
+                for match in pattern.finditer(token.string):
+                    if (relative, match.group(0)) not in ALLOWED:
+                        found.append(
+                            f"memstore/{relative}:{token.start[0]}: {match.group(0)} ({backend})"
+                        )
+    return found
+
+
+def test_each_backends_code_is_in_its_folder() -> None:
+    stray = stray_tokens()
+    assert stray == [], f"{len(stray)} backend tokens outside their folder:\n" + "\n".join(stray)
+
+
+def test_the_token_scan_sees_code_and_skips_prose(tmp_path: Path) -> None:
+    (tmp_path / "backends" / "sqlite").mkdir(parents=True)
+    (tmp_path / "backends" / "sqlite" / "x.py").write_text('OK = "PRAGMA foreign_keys"\n')
+    (tmp_path / "backends" / "postgresql").mkdir(parents=True)
+    (tmp_path / "backends" / "postgresql" / "y.py").write_text('BAD = "PRAGMA x"\n')
+    (tmp_path / "bad.py").write_text(
+        '"""A docstring naming asyncpg, PRAGMA and pg_notify is prose."""\n'
+        "import aiosqlite  # a comment naming pgvector is prose\n"
+        'q = text("SELECT pg_advisory_xact_lock(:k)")\n'
+        'f = f"CREATE VIRTUAL TABLE t USING fts5({x})"\n'
+    )
+    assert stray_tokens(tmp_path) == [
+        "memstore/backends/postgresql/y.py:1: PRAGMA (sqlite)",
+        "memstore/bad.py:2: aiosqlite (sqlite)",
+        "memstore/bad.py:3: pg_advisory_xact_lock (postgresql)",
+        "memstore/bad.py:4: fts5 (sqlite)",
+    ]
 
 
 def test_every_registered_dialect_resolves_by_its_name() -> None:

@@ -159,12 +159,9 @@ class VectorList(_Float32Type):
         array = np.asarray(value, dtype=np.float32)
         if array.ndim != 2:
             raise ValueError(f"a vector list is a 2-D array, not shape {array.shape}")
-        if dialect_for(dialect).native_vectors:
-            from pgvector import Vector as PgVectorValue  # lazy: Postgres users have it
-
-            # Vector objects, not arrays: asyncpg reads nested sequences as a
-            # multi-dimensional array of numbers.
-            return [PgVectorValue(row) for row in array]
+        backend = dialect_for(dialect)
+        if backend.native_vectors:
+            return backend.bind_vectors(array)
         return np.array([array.shape[1]], dtype=_WIDTH).tobytes() + array.tobytes()
 
     def process_result_value(self, value: Any, dialect: Dialect) -> np.ndarray | None:

@@ -10,7 +10,7 @@ with its own connection set-up, change signalling and search statements.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -99,9 +99,6 @@ class Dialect(ABC):
     # The database may be spread over a cluster (Citus): distribution plans,
     # shard storage and catalogs apply.
     distributable: bool
-    # Deleted text stays readable in the database files (full-text index segments,
-    # write-ahead log) until the index is merged and the log truncated.
-    keeps_deleted_text: bool
     # Recall ranks vectors in this process (no vector index): each tenant's
     # vectors are cached here, checked against a per-tenant search version.
     vectors_in_process: bool
@@ -117,6 +114,15 @@ class Dialect(ABC):
     @abstractmethod
     def json_type(self, *, none_as_null: bool) -> TypeEngine[Any]:
         """The column type of a JSON document."""
+
+    def misconfiguration(self, error: Any) -> str | None:
+        """What to fix, when the driver's ``error`` (a DBAPIError) means no retry can
+        succeed until someone changes the URL or the server; None otherwise."""
+        return None
+
+    def bind_vectors(self, rows: Any) -> Any:
+        """A 2-D float32 array as the driver binds a list of native vectors (``native_vectors``)."""
+        raise NotImplementedError(f"{self.label} has no native vector type")
 
     @abstractmethod
     def database_file(self, url: URL) -> Path | None:
@@ -146,6 +152,14 @@ class Dialect(ABC):
     async def set_tenant(self, session: AsyncSession, setting: str, tenant: str) -> None:
         """Name the transaction's tenant for the row-level security policies (``setting``)."""
         raise NotImplementedError(f"{self.label} has no row-level security")
+
+    async def purge_deleted_text(self, session: AsyncSession, tables: Iterable[str]) -> None:
+        """Remove deleted rows' text from ``tables``' full-text index files."""
+        return  # by default: the index keeps no deleted text reachable from the files
+
+    async def truncate_log(self, engine: AsyncEngine) -> bool:
+        """Drop erased rows' old page images from the write-ahead log; False if it could not."""
+        return True  # by default: nothing this process can do (VACUUM's business)
 
     @abstractmethod
     def search(self) -> SearchHalf:

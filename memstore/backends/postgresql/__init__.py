@@ -28,6 +28,15 @@ if TYPE_CHECKING:
 __all__ = ["DIALECT", "PostgresDialect"]
 
 
+# Connecting can never succeed until someone changes the URL or the server's
+# roles/databases: these are not outages, so not Unavailable.
+_CONFIGURATION_STATES = {
+    "3D000": "create the database (or `memstore migrate` after creating it) or fix the URL",
+    "28000": "create the role / allow it in pg_hba.conf, or fix the user in the URL",
+    "28P01": "fix the password in the URL",
+}
+
+
 class PostgresDialect(Dialect):
     name = "postgresql"
     label = "PostgreSQL"
@@ -48,7 +57,6 @@ class PostgresDialect(Dialect):
     sequences = True
     copies_rows = True
     distributable = True
-    keeps_deleted_text = False
     vectors_in_process = False
 
     def insert(self, table: Any) -> Any:
@@ -63,6 +71,19 @@ class PostgresDialect(Dialect):
 
     def database_file(self, url: URL) -> Path | None:
         return None
+
+    def misconfiguration(self, error: Any) -> str | None:
+        from memstore.db.errors import sqlstate
+
+        hint = _CONFIGURATION_STATES.get(sqlstate(error) or "")
+        return None if hint is None else f"{error.orig}; {hint}"
+
+    def bind_vectors(self, rows: Any) -> Any:
+        from pgvector import Vector  # lazy: the postgres extra's
+
+        # Vector objects, not arrays: asyncpg reads nested sequences as a
+        # multi-dimensional array of numbers.
+        return [Vector(row) for row in rows]
 
     def check_url(self, url: URL) -> None:
         from memstore.backends.postgresql.url import postgres_connect_args

@@ -20,6 +20,8 @@ from sqlalchemy.types import TypeDecorator, TypeEngine
 from memstore.dialects.base import Dialect, EngineOptions
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
     from memstore.db.signal import ChangeSignal
@@ -75,7 +77,6 @@ class SqliteDialect(Dialect):
     sequences = False
     copies_rows = False
     distributable = False
-    keeps_deleted_text = True
     vectors_in_process = True
 
     def insert(self, table: Any) -> Any:
@@ -93,6 +94,15 @@ class SqliteDialect(Dialect):
         if database in ("", ":memory:") or database.startswith("file:"):
             return None
         return Path(database).expanduser()
+
+    def misconfiguration(self, error: Any) -> str | None:
+        if getattr(error.orig, "sqlite_errorname", None) == "SQLITE_NOTADB":
+            # No retry opens another program's file as a store.
+            return (
+                "the SQLite URL names a file that is not a SQLite database "
+                f"({error.orig}); fix the URL"
+            )
+        return None
 
     def check_location(self, url: URL) -> None:
         from memstore.backends.sqlite.engine import check_directory
@@ -114,6 +124,16 @@ class SqliteDialect(Dialect):
             from memstore.backends.sqlite.session import begun
 
             await begun(session)
+
+    async def purge_deleted_text(self, session: AsyncSession, tables: Iterable[str]) -> None:
+        from memstore.backends.sqlite.scrub import purge_full_text
+
+        await purge_full_text(session, tables)
+
+    async def truncate_log(self, engine: AsyncEngine) -> bool:
+        from memstore.backends.sqlite.scrub import truncate_wal
+
+        return await truncate_wal(engine)
 
     def search(self) -> SearchHalf:
         from memstore.backends.sqlite.search import SEARCH
