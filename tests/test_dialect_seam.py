@@ -33,6 +33,7 @@ from __future__ import annotations
 import ast
 import io
 import re
+import sys
 import tokenize
 from pathlib import Path
 
@@ -40,10 +41,13 @@ import pytest
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from memstore import Episode, MemoryStore
 from memstore.db.engine import create_engine
 from memstore.db.unit import Database
 from memstore.dialects import dialect_for, dialect_of_url, dialects
 from memstore.errors import ConfigurationError, MemstoreError
+from memstore.schema.migrate import upgrade
+from tests import tenant_audit
 
 ROOT = Path(__file__).resolve().parents[1] / "memstore"
 
@@ -152,8 +156,51 @@ BACKEND_TOKENS = {
         r"\b(aiosqlite|sqlite3|PRAGMA|data_version|fts5(?:vocab)?|FTS5|SQLITE_[A-Z]+|sqlite_where)\b"
     ),
 }
+_PROSE = "prose in a catalogue of reasons shown to operators: it names, it runs nothing"
+_CITUS = (
+    "Citus administration (`memstore citus`, distribution checks): Postgres-only, not yet "
+    "moved into backends/postgresql/ (its CLI reaches it by import, it needs a hook first)"
+)
+_REPOSITORIES = (
+    "a transaction lock / NOTIFY / sequence call in repositories/, which another branch "
+    "is reshaping: the next Dialect hooks (lock, announce, advance_sequences)"
+)
+_RLS = "row-level security administration (`memstore rls`): as Citus, not yet moved"
+# Folders under memstore/ whose every backend token may stay there, and why.
+ALLOWED_FOLDERS = {"schema/citus/": _CITUS}
 # (file under memstore/, token): why it may stay there.
-ALLOWED: dict[tuple[str, str], str] = {}
+ALLOWED: dict[tuple[str, str], str] = {
+    ("cli/demo_story.py", "sqlite3"): "tells the user the shell command to open the demo file",
+    ("embeddings/base.py", "pgvector"): "a message naming where the width bound comes from",
+    ("embeddings/base.py", "HNSW"): "a message naming where the width bound comes from",
+    **{("db/crosstenant.py", t): _PROSE for t in ("hnsw", "HNSW", "pgvector", "citus", "Citus")},
+    ("cli/__init__.py", "citus"): _CITUS,
+    ("cli/citus.py", "citus"): _CITUS,
+    ("schema/migrate.py", "citus"): _CITUS,
+    **{
+        ("db/distribution.py", t): _CITUS
+        for t in (
+            "FTS5",
+            "fts5vocab",
+            "citus",
+            "pg_attribute",
+            "pg_dist_partition",
+            "pg_dist_shard",
+            "pg_extension",
+        )
+    },
+    ("schema/rls.py", "pg_class"): _RLS,
+    ("schema/rls.py", "pg_policy"): _RLS,
+    ("repositories/changes.py", "pg_notify"): _REPOSITORIES,
+    ("repositories/consolidation.py", "pg_advisory_xact_lock"): _REPOSITORIES,
+    ("repositories/consolidation.py", "pg_try_advisory_xact_lock"): _REPOSITORIES,
+    ("repositories/erasure.py", "pg_advisory_xact_lock"): _REPOSITORIES,
+    ("repositories/erasure.py", "pg_advisory_xact_lock_shared"): _REPOSITORIES,
+    ("repositories/facts.py", "pg_advisory_xact_lock"): _REPOSITORIES,
+    ("repositories/tenants.py", "pg_advisory_xact_lock"): _REPOSITORIES,
+    ("repositories/tenants.py", "pg_get_serial_sequence"): _REPOSITORIES,
+    ("repositories/tenants.py", "pg_sequence_last_value"): _REPOSITORIES,
+}
 
 
 def _docstring_lines(tree: ast.AST) -> set[int]:
@@ -184,7 +231,8 @@ def stray_tokens(root: Path = ROOT) -> list[str]:
                 if relative.startswith(f"backends/{backend}/"):
                     continue
                 for match in pattern.finditer(token.string):
-                    if (relative, match.group(0)) not in ALLOWED:
+                    allowed = relative.startswith(tuple(ALLOWED_FOLDERS))
+                    if not allowed and (relative, match.group(0)) not in ALLOWED:
                         found.append(
                             f"memstore/{relative}:{token.start[0]}: {match.group(0)} ({backend})"
                         )
@@ -193,6 +241,13 @@ def stray_tokens(root: Path = ROOT) -> list[str]:
 
 def test_each_backends_code_is_in_its_folder() -> None:
     stray = stray_tokens()
+    unused = sorted(
+        f"{path}: {token}"
+        for path, token in ALLOWED
+        if not (ROOT / path).exists() or token not in (ROOT / path).read_text(encoding="utf-8")
+    )
+    unused += [f for f in ALLOWED_FOLDERS if not (ROOT / f).is_dir()]
+    assert unused == [], "allow-list entries that no longer apply:\n" + "\n".join(unused)
     assert stray == [], f"{len(stray)} backend tokens outside their folder:\n" + "\n".join(stray)
 
 
@@ -249,3 +304,75 @@ def test_an_unknown_backend_url_is_refused_before_connecting() -> None:
     assert dialect_of_url(make_url("mysql://u@h/db")) is None
     with pytest.raises(ConfigurationError, match="unsupported database backend 'mysql'"):
         create_engine("mysql://u@h/db")
+
+
+# A third backend, as a package of its own: the SQLite backend under a new name, with
+# the SQLAlchemy dialect and Alembic implementation a new name needs. It is all one
+# folder; nothing in memstore/ lists it.
+_THIRD = '''
+"""thirdsql: SQLite's engine under a name of its own."""
+
+from alembic.ddl.sqlite import SQLiteImpl
+from sqlalchemy.dialects import registry
+from sqlalchemy.dialects.sqlite.aiosqlite import SQLiteDialect_aiosqlite
+
+from memstore.backends.sqlite import SqliteDialect
+
+
+class ThirdSQLAlchemyDialect(SQLiteDialect_aiosqlite):
+    name = "thirdsql"
+    supports_statement_cache = True
+
+
+class ThirdAlembicImpl(SQLiteImpl):
+    __dialect__ = "thirdsql"
+
+
+registry.register("thirdsql.aiosqlite", __name__, "ThirdSQLAlchemyDialect")
+
+
+class ThirdDialect(SqliteDialect):
+    name = "thirdsql"
+    label = "ThirdSQL"
+    bare_drivers = ("thirdsql",)
+    async_driver = "thirdsql+aiosqlite"
+
+
+DIALECT = ThirdDialect()
+'''
+
+
+@pytest.mark.sqlite
+async def test_a_third_backend_is_one_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A backend package dropped into memstore.backends is found by name and runs a store.
+
+    The schema is SQLite's, migrated through the SQLite backend: the Alembic revisions
+    are frozen and name their two backends, so a new name brings its own migrations.
+    """
+    import memstore.backends
+    import memstore.dialects as registry
+
+    folder = tmp_path / "backends"
+    (folder / "thirdsql").mkdir(parents=True)
+    (folder / "thirdsql" / "__init__.py").write_text(_THIRD)
+    monkeypatch.setattr(memstore.backends, "__path__", [*memstore.backends.__path__, str(folder)])
+    # The registry forgets the test's backend afterwards, as the package path does.
+    monkeypatch.setattr(registry, "_loaded", dict(registry._loaded))  # noqa: SLF001
+    monkeypatch.delitem(sys.modules, "memstore.backends.thirdsql", raising=False)
+    # The session's tenant audit reads the new backend's statements as the SQLite they are.
+    monkeypatch.setitem(tenant_audit._SQLGLOT_DIALECT, "thirdsql", "sqlite")  # noqa: SLF001
+    database = tmp_path / "third.db"
+    await upgrade(f"sqlite:///{database}")
+
+    assert "thirdsql" in {d.name for d in dialects()}
+    url = f"thirdsql:///{database}"
+    third = dialect_of_url(make_url(url))
+    assert third is not None and third.label == "ThirdSQL"
+    async with MemoryStore.open(url, auto_migrate=False) as store:
+        assert dialect_for(store.backend) is third
+        await store.remember(Episode(session_id="s", user_id="u", input="the cat sleeps"))
+        await store.remember(Episode(session_id="s", user_id="u", input="rain in the north"))
+        found = await store.recall("cat", user_id="u")
+    assert found[0].input == "the cat sleeps"

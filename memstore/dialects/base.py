@@ -10,16 +10,17 @@ with its own connection set-up, change signalling and search statements.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sqlalchemy import text
 from sqlalchemy.engine import URL
 from sqlalchemy.sql.functions import Function
 from sqlalchemy.types import TypeEngine
 
 if TYPE_CHECKING:
-    from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
+    from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession
 
     from memstore.db.signal import ChangeSignal
     from memstore.search.tables import SearchHalf
@@ -160,6 +161,23 @@ class Dialect(ABC):
     async def truncate_log(self, engine: AsyncEngine) -> bool:
         """Drop erased rows' old page images from the write-ahead log; False if it could not."""
         return True  # by default: nothing this process can do (VACUUM's business)
+
+    async def change_vector_width(
+        self, conn: AsyncConnection, dim: int, tables: Sequence[str]
+    ) -> list[str]:
+        """Make ``tables``' vectors ``dim`` wide, all of them emptied (reembed refills
+        them in the same transaction); what :meth:`vector_width_committed` must finish."""
+        for table in tables:
+            await conn.execute(text(f"UPDATE {table} SET embedding = NULL"))
+        return []
+
+    async def build_vector_index(self, conn: AsyncConnection) -> None:
+        """Index the refilled vectors after a width change (None: the backend scans)."""
+        return  # by default: no vector index
+
+    async def vector_width_committed(self, engine: AsyncEngine, pending: list[str]) -> None:
+        """Finish a committed width change outside its transaction (``pending`` as returned)."""
+        return  # by default: nothing left
 
     @abstractmethod
     def search(self) -> SearchHalf:

@@ -20,7 +20,9 @@ from sqlalchemy.types import TypeEngine
 from memstore.dialects.base import Dialect, EngineOptions
 
 if TYPE_CHECKING:
-    from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
+    from collections.abc import Sequence
+
+    from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession
 
     from memstore.db.signal import ChangeSignal
     from memstore.search.tables import SearchHalf
@@ -109,6 +111,23 @@ class PostgresDialect(Dialect):
         from memstore.backends.postgresql import session as sessions
 
         await sessions.set_tenant(session, setting, tenant)
+
+    async def change_vector_width(
+        self, conn: AsyncConnection, dim: int, tables: Sequence[str]
+    ) -> list[str]:
+        from memstore.backends.postgresql.vectors import change_vector_width
+
+        return await change_vector_width(conn, dim, tables)
+
+    async def build_vector_index(self, conn: AsyncConnection) -> None:
+        from memstore.backends.postgresql.vectors import build_vector_index
+
+        await build_vector_index(conn)
+
+    async def vector_width_committed(self, engine: AsyncEngine, pending: list[str]) -> None:
+        from memstore.backends.postgresql.vectors import set_shard_storage
+
+        await set_shard_storage(engine, pending)
 
     def search(self) -> SearchHalf:
         from memstore.backends.postgresql.recall import SEARCH

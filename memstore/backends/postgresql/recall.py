@@ -16,11 +16,12 @@ from typing import Any
 import numpy as np
 from sqlalchemy import ARRAY, Boolean, ColumnElement, Float, Integer, String
 
+from memstore.backends.postgresql.indexes import tsquery, tsvector
 from memstore.backends.postgresql.search import EPISODE_DISTANCE, PostgresSearch
-from memstore.core.lexical import is_prefix, tsquery
+from memstore.core.lexical import is_prefix
 from memstore.db.types import PgVector
 from memstore.db.unit import Reader
-from memstore.models.search import document, tsvector
+from memstore.models.search import document
 from memstore.search.episodes import RecallHit, ranked
 from memstore.search.statement import Dialect, EpisodeRecall, FactRecall
 from memstore.search.tables import EpisodeSearchBackend, corpus_size
