@@ -165,7 +165,6 @@ _REPOSITORIES = (
     "a transaction lock / NOTIFY / sequence call in repositories/, which another branch "
     "is reshaping: the next Dialect hooks (lock, announce, advance_sequences)"
 )
-_RLS = "row-level security administration (`memstore rls`): as Citus, not yet moved"
 # Folders under memstore/ whose every backend token may stay there, and why.
 ALLOWED_FOLDERS = {"schema/citus/": _CITUS}
 # (file under memstore/, token): why it may stay there.
@@ -189,8 +188,6 @@ ALLOWED: dict[tuple[str, str], str] = {
             "pg_extension",
         )
     },
-    ("schema/rls.py", "pg_class"): _RLS,
-    ("schema/rls.py", "pg_policy"): _RLS,
     ("repositories/changes.py", "pg_notify"): _REPOSITORIES,
     ("repositories/consolidation.py", "pg_advisory_xact_lock"): _REPOSITORIES,
     ("repositories/consolidation.py", "pg_try_advisory_xact_lock"): _REPOSITORIES,

@@ -116,6 +116,15 @@ class Dialect(ABC):
     def json_type(self, *, none_as_null: bool) -> TypeEngine[Any]:
         """The column type of a JSON document."""
 
+    def rls_statements(self, table: str, *, setting: str, enable: bool, force: bool) -> list[str]:
+        """The statements that put the tenant policy on ``table`` (quoted): rows whose
+        user_id is ``setting``'s, also for the owner when ``force``; or take it off."""
+        raise NotImplementedError(f"{self.label} has no row-level security")
+
+    async def rls_state(self, conn: AsyncConnection, table: str) -> tuple[bool, bool, bool]:
+        """Whether ``table`` (quoted) has row-level security on, forced, and the policy."""
+        raise NotImplementedError(f"{self.label} has no row-level security")
+
     def misconfiguration(self, error: Any) -> str | None:
         """What to fix, when the driver's ``error`` (a DBAPIError) means no retry can
         succeed until someone changes the URL or the server; None otherwise."""

@@ -74,6 +74,16 @@ class PostgresDialect(Dialect):
     def database_file(self, url: URL) -> Path | None:
         return None
 
+    def rls_statements(self, table: str, *, setting: str, enable: bool, force: bool) -> list[str]:
+        from memstore.backends.postgresql.rls import rls_statements
+
+        return rls_statements(table, setting=setting, enable=enable, force=force)
+
+    async def rls_state(self, conn: AsyncConnection, table: str) -> tuple[bool, bool, bool]:
+        from memstore.backends.postgresql.rls import rls_state
+
+        return await rls_state(conn, table)
+
     def misconfiguration(self, error: Any) -> str | None:
         from memstore.db.errors import sqlstate
 
