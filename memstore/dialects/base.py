@@ -125,6 +125,22 @@ class Dialect(ABC):
         """Whether ``table`` (quoted) has row-level security on, forced, and the policy."""
         raise NotImplementedError(f"{self.label} has no row-level security")
 
+    async def after_migration(self, engine: AsyncEngine) -> None:
+        """Finish a committed migration outside its transaction."""
+        return  # by default: nothing left
+
+    def distribution_plan(self) -> Any:
+        """The statements that distribute memstore's schema (``distributable``)."""
+        raise NotImplementedError(f"{self.label} does not distribute")
+
+    async def distribution_status(self, url: str | None) -> Any:
+        """How the database at ``url`` is distributed (``distributable``)."""
+        raise NotImplementedError(f"{self.label} does not distribute")
+
+    async def distribute(self, url: str | None) -> list[str]:
+        """Distribute what is not yet distributed at ``url`` (``distributable``)."""
+        raise NotImplementedError(f"{self.label} does not distribute")
+
     def misconfiguration(self, error: Any) -> str | None:
         """What to fix, when the driver's ``error`` (a DBAPIError) means no retry can
         succeed until someone changes the URL or the server; None otherwise."""

@@ -84,6 +84,26 @@ class PostgresDialect(Dialect):
 
         return await rls_state(conn, table)
 
+    async def after_migration(self, engine: AsyncEngine) -> None:
+        from memstore.backends.postgresql.citus.migrated import shards_follow_vector_storage
+
+        await shards_follow_vector_storage(engine)
+
+    def distribution_plan(self) -> Any:
+        from memstore.backends.postgresql.citus import citus_plan
+
+        return citus_plan()
+
+    async def distribution_status(self, url: str | None) -> Any:
+        from memstore.backends.postgresql.citus import citus_status
+
+        return await citus_status(url)
+
+    async def distribute(self, url: str | None) -> list[str]:
+        from memstore.backends.postgresql.citus import apply_citus
+
+        return await apply_citus(url)
+
     def misconfiguration(self, error: Any) -> str | None:
         from memstore.db.errors import sqlstate
 
