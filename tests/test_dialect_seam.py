@@ -1,10 +1,11 @@
 """Dialect-specific code lives behind one seam per backend; nothing else branches on the dialect.
 
-The seam is ``memstore/dialects/`` (what each backend is and can do, resolved by
-:func:`memstore.dialects.dialect_for`) and the search half of each backend
-(``memstore/search/{postgres,postgres_recall,sqlite}.py``, registered in
-``memstore/search/backends.py``). Everywhere else in ``memstore/`` the code asks the
-dialect object for a capability and never tells backends apart itself.
+The seam is ``memstore/dialects/`` (the ``Dialect`` ABC and the registry
+:func:`memstore.dialects.dialect_for`) and one folder per backend,
+``memstore/backends/<name>/``, which the registry loads by name. Everywhere else in
+``memstore/`` the code asks the dialect object for a capability, a construct or a hook
+and never tells backends apart itself; a third backend is one more folder
+(:func:`test_a_third_backend_is_one_folder`).
 
 The scan's rule, on every other module of ``memstore/`` (CLI included), flags:
 
@@ -150,7 +151,7 @@ def test_the_scan_sees_each_kind_of_branch(tmp_path: Path) -> None:
 BACKEND_TOKENS = {
     "postgresql": re.compile(
         r"\b(asyncpg|pg_[a-z_]+|LISTEN|NOTIFY|(?:to_)?tsvector|tsquery|pgvector|hnsw|HNSW"
-        r"|[Cc]itus|postgresql_where)\b"
+        r"|[Cc]itus|PgVector\w*|JSONB|postgresql_where)\b"
     ),
     "sqlite": re.compile(
         r"\b(aiosqlite|sqlite3|PRAGMA|data_version|fts5(?:vocab)?|FTS5|SQLITE_[A-Z]+|sqlite_where)\b"

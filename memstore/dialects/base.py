@@ -146,6 +146,11 @@ class Dialect(ABC):
         succeed until someone changes the URL or the server; None otherwise."""
         return None
 
+    def vector_type(self, *, many: bool) -> TypeEngine[Any] | None:
+        """The column type of a float32 vector (``many``: of a list of them); None:
+        float32 bytes (``native_vectors`` says which)."""
+        return None
+
     def bind_vectors(self, rows: Any) -> Any:
         """A 2-D float32 array as the driver binds a list of native vectors (``native_vectors``)."""
         raise NotImplementedError(f"{self.label} has no native vector type")

@@ -110,6 +110,11 @@ class PostgresDialect(Dialect):
         hint = _CONFIGURATION_STATES.get(sqlstate(error) or "")
         return None if hint is None else f"{error.orig}; {hint}"
 
+    def vector_type(self, *, many: bool) -> TypeEngine[Any] | None:
+        from memstore.backends.postgresql.types import PgVector, PgVectorArray
+
+        return PgVectorArray() if many else PgVector()
+
     def bind_vectors(self, rows: Any) -> Any:
         from pgvector import Vector  # lazy: the postgres extra's
 

@@ -18,8 +18,8 @@ from sqlalchemy import ARRAY, Boolean, ColumnElement, Float, Integer, String
 
 from memstore.backends.postgresql.indexes import tsquery, tsvector
 from memstore.backends.postgresql.search import EPISODE_DISTANCE, PostgresSearch
+from memstore.backends.postgresql.types import PgVector
 from memstore.core.lexical import is_prefix
-from memstore.db.types import PgVector
 from memstore.db.unit import Reader
 from memstore.models.search import document
 from memstore.search.episodes import RecallHit, ranked

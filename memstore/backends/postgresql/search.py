@@ -39,8 +39,8 @@ from sqlalchemy import (
 )
 
 from memstore.backends.postgresql.indexes import tsvector
+from memstore.backends.postgresql.types import PgVector
 from memstore.db.crosstenant import cross_tenant
-from memstore.db.types import PgVector
 from memstore.db.unit import Reader
 from memstore.models import EpisodeRow
 from memstore.search.tables import EPISODES, RecallTable
