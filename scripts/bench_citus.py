@@ -388,7 +388,7 @@ def report(
 async def run(
     args: argparse.Namespace, cluster_url: str, worker2: int, plain_url: str
 ) -> tuple[dict[str, Any], dict[str, float], list[Throughput], dict[str, dict[str, Samples]]]:
-    from memstore.schema.citus import apply_citus
+    from memstore.backends.postgresql.citus import apply_citus
 
     facts: dict[str, Any] = {}
     # One worker first: the second is registered by cluster.sh; take it out before

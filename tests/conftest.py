@@ -30,11 +30,11 @@ from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from memstore import MemoryStore
+from memstore.backends.postgresql.citus import apply_citus
 from memstore.db.engine import create_engine
 from memstore.models import ConfigRow
 from memstore.models.config import EMBEDDER_KEY
 from memstore.repositories.tenants import tenant_tables
-from memstore.schema.citus import apply_citus
 from memstore.schema.migrate import upgrade
 from tests.citus_cluster import CitusCluster, citus_unavailable, private_citus_cluster
 from tests.pg_servers import private_pgserver

@@ -21,7 +21,7 @@ import asyncpg
 import pytest
 from sqlalchemy.engine import make_url
 
-import memstore.schema.citus as citus_lib
+import memstore.backends.postgresql.citus as citus_lib
 from memstore.schema.migrate import upgrade
 from tests.citus_cluster import CitusCluster, citus_unavailable, private_citus_cluster
 

@@ -16,10 +16,10 @@ import pytest
 from sqlalchemy import text
 
 from memstore import Episode, MemoryStore
+from memstore.backends.postgresql.citus import apply_citus, citus_plan
 from memstore.db.engine import create_engine
 from memstore.errors import ConfigurationError
 from memstore.models.search import VECTOR_TABLES
-from memstore.schema.citus import apply_citus, citus_plan
 from memstore.schema.migrate import current_revision, head_revision, upgrade
 from tests.conftest import CITUS_ENABLED
 

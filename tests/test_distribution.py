@@ -25,12 +25,17 @@ from sqlalchemy import (
 )
 
 import memstore.models  # noqa: F401  (registers every table)
+from memstore.backends.postgresql.citus import (
+    CitusNotInstalled,
+    SchemaNotDistributable,
+    apply_citus,
+    citus_plan,
+)
 from memstore.cli import main
 from memstore.db.base import Base
 from memstore.db.distribution import catalog_problems, metadata_problems
 from memstore.db.engine import create_engine
 from memstore.errors import InvalidInput
-from memstore.schema.citus import CitusNotInstalled, SchemaNotDistributable, apply_citus, citus_plan
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -128,7 +128,7 @@ async def test_an_idle_connection_is_reset_even_after_memstores_own_use(
     db_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The checkout RESET doubles as the liveness check of connections left idle."""
-    from memstore.db import connections
+    from memstore.backends.postgresql import connections
 
     one = {"pool_size": 1, "max_overflow": 0}
     async with store_with_parts(db_url, engine_options=one) as parts:

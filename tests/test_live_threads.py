@@ -9,7 +9,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from memstore import InvalidInput, NotFound, SyncMemoryStore
-from memstore.db.signal import LISTENER_APPLICATION_NAME
+from memstore.backends.postgresql.signal import LISTENER_APPLICATION_NAME
 from memstore.services.thread_watch import MAX_SLOT_INDEX
 from tests.live_support import GUARD_S, asleep, in_other_process, settled
 from tests.store_parts import StoreParts

@@ -18,8 +18,9 @@ import pytest
 from sqlalchemy import text
 
 from memstore import ConfigurationError, MemoryStore
+from memstore.backends.postgresql.signal import LISTENER_APPLICATION_NAME
 from memstore.db.engine import create_engine
-from memstore.db.signal import LISTENER_APPLICATION_NAME, ChangeSignal
+from memstore.db.signal import ChangeSignal
 from tests.pg_tls import (
     CERT_USER,
     OTHER_HOST,

@@ -20,8 +20,8 @@ from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
 from memstore import ConfigurationError, Episode, MemoryStore
-from memstore.db.connections import connect_args_of
-from memstore.db.signal import LISTENER_APPLICATION_NAME
+from memstore.backends.postgresql.connections import connect_args_of
+from memstore.backends.postgresql.signal import LISTENER_APPLICATION_NAME
 from memstore.schema.migrate import upgrade
 from tests.cli_support import assert_configuration_error_line, run_cli
 from tests.pg_tls import PASSWORD, no_home_certificates

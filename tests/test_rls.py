@@ -16,9 +16,9 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from memstore import Episode, Fact, InvalidInput, MemoryStore, PermissionDenied
+from memstore.backends.postgresql.citus import apply_citus
 from memstore.db.engine import create_engine
 from memstore.repositories.tenants import tenant_tables
-from memstore.schema.citus import apply_citus
 from memstore.schema.migrate import upgrade
 from memstore.schema.rls import rls_status
 from tests.conftest import CITUS_ENABLED, citus_database, migrate_and_distribute, table_counts

@@ -2,7 +2,7 @@
 
 Postgres only uses a GIN full-text index when the query repeats the index's
 expression; the migration keeps a frozen copy of it, so this test is what keeps
-the two equal (memstore/models/search.py).
+the two equal (memstore/models/search.py and each backend's indexes.py).
 """
 
 from __future__ import annotations
@@ -12,19 +12,18 @@ import re
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection, create_async_engine
 
-from memstore.db.engine import resolve_url
-from memstore.models import EpisodeRow, FactRow
-from memstore.models.search import (
-    FTS5_TABLE_ARGS,
+from memstore.backends.postgresql.indexes import (
     FULL_TEXT_INDEXES,
     STORED_TSVECTORS,
     VECTOR_INDEX,
     VECTOR_STORAGE,
-    VECTOR_TABLES,
     computed_tsvector,
-    document,
     tsvector,
 )
+from memstore.backends.sqlite.indexes import FTS5_TABLE_ARGS
+from memstore.db.engine import resolve_url
+from memstore.models import EpisodeRow, FactRow
+from memstore.models.search import VECTOR_TABLES, document
 from memstore.search.tables import row_text
 from tests.conftest import is_postgres
 
@@ -88,7 +87,7 @@ async def test_postgres_indexes_match_the_code(db_url: str, backend: str) -> Non
 
 
 def test_recall_statements_use_the_defined_expressions() -> None:
-    from memstore.search.postgres import full_text_vector
+    from memstore.backends.postgresql.search import full_text_vector
 
     for model in (EpisodeRow, FactRow):
         name = model.__tablename__

@@ -43,7 +43,7 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from memstore.schema.citus import apply_citus, citus_plan, citus_status
+    from memstore.schema.cluster import apply_citus, citus_plan, citus_status
 
     if args.status:
         print(asyncio.run(citus_status(args.url)).render(), end="")

@@ -31,7 +31,7 @@ def main(url: str | None = None) -> None:
     path: Path | None = None
     if url is None:
         path = Path(tempfile.mkdtemp(prefix="memstore-demo-")) / DEMO_DB_NAME
-        url = f"sqlite+aiosqlite:///{path}"
+        url = f"sqlite:///{path}"
     asyncio.run(run_demo(url))
     if path is not None:
         _say("the demo database is kept for inspection", f"  sqlite3 {path}")

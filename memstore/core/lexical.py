@@ -8,7 +8,6 @@ SQLite and Postgres whatever their own rankers do.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from functools import lru_cache
 
 from memstore.core.text import keyword_tokens
@@ -19,7 +18,6 @@ __all__ = [
     "is_prefix",
     "query_terms",
     "stem",
-    "tsquery",
 ]
 
 _SUFFIXES = ("ing", "ed", "es", "s", "ly")
@@ -48,7 +46,3 @@ def query_terms(query: str) -> list[str]:
 def is_prefix(term: str) -> bool:
     """Whether ``term`` matches words it begins (long enough) or only itself."""
     return len(term) >= _MIN_PREFIX
-
-
-def tsquery(terms: Sequence[str]) -> str:
-    return " | ".join(f"{t}:*" if is_prefix(t) else t for t in terms)

@@ -1,4 +1,4 @@
-"""Which database a URL names, and an engine for it (connection behaviour: :mod:`.connections`)."""
+"""Which database a URL names, and an engine for it (made by its backend, memstore/backends/)."""
 
 from __future__ import annotations
 
@@ -8,20 +8,11 @@ from typing import Any
 
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, InvalidRequestError
-from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.pool import QueuePool
 
-from memstore.db import jsontext
-from memstore.db.connections import (
-    configure_postgres,
-    configure_sqlite,
-    connect_postgres,
-    connect_sqlite,
-    remember_connect_args,
-)
-from memstore.db.pgurl import postgres_connect_args, safe_url
 from memstore.db.slowlog import check_threshold, install_slow_query_log, slow_query_ms_from_env
-from memstore.dialects import Dialect, backend_name, dialect_of_url
+from memstore.dialects import Dialect, EngineOptions, backend_name, dialect_of_url, dialects
 from memstore.errors import ConfigurationError, NotFound
 
 __all__ = [
@@ -37,7 +28,8 @@ __all__ = [
     "sqlite_file",
 ]
 
-DEFAULT_URL = "sqlite+aiosqlite:///./memstore.db"
+# The embedded store in the working directory (the backend adds its driver).
+DEFAULT_URL = "sqlite:///./memstore.db"
 # How long a SQLite writer waits for another process's write lock before the
 # call fails with Unavailable (documented in docs/guarantees.md).
 SQLITE_BUSY_TIMEOUT_MS = 30_000
@@ -46,6 +38,9 @@ SQLITE_BUSY_TIMEOUT_MS = 30_000
 PG_CONNECT_TIMEOUT_S = 10.0
 PG_COMMAND_TIMEOUT_S = 60.0
 
+
+# Query values never shown in a message or a rendered URL.
+_SECRET = frozenset({"password", "sslpassword"})
 
 _URL_HINT = (
     "use sqlite:///path/to/memstore.db or postgresql://user:password@host/dbname"
@@ -74,7 +69,9 @@ def _redacted_text(raw: str) -> str:
 
 def redacted(url: str | URL) -> str:
     """``url`` with its password hidden (also a ``password`` query parameter), for messages."""
-    return safe_url(url if isinstance(url, URL) else _parse(url))
+    parsed = url if isinstance(url, URL) else _parse(url)
+    hidden = {key: "***" for key in parsed.query if key in _SECRET}
+    return parsed.update_query_dict(hidden).render_as_string(hide_password=True)
 
 
 def resolve_url(url: str | None) -> str:
@@ -84,7 +81,7 @@ def resolve_url(url: str | None) -> str:
     supported backend (an empty or blank one included: ``--url ""`` or an empty
     ``$MEMSTORE_URL`` is a mistake, an unset shell variable or a lost quote, and
     quietly falling back to ``./memstore.db`` would create a database there), or a
-    Postgres URL with a parameter memstore cannot honour (:mod:`memstore.db.pgurl`).
+    URL with a parameter its backend cannot honour (:meth:`Dialect.check_url`).
     """
     raw = url if url is not None else os.environ.get("MEMSTORE_URL")
     if raw is None:
@@ -103,8 +100,7 @@ def resolve_url(url: str | None) -> str:
             url=redacted(parsed),
         )
     parsed = dialect.with_driver(parsed)
-    if not dialect.embedded:
-        postgres_connect_args(parsed)  # refuses what no connection could honour, now
+    dialect.check_url(parsed)  # refuses what no connection could honour, now
     return parsed.render_as_string(hide_password=False)
 
 
@@ -129,7 +125,7 @@ def require_existing_database(url: str | None) -> str:
     if path is None:
         return resolved
     database = parsed.database or ""
-    _check_sqlite_directory(parsed)  # a missing directory stays a ConfigurationError
+    _dialect(parsed).check_location(parsed)  # a missing directory stays a ConfigurationError
     if not path.exists():
         raise NotFound(
             f"no SQLite database at {database!r}; pass the --url of an existing store "
@@ -151,7 +147,7 @@ def create_engine(
 
     ``connect_timeout`` (seconds) wins over the URL's; with neither it is
     :data:`PG_CONNECT_TIMEOUT_S`. A Postgres URL's libpq parameters (``sslmode``,
-    ``application_name``...) become the driver's arguments (:mod:`memstore.db.pgurl`);
+    ``application_name``...) become the driver's arguments (the backend's URL handling);
     ``connect_args`` given here win over them.
 
     ``slow_query_ms`` (default ``$MEMSTORE_SLOW_QUERY_MS``, else off) logs each
@@ -171,9 +167,10 @@ def create_engine(
             **kwargs,
         )
     except (ArgumentError, InvalidRequestError, ImportError) as exc:  # e.g. a sync driver
+        drivers = ", ".join(d.async_driver for d in dialects())
         raise ConfigurationError(
             f"cannot use {redacted(resolved)!r}: {exc}; {_URL_HINT} (the driver is added "
-            "for you: sqlite+aiosqlite, postgresql+asyncpg)",
+            f"for you: {drivers})",
             url=redacted(resolved),
         ) from exc
     if slow_query_ms is not None:
@@ -190,44 +187,13 @@ def _create(
     **kwargs: Any,
 ) -> AsyncEngine:
     parsed = make_url(resolved)
-    if _dialect(parsed).embedded:
-        _check_sqlite_directory(parsed)
-        connect_args = dict(kwargs.pop("connect_args", None) or {})
-        connect_args.setdefault("async_creator_fn", connect_sqlite)
-        engine = create_async_engine(resolved, connect_args=connect_args, **kwargs)
-        configure_sqlite(engine, busy_timeout_ms=sqlite_busy_timeout_ms)
-    else:
-        kwargs.setdefault("pool_size", 5)
-        kwargs.setdefault("max_overflow", 10)
-        # No pool_pre_ping: the checkout hook's RESET is already a round trip
-        # that fails on a dead connection, and the pool then replaces it.
-        kwargs.setdefault("pool_recycle", 1800)
-        kwargs.setdefault("json_serializer", jsontext.dumps)
-        parsed, from_url = postgres_connect_args(parsed)
-        given = dict(kwargs.pop("connect_args", None) or {})
-        # asyncpg prepares every statement; after five runs Postgres may switch
-        # to a generic plan that ignores the tenant's size, which made recall on
-        # a 400-row tenant 2x slower (docs/bench-notes.md). Planning per call
-        # costs well under a millisecond.
-        server_settings = {
-            "plan_cache_mode": "force_custom_plan",
-            **from_url.get("server_settings", {}),
-            **(given.get("server_settings") or {}),
-        }
-        connect_args = {
-            "timeout": PG_CONNECT_TIMEOUT_S,
-            "command_timeout": command_timeout,
-            "async_creator_fn": connect_postgres,
-            **from_url,
-            **given,
-            "server_settings": server_settings,
-        }
-        if connect_timeout is not None and "timeout" not in given:
-            connect_args["timeout"] = connect_timeout
-        engine = create_async_engine(parsed, connect_args=connect_args, **kwargs)
-        configure_postgres(engine)
-        remember_connect_args(engine, connect_args)
-    return engine
+    options = EngineOptions(
+        busy_timeout_ms=sqlite_busy_timeout_ms,
+        connect_timeout=connect_timeout,
+        command_timeout=command_timeout,
+        engine_kwargs=kwargs,
+    )
+    return _dialect(parsed).create_engine(parsed, options)
 
 
 def _dialect(resolved: URL) -> Dialect:
@@ -243,26 +209,3 @@ def pool_capacity(engine: AsyncEngine) -> int | None:
         return None  # e.g. SQLite :memory: (one static connection), NullPool
     overflow = int(getattr(pool, "_max_overflow", 0))
     return None if overflow < 0 else pool.size() + overflow
-
-
-def _check_sqlite_directory(url: URL) -> None:
-    # SQLite creates the file but not its directory, and cannot open a directory;
-    # the driver's "unable to open database file" would look like an outage
-    # (Unavailable) although no retry helps.
-    database = url.database
-    if not database or database == ":memory:" or database.startswith("file:"):
-        return
-    path = Path(database).expanduser()
-    if path.is_dir():
-        raise ConfigurationError(
-            f"cannot open SQLite database {database!r}: it is a directory; name a file "
-            "in it, e.g. sqlite:///path/to/dir/memstore.db",
-            url=redacted(url),
-        )
-    directory = path.parent
-    if not directory.is_dir():
-        raise ConfigurationError(
-            f"cannot open SQLite database {database!r}: directory {str(directory)!r} does "
-            "not exist (unable to open database file); create it or fix the URL",
-            url=redacted(url),
-        )

@@ -16,6 +16,7 @@ from sqlalchemy import PrimaryKeyConstraint, UniqueConstraint
 from sqlalchemy import exc as sa_exc
 
 from memstore.db.base import Base
+from memstore.dialects import dialects
 from memstore.errors import (
     ConfigurationError,
     Conflict,
@@ -130,13 +131,13 @@ def sqlstate(error: sa_exc.DBAPIError) -> str | None:
     return str(code) if code else None
 
 
-# Connecting can never succeed until someone changes the URL or the server's
-# roles/databases: these are not outages, so not Unavailable.
-_CONFIGURATION_STATES = {
-    "3D000": "create the database (or `memstore migrate` after creating it) or fix the URL",
-    "28000": "create the role / allow it in pg_hba.conf, or fix the user in the URL",
-    "28P01": "fix the password in the URL",
-}
+def _misconfiguration(error: sa_exc.DBAPIError) -> str | None:
+    # Each backend knows its own driver's errors; the others answer None.
+    for dialect in dialects():
+        why = dialect.misconfiguration(error)
+        if why is not None:
+            return why
+    return None
 
 
 def _unavailable_state(code: str | None) -> bool:
@@ -214,14 +215,9 @@ def translated(what: str) -> Iterator[None]:
                 raise Unavailable(f"{what}: database unreachable ({orig!r})") from error
             raise
         code = sqlstate(error)
-        if getattr(orig, "sqlite_errorname", None) == "SQLITE_NOTADB":
-            # No retry opens another program's file as a store.
-            raise ConfigurationError(
-                f"{what}: the SQLite URL names a file that is not a SQLite database "
-                f"({orig}); fix the URL"
-            ) from error
-        if code in _CONFIGURATION_STATES:
-            raise ConfigurationError(f"{what}: {orig}; {_CONFIGURATION_STATES[code]}") from error
+        misconfigured = _misconfiguration(error)
+        if misconfigured is not None:  # no retry helps until someone fixes the URL or server
+            raise ConfigurationError(f"{what}: {misconfigured}") from error
         if (
             isinstance(error, sa_exc.OperationalError | sa_exc.InterfaceError)
             or error.connection_invalidated

@@ -8,15 +8,13 @@ from typing import Any
 import numpy as np
 from sqlalchemy import JSON, DateTime, LargeBinary
 from sqlalchemy.engine import Dialect
-from sqlalchemy.types import TypeDecorator, TypeEngine, UserDefinedType
+from sqlalchemy.types import TypeDecorator, TypeEngine
 
-from memstore.dialects import DIALECTS, dialect_for
+from memstore.dialects import dialect_for, dialects
 
 __all__ = [
     "JSONDoc",
     "NullableJSONDoc",
-    "PgVector",
-    "PgVectorArray",
     "UTCDateTime",
     "Vector",
     "VectorList",
@@ -59,7 +57,7 @@ class UTCDateTime(TypeDecorator[datetime]):
 def _json(*, none_as_null: bool) -> Any:
     """Plain JSON, with each dialect's own document type as its variant."""
     json: Any = JSON(none_as_null=none_as_null)
-    for dialect in DIALECTS:
+    for dialect in dialects():
         json = json.with_variant(dialect.json_type(none_as_null=none_as_null), dialect.name)
     return json
 
@@ -71,50 +69,26 @@ JSONDoc: Any = _json(none_as_null=False)
 NullableJSONDoc: Any = _json(none_as_null=True)
 
 
-class PgVector(UserDefinedType[Any]):
-    """pgvector's ``vector`` column; values pass straight to the asyncpg codec.
-
-    The engine registers pgvector's binary asyncpg codec, which takes and
-    returns numpy arrays, so no text conversion happens here. The width is
-    fixed by the migration (``vector(dim)``), not by the model.
-    """
-
-    cache_ok = True
-
-    def get_col_spec(self, **kw: Any) -> str:
-        return "VECTOR"
-
-
-class PgVectorArray(UserDefinedType[Any]):
-    """pgvector's ``vector[]``, without a width: a row's passages can outlive a change of
-    embedder width (``memstore reembed`` recomputes them) without a column rewrite."""
-
-    cache_ok = True
-
-    def get_col_spec(self, **kw: Any) -> str:
-        return "VECTOR[]"
-
-
 class _Float32Type(TypeDecorator[np.ndarray]):
-    """float32 arrays: a pgvector type (``postgres_type``) on Postgres, bytes elsewhere."""
+    """float32 arrays: the backend's vector type (``native_vectors``), else bytes."""
 
     impl = LargeBinary
-    postgres_type: type[UserDefinedType[Any]]
+    # Several vectors per value (a list of them), not one.
+    many: bool
 
     @property
     def python_type(self) -> type[np.ndarray]:
         return np.ndarray
 
     def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
-        if dialect_for(dialect).native_vectors:
-            return dialect.type_descriptor(self.postgres_type())
-        return dialect.type_descriptor(LargeBinary())
+        native = dialect_for(dialect).vector_type(many=self.many)
+        return dialect.type_descriptor(native if native is not None else LargeBinary())
 
 
 class Vector(_Float32Type):
-    """A float32 embedding: pgvector ``vector`` on Postgres, raw float32 bytes elsewhere."""
+    """A float32 embedding: the backend's vector type, else raw float32 bytes."""
 
-    postgres_type = PgVector
+    many = False
     cache_ok = True  # read from each class itself, not inherited
 
     def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
@@ -134,7 +108,7 @@ class Vector(_Float32Type):
 
 
 def _float32(value: Any) -> np.ndarray:
-    """A vector read from Postgres (a pgvector ``Vector`` from the asyncpg codec) as float32."""
+    """A vector the driver read from a native vector column, as float32."""
     if hasattr(value, "to_numpy"):
         value = value.to_numpy()
     return np.asarray(value, dtype=np.float32)
@@ -150,7 +124,7 @@ class VectorList(_Float32Type):
     as a little-endian uint32, then the float32 values.
     """
 
-    postgres_type = PgVectorArray
+    many = True
     cache_ok = True
 
     def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
@@ -159,12 +133,9 @@ class VectorList(_Float32Type):
         array = np.asarray(value, dtype=np.float32)
         if array.ndim != 2:
             raise ValueError(f"a vector list is a 2-D array, not shape {array.shape}")
-        if dialect_for(dialect).native_vectors:
-            from pgvector import Vector as PgVectorValue  # lazy: Postgres users have it
-
-            # Vector objects, not arrays: asyncpg reads nested sequences as a
-            # multi-dimensional array of numbers.
-            return [PgVectorValue(row) for row in array]
+        backend = dialect_for(dialect)
+        if backend.native_vectors:
+            return backend.bind_vectors(array)
         return np.array([array.shape[1]], dtype=_WIDTH).tobytes() + array.tobytes()
 
     def process_result_value(self, value: Any, dialect: Dialect) -> np.ndarray | None:

@@ -17,15 +17,12 @@ turns (:func:`_session_turn`) however many tasks run them.
 from __future__ import annotations
 
 import asyncio
-import weakref
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from contextvars import ContextVar
 from datetime import datetime
 from types import MappingProxyType
-from typing import Any
 
-from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker
 
 from memstore.core.validation import check_aware
@@ -34,7 +31,6 @@ from memstore.db.connections import (
     OWN_CONNECTION,
     READ_ONLY,
     TENANT_SETTING,
-    register_vector_codec,
 )
 from memstore.db.engine import pool_capacity
 from memstore.db.errors import translated
@@ -44,9 +40,6 @@ from memstore.errors import InvalidInput, Unsupported
 from memstore.types import utcnow
 
 __all__ = ["Clock", "Database", "Reader"]
-
-# asyncpg connections of other engines that were given the vector codec.
-_CODEC_READY: weakref.WeakSet[Any] = weakref.WeakSet()
 
 Clock = Callable[[], datetime]
 
@@ -214,10 +207,7 @@ class Database:
             if self.joined_session is not None:
                 session = self.joined_session
                 async with _session_turn(session):
-                    if self.backend.native_vectors:
-                        await _with_vector_codec(session)
-                    if self.backend.serial_writes and write:
-                        await _sqlite_begun(session)
+                    await self.backend.join(session, write=write)
                     if tenant is not None:
                         await self.set_tenant(session, tenant)
                     yield session
@@ -248,42 +238,7 @@ class Database:
         """
         if not self.rls:
             return
-        connection = await session.connection()
-        if not await _on_citus(connection):
-            await session.execute(select(func.set_config(TENANT_SETTING, tenant, True)))
-            return
-        # The policies run on the workers that hold the shards. Citus passes a
-        # setting on to them (now, and to each worker the transaction reaches
-        # later) only as a SET LOCAL statement, and only while this is on;
-        # set_config() would stay on the coordinator and the shards would see no
-        # tenant. SET takes no bind parameter, hence the literal.
-        await connection.exec_driver_sql("SET LOCAL citus.propagate_set_commands TO 'local'")
-        await connection.exec_driver_sql(f"SET LOCAL {TENANT_SETTING} TO {_literal(tenant)}")
-
-
-# Connection-record entry: whether the connection's database has the citus extension.
-_CITUS = "memstore_citus"
-
-
-async def _on_citus(connection: AsyncConnection) -> bool:
-    """Whether ``connection``'s database is a Citus one (asked once per server connection)."""
-    known = connection.info.get(_CITUS)
-    if known is None:
-        found = await connection.exec_driver_sql(
-            "SELECT 1 FROM pg_extension WHERE extname = 'citus'"
-        )
-        known = connection.info[_CITUS] = found.first() is not None
-    return bool(known)
-
-
-def _literal(value: str) -> str:
-    """``value`` as a PostgreSQL string constant, whatever standard_conforming_strings is.
-
-    An escape string (E'...') reads a backslash as an escape in every
-    configuration, so doubling backslashes and quotes leaves nothing that could
-    end the constant. Tenant ids hold no control characters (core.validation).
-    """
-    return "E'" + value.replace("\\", "\\\\").replace("'", "''") + "'"
+        await self.backend.set_tenant(session, TENANT_SETTING, tenant)
 
 
 class _SessionGate:
@@ -348,33 +303,3 @@ async def _held(
             # Not reset(token): a transaction entered by one task may be left
             # by another (SyncMemoryStore runs each step as its own task).
             holds.set(False)
-
-
-async def _sqlite_begun(session: AsyncSession) -> None:
-    """Make a caller's SQLite transaction real before memstore writes in it.
-
-    The sqlite3 module's default transaction handling sends BEGIN only before an
-    INSERT, UPDATE or DELETE. A SAVEPOINT sent first would open the outermost
-    transaction itself, and its RELEASE would commit memstore's rows on their
-    own, whatever the caller does with its transaction later.
-    """
-    connection = await session.connection()
-    raw = (await connection.get_raw_connection()).driver_connection
-    if raw is not None and not raw.in_transaction:
-        # IMMEDIATE, as memstore's own writers: the write lock now, waiting busy_timeout.
-        await connection.exec_driver_sql("BEGIN IMMEDIATE")
-
-
-async def _with_vector_codec(session: AsyncSession) -> None:
-    """Give a caller's asyncpg connection pgvector's codec, as the store's engine has.
-
-    An application's own engine has none of memstore's connect hooks; without
-    the codec its connection could not bind or read the embedding columns.
-    """
-    connection = await session.connection()
-    raw = await connection.get_raw_connection()
-    driver = raw.driver_connection
-    if driver is None or driver in _CODEC_READY:
-        return
-    await register_vector_codec(driver)
-    _CODEC_READY.add(driver)

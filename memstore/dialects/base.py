@@ -1,25 +1,51 @@
 """What the rest of memstore may ask of a SQL backend: one :class:`Dialect` per backend.
 
-Code outside :mod:`memstore.dialects` never tells backends apart by name; it asks
-the dialect of its engine, session or URL (:func:`memstore.dialects.dialect_for`)
-for a capability, a construct or a type. A backend is one module here (an instance
-of a :class:`Dialect` subclass) registered in :mod:`memstore.dialects`; its search
-statements are the backend's half in :mod:`memstore.search`, registered in
-:mod:`memstore.search.backends`.
+Code outside a backend's folder never tells backends apart and never imports one;
+it asks the dialect of its engine, session or URL
+(:func:`memstore.dialects.dialect_for`) for a capability, a construct, or one of the
+hooks below, which the backend's folder (``memstore/backends/<name>/``) implements
+with its own connection set-up, change signalling and search statements.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from sqlalchemy import text
 from sqlalchemy.engine import URL
 from sqlalchemy.sql.functions import Function
 from sqlalchemy.types import TypeEngine
 
-__all__ = ["Dialect"]
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession
+
+    from memstore.db.signal import ChangeSignal
+    from memstore.search.tables import SearchHalf
+
+__all__ = ["Dialect", "EngineOptions"]
+
+
+class EngineOptions:
+    """What :func:`memstore.db.engine.create_engine` was asked for, for the backend to apply.
+
+    Each backend takes the options that mean something to it and ignores the rest.
+    """
+
+    def __init__(
+        self,
+        *,
+        busy_timeout_ms: int,
+        connect_timeout: float | None,
+        command_timeout: float | None,
+        engine_kwargs: dict[str, Any],
+    ) -> None:
+        self.busy_timeout_ms = busy_timeout_ms
+        self.connect_timeout = connect_timeout
+        self.command_timeout = command_timeout
+        self.engine_kwargs = engine_kwargs
 
 
 class Dialect(ABC):
@@ -74,9 +100,6 @@ class Dialect(ABC):
     # The database may be spread over a cluster (Citus): distribution plans,
     # shard storage and catalogs apply.
     distributable: bool
-    # Deleted text stays readable in the database files (full-text index segments,
-    # write-ahead log) until the index is merged and the log truncated.
-    keeps_deleted_text: bool
     # Recall ranks vectors in this process (no vector index): each tenant's
     # vectors are cached here, checked against a per-tenant search version.
     vectors_in_process: bool
@@ -93,9 +116,102 @@ class Dialect(ABC):
     def json_type(self, *, none_as_null: bool) -> TypeEngine[Any]:
         """The column type of a JSON document."""
 
+    def rls_statements(self, table: str, *, setting: str, enable: bool, force: bool) -> list[str]:
+        """The statements that put the tenant policy on ``table`` (quoted): rows whose
+        user_id is ``setting``'s, also for the owner when ``force``; or take it off."""
+        raise NotImplementedError(f"{self.label} has no row-level security")
+
+    async def rls_state(self, conn: AsyncConnection, table: str) -> tuple[bool, bool, bool]:
+        """Whether ``table`` (quoted) has row-level security on, forced, and the policy."""
+        raise NotImplementedError(f"{self.label} has no row-level security")
+
+    async def after_migration(self, engine: AsyncEngine) -> None:
+        """Finish a committed migration outside its transaction."""
+        return  # by default: nothing left
+
+    def distribution_plan(self) -> Any:
+        """The statements that distribute memstore's schema (``distributable``)."""
+        raise NotImplementedError(f"{self.label} does not distribute")
+
+    async def distribution_status(self, url: str | None) -> Any:
+        """How the database at ``url`` is distributed (``distributable``)."""
+        raise NotImplementedError(f"{self.label} does not distribute")
+
+    async def distribute(self, url: str | None) -> list[str]:
+        """Distribute what is not yet distributed at ``url`` (``distributable``)."""
+        raise NotImplementedError(f"{self.label} does not distribute")
+
+    def misconfiguration(self, error: Any) -> str | None:
+        """What to fix, when the driver's ``error`` (a DBAPIError) means no retry can
+        succeed until someone changes the URL or the server; None otherwise."""
+        return None
+
+    def vector_type(self, *, many: bool) -> TypeEngine[Any] | None:
+        """The column type of a float32 vector (``many``: of a list of them); None:
+        float32 bytes (``native_vectors`` says which)."""
+        return None
+
+    def bind_vectors(self, rows: Any) -> Any:
+        """A 2-D float32 array as the driver binds a list of native vectors (``native_vectors``)."""
+        raise NotImplementedError(f"{self.label} has no native vector type")
+
     @abstractmethod
     def database_file(self, url: URL) -> Path | None:
         """The file ``url`` names, if the database is one (None: a server, memory, a URI)."""
+
+    def check_url(self, url: URL) -> None:
+        """Refuse (:class:`~memstore.errors.ConfigurationError`) what no connection could
+        honour in ``url``, before any connection is tried."""
+        return  # by default: every URL the backend's driver takes
+
+    def check_location(self, url: URL) -> None:
+        """Refuse a ``url`` whose database cannot be where it says (e.g. a missing directory)."""
+        return  # by default: a server's database, which connecting does not create
+
+    @abstractmethod
+    def create_engine(self, url: URL, options: EngineOptions) -> AsyncEngine:
+        """An engine for the resolved ``url``, its connections set up as memstore needs."""
+
+    @abstractmethod
+    async def watch_changes(self, signal: ChangeSignal) -> None:
+        """Wake ``signal``'s waiters when other connections commit, until it closes."""
+
+    async def join(self, session: AsyncSession, *, write: bool) -> None:
+        """Ready a caller's own session (a bound store) before memstore runs statements in it."""
+        return  # by default: any session of the backend's driver will do
+
+    async def set_tenant(self, session: AsyncSession, setting: str, tenant: str) -> None:
+        """Name the transaction's tenant for the row-level security policies (``setting``)."""
+        raise NotImplementedError(f"{self.label} has no row-level security")
+
+    async def purge_deleted_text(self, session: AsyncSession, tables: Iterable[str]) -> None:
+        """Remove deleted rows' text from ``tables``' full-text index files."""
+        return  # by default: the index keeps no deleted text reachable from the files
+
+    async def truncate_log(self, engine: AsyncEngine) -> bool:
+        """Drop erased rows' old page images from the write-ahead log; False if it could not."""
+        return True  # by default: nothing this process can do (VACUUM's business)
+
+    async def change_vector_width(
+        self, conn: AsyncConnection, dim: int, tables: Sequence[str]
+    ) -> list[str]:
+        """Make ``tables``' vectors ``dim`` wide, all of them emptied (reembed refills
+        them in the same transaction); what :meth:`vector_width_committed` must finish."""
+        for table in tables:
+            await conn.execute(text(f"UPDATE {table} SET embedding = NULL"))
+        return []
+
+    async def build_vector_index(self, conn: AsyncConnection) -> None:
+        """Index the refilled vectors after a width change (None: the backend scans)."""
+        return  # by default: no vector index
+
+    async def vector_width_committed(self, engine: AsyncEngine, pending: list[str]) -> None:
+        """Finish a committed width change outside its transaction (``pending`` as returned)."""
+        return  # by default: nothing left
+
+    @abstractmethod
+    def search(self) -> SearchHalf:
+        """The backend's half of the recall statements."""
 
     def with_driver(self, url: URL) -> URL:
         """``url`` with memstore's async driver when it names none."""

@@ -35,7 +35,7 @@ __all__ = [
 # a database migrated with defaults accepts either.
 DEFAULT_DIM = 384
 # The widths a store takes, the same on both backends: pgvector's HNSW index, which
-# memstore builds on episodes.embedding (memstore.models.search.VECTOR_INDEX), takes at
+# memstore builds on episodes.embedding (backends/postgresql/indexes.py), takes at
 # most 2,000 dimensions, and migration 0003 fixes the width within these bounds. SQLite
 # could hold wider blobs, but a dump must load into either backend and every recorded
 # width must be one ``MemoryStore.open`` can build an embedder for.

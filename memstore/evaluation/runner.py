@@ -203,7 +203,7 @@ async def run_configs(
     directory = Path(tempfile.mkdtemp(prefix="memstore-eval-"))
     try:
         for i, config in enumerate(configs):
-            target = f"sqlite+aiosqlite:///{directory / f'config-{i}.db'}"
+            target = f"sqlite:///{directory / f'config-{i}.db'}"
             out[config.name], backend = await _run_one(
                 dataset, config, target, budgets, progress, True
             )

@@ -10,6 +10,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 from memstore.db.base import Base
 from memstore.db.columns import TenantId
 from memstore.db.types import JSONDoc, Vector
+from memstore.dialects import dialects
 
 __all__ = ["FactRow", "subject_key"]
 
@@ -25,10 +26,9 @@ def subject_key(subject: str) -> str:
 
 
 def _unique_where(name: str, where: str, *columns: str) -> Index:
-    """A partial unique index: the same predicate on both backends."""
-    return Index(
-        name, *columns, unique=True, sqlite_where=text(where), postgresql_where=text(where)
-    )
+    """A partial unique index: the same predicate on every backend (``<dialect>_where``)."""
+    partial: dict[str, Any] = {f"{d.name}_where": text(where) for d in dialects()}
+    return Index(name, *columns, unique=True, **partial)
 
 
 def _subject_key_default(context: Any) -> str:

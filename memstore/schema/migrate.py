@@ -17,13 +17,11 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from memstore.db.distribution import shards_follow_column_storage
 from memstore.db.engine import create_engine
 from memstore.db.errors import translated
 from memstore.dialects import dialect_for
 from memstore.embeddings.base import check_dim
-from memstore.errors import ConfigurationError, SchemaOutOfDate
-from memstore.models.search import VECTOR_TABLES
+from memstore.errors import SchemaOutOfDate
 
 # The width migration 0003 records (its own copy reads the same variable).
 EMBEDDING_DIM_ENV = "MEMSTORE_EMBEDDING_DIM"
@@ -127,8 +125,7 @@ async def _with_engine(target: AsyncEngine | str | None, action: str, revision: 
                 )
                 await connection.run_sync(_run, action, revision)
                 after = await connection.run_sync(_heads)
-            if dialect.distributable:
-                await _shards_follow_vector_storage(engine)
+            await dialect.after_migration(engine)
         logger.info(
             "migration %s done: %s -> %s in %.2f s",
             action,
@@ -150,25 +147,6 @@ async def _with_engine(target: AsyncEngine | str | None, action: str, revision: 
         # kept: it has no codecs, and disposing would lose a :memory: database.
         if engine is not target or dialect.native_vectors:
             await engine.dispose()
-
-
-async def _shards_follow_vector_storage(engine: AsyncEngine) -> None:
-    """Citus: the vector storage a revision set on the coordinator, on every shard.
-
-    Revision 0010 sets it on the shards itself, but not reliably when an earlier
-    revision of the same run altered the table (memstore.db.distribution); after
-    the run committed, no lock stands in the way.
-    """
-    for table in VECTOR_TABLES:
-        async with engine.begin() as connection:
-            failed = await connection.run_sync(shards_follow_column_storage, table, "embedding")
-        if failed:
-            raise ConfigurationError(
-                f"the migration committed, but the vector storage of {len(failed)} shard(s) "
-                f"of distributed table {table} could not follow the coordinator's "
-                f"({failed[0]}); run `memstore migrate` again",
-                setting="citus",
-            )
 
 
 async def upgrade(target: AsyncEngine | str | None = None, revision: str = "head") -> None:

@@ -1,4 +1,6 @@
-"""Ranked recall statements and each backend's part of them (SQLite, Postgres + pgvector).
+"""Ranked recall statements every backend shares; each backend's part is in its folder.
+
+``search/backends.py`` asks the engine's dialect for its half (memstore/backends/<name>/).
 
 Between the recall pipeline (memstore.recall), which never builds SQL, and the
 repositories. Also the SQL that keeps vectors comparable: the recorded embedder

@@ -1,44 +1,33 @@
-"""The search half of each dialect: one registration per backend."""
+"""The search half of each dialect, as the engine's backend gives it (Dialect.search)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from memstore.dialects import POSTGRES, SQLITE, Dialect, dialect_for
-from memstore.errors import ConfigurationError
-from memstore.search import postgres, postgres_recall, sqlite
+from memstore.dialects import dialect_for
 from memstore.search.facts import FactSearch
-from memstore.search.tables import EpisodeSearchBackend, SearchHalf
+from memstore.search.tables import EpisodeSearchBackend
 
 __all__ = ["SearchBackend", "backend_for", "episode_search_for", "fact_search_for"]
 
-# Dense search of one table (episodes' HNSW plans on Postgres); store.search.
-SearchBackend = postgres.PostgresSearch | sqlite.SqliteSearch
 
-# Each dialect's search statements (memstore/dialects registers the dialect itself).
-_HALVES: dict[Dialect, SearchHalf] = {POSTGRES: postgres_recall.SEARCH, SQLITE: sqlite.SEARCH}
-
-
-def _half(engine: AsyncEngine) -> SearchHalf:
-    dialect = dialect_for(engine)
-    half = _HALVES.get(dialect)
-    if half is None:
-        raise ConfigurationError(f"no search statements for the {dialect.label} backend")
-    return half
+class SearchBackend(Protocol):
+    """A backend's dense search of one table (the store's ``search``): opaque here,
+    handed back to the same backend's episode search."""
 
 
 def backend_for(engine: AsyncEngine, **options: Any) -> SearchBackend:
-    vectors: SearchBackend = _half(engine).vectors(**options)
+    vectors: SearchBackend = dialect_for(engine).search().vectors(**options)
     return vectors
 
 
 def episode_search_for(engine: AsyncEngine, backend: SearchBackend) -> EpisodeSearchBackend:
     """Episode recall in one statement; on Postgres it shares ``backend``'s plan state."""
-    return _half(engine).episodes(backend)
+    return dialect_for(engine).search().episodes(backend)
 
 
 def fact_search_for(engine: AsyncEngine) -> FactSearch:
     """Fact recall in one statement on the engine's backend."""
-    return FactSearch(_half(engine).facts)
+    return FactSearch(dialect_for(engine).search().facts)

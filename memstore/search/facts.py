@@ -26,7 +26,7 @@ from sqlalchemy import (
     text,
 )
 
-from memstore.db.types import PgVector
+from memstore.db.types import Vector
 from memstore.db.unit import Reader
 from memstore.models import FactRow
 from memstore.models.search import document
@@ -106,7 +106,7 @@ def _statement(backend: FactBackend, keywords: bool, depth: int) -> TextualSelec
     fuse = FUSE.format(sd_s=dialect.stddev.format(x="s"), float=dialect.float, **carried(dialect))
     ranked = _RANKED.format(columns=", ".join(f"e.{c.name}" for c in FACT_COLUMNS))
     sql = f"WITH dense(id, s) AS ({dialect.dense}),\n{keyword}\n{fuse}\n{ranked}"
-    types: dict[str, Any] = {"qvec": PgVector(), "dense": String()}
+    types: dict[str, Any] = {"qvec": Vector(), "dense": String()}
     types |= backend.keyword_params(())[1]
     return (
         text(sql)

@@ -3,9 +3,10 @@
 ``passages=True`` also gives passages to episodes stored without them (before
 migration 0011, or by an embedder without passages) while keeping their vectors.
 
-Switching to an embedder of another width changes the recorded dimension and, on
-Postgres, the column type (``vector(n)``) and its HNSW index, in one transaction with
-the recomputed vectors; nothing else in the schema is touched.
+Switching to an embedder of another width changes the recorded dimension and, where
+the backend has vector columns, their type and index (its
+:meth:`~memstore.dialects.Dialect.change_vector_width`), in one transaction with the
+recomputed vectors; nothing else in the schema is touched.
 
 Every row that holds a vector is covered: episodes (and their passages), facts, and
 the LangGraph store's items, whose vectors are recomputed from the fields recorded
@@ -24,7 +25,6 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from memstore.core.documents import episode_text, fact_text
 from memstore.core.langgraph_input import indexed_texts
 from memstore.db.crosstenant import cross_tenant_connection
-from memstore.db.distribution import set_column_storage, set_shard_column_storage
 from memstore.dialects import dialect_for
 from memstore.embeddings.base import (
     Embedder,
@@ -36,10 +36,10 @@ from memstore.embeddings.base import (
 )
 from memstore.embeddings.forms import drops_forms, form_options
 from memstore.embeddings.identity import embedder_identity
-from memstore.errors import ConfigurationError, EmbedderFormsDropped, InvalidInput
+from memstore.errors import EmbedderFormsDropped, InvalidInput
 from memstore.models import ConfigRow, EpisodeRow, FactRow, LangGraphItemRow
 from memstore.models.config import EMBEDDER_KEY, EMBEDDING_DIM_KEY
-from memstore.models.search import VECTOR_INDEX, VECTOR_STORAGE, VECTOR_TABLES
+from memstore.models.search import VECTOR_TABLES
 from memstore.search.settings import set_embedder
 from memstore.types import Episode, Fact
 
@@ -79,52 +79,14 @@ def _fact_text(row: Any) -> str:
 
 
 async def _change_dimension(conn: AsyncConnection, dim: int) -> list[str]:
-    """Change the vector width; the Citus distributed tables whose shards still need
-    their vector storage set (after this transaction commits, see reembed)."""
-    distributed: list[str] = []
-    if dialect_for(conn).native_vectors:
-        await conn.execute(text(f"DROP INDEX IF EXISTS {VECTOR_INDEX[0]}"))
-        for table in VECTOR_TABLES:
-            await conn.execute(
-                text(
-                    f"ALTER TABLE {table} ALTER COLUMN embedding TYPE vector({int(dim)}) USING NULL"
-                )
-            )
-            # ALTER COLUMN ... TYPE resets the storage to the type's default.
-            if await conn.run_sync(set_column_storage, table, "embedding", VECTOR_STORAGE):
-                distributed.append(table)
-    else:
-        for table in ("episodes", "facts"):
-            await conn.execute(text(f"UPDATE {table} SET embedding = NULL"))
+    """Change the vector width (the backend's column type, or its vectors emptied); what
+    the backend must still finish once this transaction commits."""
+    pending = await dialect_for(conn).change_vector_width(conn, dim, VECTOR_TABLES)
     await conn.execute(text("UPDATE episodes SET passages = NULL"))
     await conn.execute(
         update(ConfigRow).where(ConfigRow.key == EMBEDDING_DIM_KEY).values(value=str(dim))
     )
-    return distributed
-
-
-async def _set_shard_storage(engine: AsyncEngine, tables: list[str]) -> None:
-    """Citus: the vector storage of every shard of ``tables``, once the new width committed.
-
-    Citus changes shards only on connections of its own, which would wait for ever on
-    the shard locks the re-embedding transaction holds; so this runs after it. Rows
-    that transaction wrote were stored with the type's default storage: they move into
-    the row when next rewritten (as revision 0010 says for older rows).
-    """
-    for table in tables:
-        async with engine.begin() as conn:
-            failed = await conn.run_sync(
-                set_shard_column_storage, table, "embedding", VECTOR_STORAGE
-            )
-        if failed:
-            raise ConfigurationError(
-                f"reembed: the vectors were re-embedded and committed, but the vector "
-                f"storage of {len(failed)} shard(s) of distributed table {table} could not "
-                f"be set to {VECTOR_STORAGE} ({failed[0]}); run "
-                f"SELECT run_command_on_shards('{table}', 'ALTER TABLE %s ALTER COLUMN "
-                f"embedding SET STORAGE {VECTOR_STORAGE}') on the coordinator",
-                setting="citus",
-            )
+    return pending
 
 
 async def _batches(
@@ -313,10 +275,9 @@ async def reembed(
         items = await _refresh_langgraph(conn, embedder) if all_rows else 0
         # After a full refresh every row has its passages already.
         filled = await _backfill_passages(conn, embedder) if passages and not all_rows else 0
-        if dim != recorded and dialect_for(conn).native_vectors:
-            name, table, method = VECTOR_INDEX
-            await conn.execute(text(f"CREATE INDEX {name} ON {table} USING {method}"))
-    await _set_shard_storage(engine, distributed)
+        if dim != recorded:
+            await dialect_for(conn).build_vector_index(conn)
+    await dialect_for(engine).vector_width_committed(engine, distributed)
     # Pooled connections may have cached the old column type's statements.
     await engine.dispose()
     return ReembedResult(dim, recorded, episodes, facts, identity, previous, filled, items)

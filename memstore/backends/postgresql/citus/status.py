@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
+from memstore.backends.postgresql.citus.errors import CitusNotInstalled
+from memstore.backends.postgresql.citus.plan import memstore_metadata, planned_layout
 from memstore.db.distribution import DISTRIBUTION_COLUMN
 from memstore.dialects import dialect_for
-from memstore.schema.citus.errors import CitusNotInstalled
-from memstore.schema.citus.plan import memstore_metadata, planned_layout
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncConnection

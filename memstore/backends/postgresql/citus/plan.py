@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import MetaData
 
+from memstore.backends.postgresql.citus.errors import SchemaNotDistributable
 from memstore.db.crosstenant import CROSS_TENANT_OPERATIONS
 from memstore.db.distribution import (
     DISTRIBUTION_COLUMN,
@@ -21,7 +22,6 @@ from memstore.db.distribution import (
     metadata_problems,
     tenant_tables_in_order,
 )
-from memstore.schema.citus.errors import SchemaNotDistributable
 
 __all__ = [
     "COLOCATION_ANCHOR",

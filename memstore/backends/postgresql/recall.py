@@ -1,7 +1,7 @@
 """Postgres recall statements: the dialect, term counts, the episode and fact searches.
 
 Dense candidates of a tenant small enough to scan come from an exact scan
-inside the statement; larger tenants' from memstore/search/postgres.py's HNSW
+inside the statement; larger tenants' from the HNSW plans of :mod:`.search`
 plans, handed to the statement as (id, similarity) arrays.
 """
 
@@ -16,12 +16,13 @@ from typing import Any
 import numpy as np
 from sqlalchemy import ARRAY, Boolean, ColumnElement, Float, Integer, String
 
-from memstore.core.lexical import is_prefix, tsquery
-from memstore.db.types import PgVector
+from memstore.backends.postgresql.indexes import tsquery, tsvector
+from memstore.backends.postgresql.search import EPISODE_DISTANCE, PostgresSearch
+from memstore.backends.postgresql.types import PgVector
+from memstore.core.lexical import is_prefix
 from memstore.db.unit import Reader
-from memstore.models.search import document, tsvector
+from memstore.models.search import document
 from memstore.search.episodes import RecallHit, ranked
-from memstore.search.postgres import EPISODE_DISTANCE, PostgresSearch
 from memstore.search.statement import Dialect, EpisodeRecall, FactRecall
 from memstore.search.tables import EpisodeSearchBackend, corpus_size
 

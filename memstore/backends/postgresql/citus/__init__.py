@@ -6,20 +6,20 @@ one transaction on a database that has the ``citus`` extension, and changes
 nothing otherwise (:mod:`.apply`).
 """
 
-from memstore.schema.citus.apply import apply_citus
-from memstore.schema.citus.errors import (
+from memstore.backends.postgresql.citus.apply import apply_citus
+from memstore.backends.postgresql.citus.errors import (
     CitusLayoutConflict,
     CitusNotInstalled,
     CitusNoWorkers,
     SchemaNotDistributable,
 )
-from memstore.schema.citus.plan import (
+from memstore.backends.postgresql.citus.plan import (
     COLOCATION_ANCHOR,
     TRIGGERS,
     CitusPlan,
     citus_plan,
 )
-from memstore.schema.citus.status import (
+from memstore.backends.postgresql.citus.status import (
     CitusNode,
     CitusStatus,
     CitusTable,

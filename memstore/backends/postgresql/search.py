@@ -38,11 +38,11 @@ from sqlalchemy import (
     text,
 )
 
+from memstore.backends.postgresql.indexes import tsvector
+from memstore.backends.postgresql.types import PgVector
 from memstore.db.crosstenant import cross_tenant
-from memstore.db.types import PgVector
 from memstore.db.unit import Reader
 from memstore.models import EpisodeRow
-from memstore.models.search import tsvector
 from memstore.search.tables import EPISODES, RecallTable
 from memstore.search.tuning import RecallTuning
 

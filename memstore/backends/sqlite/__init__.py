@@ -1,9 +1,14 @@
-"""SQLite through aiosqlite: the embedded, single-file, single-writer backend."""
+"""SQLite through aiosqlite: the embedded, single-file, single-writer backend.
+
+Everything that is SQLite's alone lives in this folder; the rest of memstore
+reaches it through :data:`DIALECT` (:class:`memstore.dialects.Dialect`). The hooks
+import their modules when first called, so loading the dialect stays cheap.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import JSON, func
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
@@ -12,9 +17,17 @@ from sqlalchemy.engine import Dialect as SQLDialect
 from sqlalchemy.sql.functions import Function
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
-from memstore.dialects.base import Dialect
+from memstore.dialects.base import Dialect, EngineOptions
 
-__all__ = ["SQLITE", "SqliteDialect"]
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
+
+    from memstore.db.signal import ChangeSignal
+    from memstore.search.tables import SearchHalf
+
+__all__ = ["DIALECT", "SqliteDialect"]
 
 
 class _SQLiteJSON(TypeDecorator[Any]):
@@ -64,7 +77,6 @@ class SqliteDialect(Dialect):
     sequences = False
     copies_rows = False
     distributable = False
-    keeps_deleted_text = True
     vectors_in_process = True
 
     def insert(self, table: Any) -> Any:
@@ -83,5 +95,50 @@ class SqliteDialect(Dialect):
             return None
         return Path(database).expanduser()
 
+    def misconfiguration(self, error: Any) -> str | None:
+        if getattr(error.orig, "sqlite_errorname", None) == "SQLITE_NOTADB":
+            # No retry opens another program's file as a store.
+            return (
+                "the SQLite URL names a file that is not a SQLite database "
+                f"({error.orig}); fix the URL"
+            )
+        return None
 
-SQLITE = SqliteDialect()
+    def check_location(self, url: URL) -> None:
+        from memstore.backends.sqlite.engine import check_directory
+
+        check_directory(url)
+
+    def create_engine(self, url: URL, options: EngineOptions) -> AsyncEngine:
+        from memstore.backends.sqlite.engine import create_sqlite_engine
+
+        return create_sqlite_engine(url, options)
+
+    async def watch_changes(self, signal: ChangeSignal) -> None:
+        from memstore.backends.sqlite.signal import poll
+
+        await poll(signal)
+
+    async def join(self, session: AsyncSession, *, write: bool) -> None:
+        if write:
+            from memstore.backends.sqlite.session import begun
+
+            await begun(session)
+
+    async def purge_deleted_text(self, session: AsyncSession, tables: Iterable[str]) -> None:
+        from memstore.backends.sqlite.scrub import purge_full_text
+
+        await purge_full_text(session, tables)
+
+    async def truncate_log(self, engine: AsyncEngine) -> bool:
+        from memstore.backends.sqlite.scrub import truncate_wal
+
+        return await truncate_wal(engine)
+
+    def search(self) -> SearchHalf:
+        from memstore.backends.sqlite.search import SEARCH
+
+        return SEARCH
+
+
+DIALECT = SqliteDialect()

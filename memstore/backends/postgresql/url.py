@@ -20,9 +20,10 @@ from typing import Any, NoReturn
 
 from sqlalchemy.engine import URL
 
+from memstore.db.engine import redacted
 from memstore.errors import ConfigurationError
 
-__all__ = ["LIBPQ_PARAMETERS", "SSLMODES", "postgres_connect_args", "safe_url"]
+__all__ = ["LIBPQ_PARAMETERS", "SSLMODES", "postgres_connect_args"]
 
 SSLMODES = ("disable", "allow", "prefer", "require", "verify-ca", "verify-full")
 # What the URL may carry beyond user, password, host, port and database.
@@ -43,8 +44,6 @@ LIBPQ_PARAMETERS = (
 _PASSED_THROUGH = frozenset(
     {"host", "port", "user", "password", "database", "prepared_statement_cache_size"}
 )
-# Query values never shown in a message or a rendered URL.
-_SECRET = frozenset({"password", "sslpassword"})
 _TARGET_SESSION_ATTRS = ("any", "primary", "standby", "prefer-standby", "read-write", "read-only")
 # Hints for parameters other tools put into URLs.
 _INSTEAD = {
@@ -56,12 +55,6 @@ _INSTEAD = {
 }
 _SETTING_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*\Z")
 _DOCS = "see docs/configuration.md#postgres-urls"
-
-
-def safe_url(url: URL) -> str:
-    """``url`` as text with its password hidden, in the user part and in the query."""
-    hidden = {key: "***" for key in url.query if key in _SECRET}
-    return url.update_query_dict(hidden).render_as_string(hide_password=True)
 
 
 def postgres_connect_args(url: URL) -> tuple[URL, dict[str, Any]]:
@@ -118,7 +111,7 @@ def _single_values(url: URL) -> dict[str, str]:
 
 
 def _refuse(url: URL, reason: str) -> NoReturn:
-    raise ConfigurationError(f"{reason} ({_DOCS})", url=safe_url(url))
+    raise ConfigurationError(f"{reason} ({_DOCS})", url=redacted(url))
 
 
 def _unsupported_requirement(url: URL, query: Mapping[str, str], name: str, why: str) -> None:

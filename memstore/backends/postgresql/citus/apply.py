@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from sqlalchemy import text
 
+from memstore.backends.postgresql.citus.errors import CitusLayoutConflict, CitusNoWorkers
+from memstore.backends.postgresql.citus.plan import citus_plan
+from memstore.backends.postgresql.citus.status import database_name, read_status
 from memstore.dialects import dialect_for
-from memstore.schema.citus.errors import CitusLayoutConflict, CitusNoWorkers
-from memstore.schema.citus.plan import citus_plan
-from memstore.schema.citus.status import database_name, read_status
 
 __all__ = ["apply_citus"]
 
