@@ -20,6 +20,7 @@ from sqlalchemy.sql.functions import Function
 from sqlalchemy.types import TypeEngine
 
 if TYPE_CHECKING:
+    from sqlalchemy import Table
     from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession
 
     from memstore.db.signal import ChangeSignal
@@ -92,9 +93,6 @@ class Dialect(ABC):
     arrays: bool
     # Timestamps are stored without a time zone (normalised to naive UTC).
     naive_timestamps: bool
-    # Integer ids come from sequences shared by all tenants, which an import with
-    # explicit ids must move past.
-    sequences: bool
     # Bulk inserts may use COPY on the session's own connection.
     copies_rows: bool
     # The database may be spread over a cluster (Citus): distribution plans,
@@ -183,6 +181,37 @@ class Dialect(ABC):
     async def set_tenant(self, session: AsyncSession, setting: str, tenant: str) -> None:
         """Name the transaction's tenant for the row-level security policies (``setting``)."""
         raise NotImplementedError(f"{self.label} has no row-level security")
+
+    async def lock(
+        self,
+        session: AsyncSession,
+        key: int | Sequence[int],
+        *,
+        space: int | None = None,
+        shared: bool = False,
+        wait: bool = True,
+    ) -> bool:
+        """Hold lock ``key`` until ``session``'s transaction ends, against other writers.
+
+        ``key`` is a 64-bit key, or a 32-bit one in ``space`` (the two never collide);
+        a sequence of keys is taken in its order, in one statement. ``shared`` holders
+        do not exclude each other. ``wait=False`` (a single key) takes the lock only if
+        it is free, and says whether it did.
+        """
+        if not self.serial_writes:
+            raise NotImplementedError(f"{self.label} writers run at once but take no locks")
+        return True  # serial writers: each one already excludes every other
+
+    async def announce(self, session: AsyncSession, channel: str, payload: str) -> None:
+        """Send ``payload`` on ``channel`` to other processes' listeners if the transaction
+        commits (``notifies``)."""
+        if self.notifies:
+            raise NotImplementedError(f"{self.label} notifies but has no announce")
+        return  # no listeners: other processes see commits by polling
+
+    async def advance_sequences(self, session: AsyncSession, table: Table) -> None:
+        """Move the id sequences of ``table``, shared by all tenants, past its imported ids."""
+        return  # by default: the next id follows the largest stored one, no sequence
 
     async def purge_deleted_text(self, session: AsyncSession, tables: Iterable[str]) -> None:
         """Remove deleted rows' text from ``tables``' full-text index files."""
