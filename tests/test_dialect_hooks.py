@@ -16,7 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from memstore.backends.sqlite import SqliteDialect
 from memstore.db.engine import create_engine
-from memstore.dialects import dialect_for
+from memstore.dialects import Lock, dialect_for
 from tests.conftest import is_postgres
 
 _SPACE = 0x746573  # "tes": a key space no memstore lock uses
@@ -31,18 +31,18 @@ async def test_a_lock_excludes_other_transactions_until_commit(db_url: str, back
     try:
         async with AsyncSession(engine) as holder, AsyncSession(engine) as other:
             async with holder.begin():
-                assert await dialect.lock(holder, [1, 2], space=_SPACE, shared=True)
-                assert await dialect.lock(holder, 7)
+                assert await dialect.lock(holder, Lock((1, 2), space=_SPACE, shared=True))
+                assert await dialect.lock(holder, Lock(7))
                 async with other.begin():
-                    assert not await dialect.lock(other, 2, space=_SPACE, wait=False)
-                    assert await dialect.lock(other, 2, space=_SPACE, shared=True, wait=False)
+                    assert not await dialect.lock(other, Lock(2, space=_SPACE), wait=False)
+                    assert await dialect.lock(other, Lock(2, space=_SPACE, shared=True), wait=False)
                     # The bigint keys are another space: 2 is free there, 7 is not.
-                    assert await dialect.lock(other, 2, wait=False)
-                    assert not await dialect.lock(other, 7, wait=False)
+                    assert await dialect.lock(other, Lock(2), wait=False)
+                    assert not await dialect.lock(other, Lock(7), wait=False)
             # The holder committed: its locks are gone.
             async with other.begin():
-                assert await dialect.lock(other, 1, space=_SPACE, wait=False)
-                assert await dialect.lock(other, 7, wait=False)
+                assert await dialect.lock(other, Lock(1, space=_SPACE), wait=False)
+                assert await dialect.lock(other, Lock(7), wait=False)
     finally:
         await engine.dispose()
 
@@ -81,8 +81,8 @@ async def test_a_backend_whose_writers_run_at_once_must_say_how_it_locks() -> No
 
     session = cast(AsyncSession, None)  # never reached: the default refuses first
     with pytest.raises(NotImplementedError, match="take no locks"):
-        await Concurrent().lock(session, 1)
+        await Concurrent().lock(session, Lock(1))
     with pytest.raises(NotImplementedError, match="no announce"):
         await Concurrent().announce(session, "channel", "payload")
-    assert await SqliteDialect().lock(session, 1, wait=False)
+    assert await SqliteDialect().lock(session, Lock(1), wait=False)
     await SqliteDialect().announce(session, "channel", "payload")

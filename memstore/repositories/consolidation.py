@@ -22,7 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from memstore.core.tenancy import TenantId
 from memstore.db.crosstenant import cross_tenant
 from memstore.db.upsert import insert_for
-from memstore.dialects import dialect_for
+from memstore.dialects import Lock, dialect_for
 from memstore.models import EpisodeConsolidationRow as State
 from memstore.models import EpisodeRow
 from memstore.repositories.episodes import episode_from_row
@@ -35,9 +35,9 @@ __all__ = ["ConsolidationRepository"]
 _ADVISORY_CLASS = 0x6D656D  # "mem"
 
 
-def _tenant_lock_key(user_id: TenantId) -> int:
+def _tenant_lock(user_id: TenantId) -> Lock:
     digest = hashlib.blake2b(user_id.encode(), digest_size=4).digest()
-    return int.from_bytes(digest, "big", signed=True)
+    return Lock(int.from_bytes(digest, "big", signed=True), space=_ADVISORY_CLASS)
 
 
 def _consolidated() -> Any:
@@ -99,14 +99,12 @@ class ConsolidationRepository:
         would lease episodes that are being marked).
         """
         return await dialect_for(self._session).lock(
-            self._session, _tenant_lock_key(user_id), space=_ADVISORY_CLASS, wait=False
+            self._session, _tenant_lock(user_id), wait=False
         )
 
     async def lock_tenant(self, user_id: TenantId) -> None:
         """Wait for the tenant's consolidation lock (held until this transaction ends)."""
-        await dialect_for(self._session).lock(
-            self._session, _tenant_lock_key(user_id), space=_ADVISORY_CLASS
-        )
+        await dialect_for(self._session).lock(self._session, _tenant_lock(user_id))
 
     # ---- leases -------------------------------------------------------------------
 

@@ -33,7 +33,7 @@ from collections.abc import Iterable
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from memstore.core.tenancy import TenantId
-from memstore.dialects import dialect_for
+from memstore.dialects import Lock, dialect_for
 
 __all__ = ["guard_against_erasure", "lock_for_erasure"]
 
@@ -49,7 +49,7 @@ def _key(user_id: TenantId) -> int:
 
 async def lock_for_erasure(session: AsyncSession, user_id: TenantId) -> None:
     """Wait until no derived writer of ``user_id`` is in flight; block new ones until commit."""
-    await dialect_for(session).lock(session, _key(user_id), space=_ERASURE_CLASS)
+    await dialect_for(session).lock(session, Lock(_key(user_id), space=_ERASURE_CLASS))
 
 
 async def guard_against_erasure(session: AsyncSession, user_ids: Iterable[TenantId]) -> None:
@@ -59,6 +59,6 @@ async def guard_against_erasure(session: AsyncSession, user_ids: Iterable[Tenant
     that writes. One statement for all; keys are taken in ascending order (the
     order of the array) so two guards never wait for each other in a cycle.
     """
-    keys = sorted({_key(u) for u in user_ids})
+    keys = tuple(sorted({_key(u) for u in user_ids}))
     if keys:
-        await dialect_for(session).lock(session, keys, space=_ERASURE_CLASS, shared=True)
+        await dialect_for(session).lock(session, Lock(keys, space=_ERASURE_CLASS, shared=True))

@@ -9,7 +9,7 @@ from sqlalchemy import func, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from memstore.core.tenancy import TenantId
-from memstore.dialects import dialect_for
+from memstore.dialects import Lock, dialect_for
 from memstore.models import FactRow
 from memstore.models.facts import subject_key
 from memstore.repositories.rows import from_row
@@ -41,7 +41,7 @@ class FactRepository:
             f"{user_id}\x1f{subject}\x1f{predicate}".encode(), digest_size=8
         ).digest()
         key = int.from_bytes(digest, "big", signed=True)
-        await dialect_for(self._session).lock(self._session, key)
+        await dialect_for(self._session).lock(self._session, Lock(key))
 
     async def current_locked(
         self, user_id: TenantId, subject: str, predicate: str

@@ -15,7 +15,7 @@ from memstore.core.tenancy import TenantId
 from memstore.core.validation import check_storable
 from memstore.db.base import Base
 from memstore.db.crosstenant import cross_tenant
-from memstore.dialects import dialect_for
+from memstore.dialects import Lock, dialect_for
 from memstore.errors import InvalidInput
 from memstore.repositories.import_checks import import_record
 
@@ -183,9 +183,8 @@ class TenantRepository:
         rows and refuses with Conflict instead of merging into them.
         """
         digest = hashlib.blake2b(f"import\x1f{user_id}".encode(), digest_size=8).digest()
-        await dialect_for(self._session).lock(
-            self._session, int.from_bytes(digest, "big", signed=True)
-        )
+        key = int.from_bytes(digest, "big", signed=True)
+        await dialect_for(self._session).lock(self._session, Lock(key))
 
     async def advance_sequences(self, table: Table) -> None:
         """After explicit ids were imported, move the id sequences past them (if ids have any)."""

@@ -17,7 +17,7 @@ from sqlalchemy.engine import URL
 from sqlalchemy.sql.functions import Function
 from sqlalchemy.types import TypeEngine
 
-from memstore.dialects.base import Dialect, EngineOptions
+from memstore.dialects.base import Dialect, EngineOptions, Lock
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -147,18 +147,10 @@ class PostgresDialect(Dialect):
 
         await sessions.set_tenant(session, setting, tenant)
 
-    async def lock(
-        self,
-        session: AsyncSession,
-        key: int | Sequence[int],
-        *,
-        space: int | None = None,
-        shared: bool = False,
-        wait: bool = True,
-    ) -> bool:
-        from memstore.backends.postgresql.locks import lock
+    async def lock(self, session: AsyncSession, lock: Lock, *, wait: bool = True) -> bool:
+        from memstore.backends.postgresql.locks import advisory_lock
 
-        return await lock(session, key, space=space, shared=shared, wait=wait)
+        return await advisory_lock(session, lock, wait=wait)
 
     async def announce(self, session: AsyncSession, channel: str, payload: str) -> None:
         from memstore.backends.postgresql.signal import announce
