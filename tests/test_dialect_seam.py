@@ -163,11 +163,6 @@ _FROZEN = (
     "imported by the frozen revision 0010 (migrations/ never change meaning), so it stays "
     "where that revision finds it"
 )
-_REPOSITORIES = (
-    "a transaction lock / NOTIFY / sequence call in repositories/, run only where the "
-    "dialect says (serial_writes, notifies, sequences); a backend that needs them without "
-    "being Postgres needs Dialect hooks for them first (lock, announce, advance_sequences)"
-)
 # (file under memstore/, token): why it may stay there.
 ALLOWED: dict[tuple[str, str], str] = {
     ("cli/demo_story.py", "sqlite3"): "tells the user the shell command to open the demo file",
@@ -189,15 +184,6 @@ ALLOWED: dict[tuple[str, str], str] = {
             "pg_extension",
         )
     },
-    ("repositories/changes.py", "pg_notify"): _REPOSITORIES,
-    ("repositories/consolidation.py", "pg_advisory_xact_lock"): _REPOSITORIES,
-    ("repositories/consolidation.py", "pg_try_advisory_xact_lock"): _REPOSITORIES,
-    ("repositories/erasure.py", "pg_advisory_xact_lock"): _REPOSITORIES,
-    ("repositories/erasure.py", "pg_advisory_xact_lock_shared"): _REPOSITORIES,
-    ("repositories/facts.py", "pg_advisory_xact_lock"): _REPOSITORIES,
-    ("repositories/tenants.py", "pg_advisory_xact_lock"): _REPOSITORIES,
-    ("repositories/tenants.py", "pg_get_serial_sequence"): _REPOSITORIES,
-    ("repositories/tenants.py", "pg_sequence_last_value"): _REPOSITORIES,
 }
 
 

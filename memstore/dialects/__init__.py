@@ -19,13 +19,14 @@ from sqlalchemy.engine import URL
 from sqlalchemy.engine import Dialect as SQLDialect
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from memstore.dialects.base import Dialect, EngineOptions
+from memstore.dialects.base import Dialect, EngineOptions, Lock
 from memstore.errors import ConfigurationError
 
 __all__ = [
     "BACKENDS",
     "Dialect",
     "EngineOptions",
+    "Lock",
     "backend_name",
     "dialect_for",
     "dialect_of_url",

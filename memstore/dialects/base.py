@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,12 +21,13 @@ from sqlalchemy.sql.functions import Function
 from sqlalchemy.types import TypeEngine
 
 if TYPE_CHECKING:
+    from sqlalchemy import Table
     from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession
 
     from memstore.db.signal import ChangeSignal
     from memstore.search.tables import SearchHalf
 
-__all__ = ["Dialect", "EngineOptions"]
+__all__ = ["Dialect", "EngineOptions", "Lock"]
 
 
 class EngineOptions:
@@ -46,6 +48,20 @@ class EngineOptions:
         self.connect_timeout = connect_timeout
         self.command_timeout = command_timeout
         self.engine_kwargs = engine_kwargs
+
+
+@dataclass(frozen=True)
+class Lock:
+    """A lock :meth:`Dialect.lock` holds until the transaction ends, against other writers.
+
+    ``key`` is 64-bit, or 32-bit in ``space`` (the two never collide); a tuple of
+    keys is taken in its order, in one statement. ``shared`` holders do not
+    exclude each other.
+    """
+
+    key: int | tuple[int, ...]
+    space: int | None = None
+    shared: bool = False
 
 
 class Dialect(ABC):
@@ -73,7 +89,7 @@ class Dialect(ABC):
     migrates_on_own_engine: bool
     # One writer at a time per database (its write transactions are serial,
     # BEGIN IMMEDIATE): this process queues its writers before the file lock, and
-    # no row or advisory lock is needed to serialise writers.
+    # no row or advisory lock is needed to serialise writers (:meth:`lock` takes none).
     serial_writes: bool
     # Execution options of a read that is exactly one statement (no BEGIN/COMMIT).
     statement_options: Mapping[str, Any]
@@ -82,8 +98,9 @@ class Dialect(ABC):
     snapshot_isolation: str | None
     # Row-level security policies, named tenant per transaction (``rls=True``).
     row_level_security: bool
-    # A committing transaction can wake listeners in other processes (NOTIFY);
-    # otherwise other processes see commits by polling the database's version.
+    # A committing transaction can wake listeners in other processes (NOTIFY,
+    # :meth:`announce`); otherwise other processes see commits by polling the
+    # database's version.
     notifies: bool
     # Vectors are a column type of the database (pgvector), with a codec each
     # connection registers once the type exists; otherwise they are float32 bytes.
@@ -92,9 +109,6 @@ class Dialect(ABC):
     arrays: bool
     # Timestamps are stored without a time zone (normalised to naive UTC).
     naive_timestamps: bool
-    # Integer ids come from sequences shared by all tenants, which an import with
-    # explicit ids must move past.
-    sequences: bool
     # Bulk inserts may use COPY on the session's own connection.
     copies_rows: bool
     # The database may be spread over a cluster (Citus): distribution plans,
@@ -183,6 +197,24 @@ class Dialect(ABC):
     async def set_tenant(self, session: AsyncSession, setting: str, tenant: str) -> None:
         """Name the transaction's tenant for the row-level security policies (``setting``)."""
         raise NotImplementedError(f"{self.label} has no row-level security")
+
+    async def lock(self, session: AsyncSession, lock: Lock, *, wait: bool = True) -> bool:
+        """Hold ``lock`` until ``session``'s transaction ends; ``wait=False`` (a single
+        key) takes it only if it is free, and says whether it did."""
+        if not self.serial_writes:
+            raise NotImplementedError(f"{self.label} writers run at once but take no locks")
+        return True  # serial writers: each one already excludes every other
+
+    async def announce(self, session: AsyncSession, channel: str, payload: str) -> None:
+        """Send ``payload`` on ``channel`` to other processes' listeners if the transaction
+        commits (``notifies``)."""
+        if self.notifies:
+            raise NotImplementedError(f"{self.label} notifies but has no announce")
+        return  # no listeners: other processes see commits by polling
+
+    async def advance_sequences(self, session: AsyncSession, table: Table) -> None:
+        """Move the id sequences of ``table``, shared by all tenants, past its imported ids."""
+        return  # by default: the next id follows the largest stored one, no sequence
 
     async def purge_deleted_text(self, session: AsyncSession, tables: Iterable[str]) -> None:
         """Remove deleted rows' text from ``tables``' full-text index files."""

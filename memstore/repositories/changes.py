@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import delete, func, insert, select, text, update
+from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from memstore.core.tenancy import TenantId
@@ -96,11 +96,7 @@ class ChangeLogRepository:
     async def hint(self, epoch: str) -> None:
         """Wake waiters of this tenant once the transaction commits (never if it rolls back)."""
         hint = hint_of(epoch)
-        if dialect_for(self._session).notifies:
-            await self._session.execute(
-                text("SELECT pg_notify(:channel, :payload)"),
-                {"channel": CHANNEL, "payload": hint},
-            )
+        await dialect_for(self._session).announce(self._session, CHANNEL, hint)
         self._session.info.setdefault(HINTS_KEY, set()).add(hint)
 
     async def head(self, user_id: TenantId) -> ChangeHead | None:

@@ -3,9 +3,10 @@
 A claim is a lease row (``claimed_by``, ``claim_expires_at``) committed in a
 short transaction of its own; the facts are written later, in a second one
 that first checks the lease is still ours, so no transaction, lock or
-connection is held while an extractor runs. On Postgres a transaction-scoped
-advisory lock per tenant serialises the claim and write transactions of one
-tenant (SQLite's writers are serial already).
+connection is held while an extractor runs. Where writers run at once (Postgres)
+a transaction-scoped lock per tenant (:meth:`memstore.dialects.Dialect.lock`)
+serialises the claim and write transactions of one tenant; serial writers
+(SQLite's) need none.
 """
 
 from __future__ import annotations
@@ -15,12 +16,13 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, exists, func, or_, select, text, update
+from sqlalchemy import and_, exists, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from memstore.core.tenancy import TenantId
 from memstore.db.crosstenant import cross_tenant
 from memstore.db.upsert import insert_for
+from memstore.dialects import Lock, dialect_for
 from memstore.models import EpisodeConsolidationRow as State
 from memstore.models import EpisodeRow
 from memstore.repositories.episodes import episode_from_row
@@ -33,9 +35,9 @@ __all__ = ["ConsolidationRepository"]
 _ADVISORY_CLASS = 0x6D656D  # "mem"
 
 
-def _tenant_lock_key(user_id: TenantId) -> int:
+def _tenant_lock(user_id: TenantId) -> Lock:
     digest = hashlib.blake2b(user_id.encode(), digest_size=4).digest()
-    return int.from_bytes(digest, "big", signed=True)
+    return Lock(int.from_bytes(digest, "big", signed=True), space=_ADVISORY_CLASS)
 
 
 def _consolidated() -> Any:
@@ -87,7 +89,7 @@ class ConsolidationRepository:
             .limit(limit)
         )
 
-    # ---- Postgres: one claim or write transaction per tenant at a time ----------
+    # ---- one claim or write transaction per tenant at a time ----------------------
 
     async def try_lock_tenant(self, user_id: TenantId) -> bool:
         """Take the tenant's consolidation lock until this transaction ends, or say it is taken.
@@ -96,18 +98,13 @@ class ConsolidationRepository:
         extraction: it keeps a claim from racing another worker's write (which
         would lease episodes that are being marked).
         """
-        got = await self._session.scalar(
-            text("SELECT pg_try_advisory_xact_lock(:c, :k)"),
-            {"c": _ADVISORY_CLASS, "k": _tenant_lock_key(user_id)},
+        return await dialect_for(self._session).lock(
+            self._session, _tenant_lock(user_id), wait=False
         )
-        return bool(got)
 
     async def lock_tenant(self, user_id: TenantId) -> None:
         """Wait for the tenant's consolidation lock (held until this transaction ends)."""
-        await self._session.execute(
-            text("SELECT pg_advisory_xact_lock(:c, :k)"),
-            {"c": _ADVISORY_CLASS, "k": _tenant_lock_key(user_id)},
-        )
+        await dialect_for(self._session).lock(self._session, _tenant_lock(user_id))
 
     # ---- leases -------------------------------------------------------------------
 

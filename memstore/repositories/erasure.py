@@ -17,11 +17,12 @@ Either the writer commits first (forget then waits and erases its rows too),
 or forget commits first (the writer's later statements see the tenant gone).
 Shared holders never wait for each other.
 
-On PostgreSQL the lock is a transaction-level advisory lock, released at
-commit or rollback (or when a killed client's connection drops). On SQLite
-every write transaction starts with ``BEGIN IMMEDIATE`` and holds the
-database's single write lock, so writers are already serial and each one sees
-everything committed before it: the functions do nothing there.
+The lock is the dialect's (:meth:`memstore.dialects.Dialect.lock`): on
+PostgreSQL a transaction-level advisory lock, released at commit or rollback
+(or when a killed client's connection drops). On SQLite every write
+transaction starts with ``BEGIN IMMEDIATE`` and holds the database's single
+write lock, so writers are already serial and each one sees everything
+committed before it: the lock takes nothing there.
 """
 
 from __future__ import annotations
@@ -29,11 +30,10 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable
 
-from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from memstore.core.tenancy import TenantId
-from memstore.dialects import dialect_for
+from memstore.dialects import Lock, dialect_for
 
 __all__ = ["guard_against_erasure", "lock_for_erasure"]
 
@@ -47,19 +47,9 @@ def _key(user_id: TenantId) -> int:
     return int.from_bytes(digest, "big", signed=True)
 
 
-def _serial(session: AsyncSession) -> bool:
-    # Erasing and derived writes are serial already where every writer is.
-    return dialect_for(session).serial_writes
-
-
 async def lock_for_erasure(session: AsyncSession, user_id: TenantId) -> None:
     """Wait until no derived writer of ``user_id`` is in flight; block new ones until commit."""
-    if _serial(session):
-        return
-    await session.execute(
-        text("SELECT pg_advisory_xact_lock(:c, :k)"),
-        {"c": _ERASURE_CLASS, "k": _key(user_id)},
-    )
+    await dialect_for(session).lock(session, Lock(_key(user_id), space=_ERASURE_CLASS))
 
 
 async def guard_against_erasure(session: AsyncSession, user_ids: Iterable[TenantId]) -> None:
@@ -69,14 +59,6 @@ async def guard_against_erasure(session: AsyncSession, user_ids: Iterable[Tenant
     that writes. One statement for all; keys are taken in ascending order (the
     order of the array) so two guards never wait for each other in a cycle.
     """
-    if _serial(session):
-        return
-    keys = sorted({_key(u) for u in user_ids})
-    if not keys:
-        return
-    await session.execute(
-        text(
-            "SELECT pg_advisory_xact_lock_shared(:c, k) FROM unnest(CAST(:keys AS integer[])) AS k"
-        ),
-        {"c": _ERASURE_CLASS, "keys": keys},
-    )
+    keys = tuple(sorted({_key(u) for u in user_ids}))
+    if keys:
+        await dialect_for(session).lock(session, Lock(keys, space=_ERASURE_CLASS, shared=True))

@@ -5,11 +5,11 @@ from __future__ import annotations
 import hashlib
 from datetime import datetime
 
-from sqlalchemy import func, insert, or_, select, text, update
+from sqlalchemy import func, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from memstore.core.tenancy import TenantId
-from memstore.dialects import dialect_for
+from memstore.dialects import Lock, dialect_for
 from memstore.models import FactRow
 from memstore.models.facts import subject_key
 from memstore.repositories.rows import from_row
@@ -34,16 +34,14 @@ class FactRepository:
         self._session = session
 
     async def _lock_key(self, user_id: TenantId, subject: str, predicate: str) -> None:
-        # Serialise writers of one (tenant, subject, predicate) on Postgres; an
-        # empty FOR UPDATE would lock nothing when the first value is written.
-        # SQLite write transactions are already serial (BEGIN IMMEDIATE).
-        if dialect_for(self._session).serial_writes:
-            return
+        # Serialise writers of one (tenant, subject, predicate) where writers run
+        # at once; an empty FOR UPDATE would lock nothing when the first value is
+        # written.
         digest = hashlib.blake2b(
             f"{user_id}\x1f{subject}\x1f{predicate}".encode(), digest_size=8
         ).digest()
         key = int.from_bytes(digest, "big", signed=True)
-        await self._session.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": key})
+        await dialect_for(self._session).lock(self._session, Lock(key))
 
     async def current_locked(
         self, user_id: TenantId, subject: str, predicate: str

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Column, Integer, String, Table, delete, func, insert, select, text
+from sqlalchemy import Column, String, Table, delete, insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.types import TypeDecorator
 
@@ -15,7 +15,7 @@ from memstore.core.tenancy import TenantId
 from memstore.core.validation import check_storable
 from memstore.db.base import Base
 from memstore.db.crosstenant import cross_tenant
-from memstore.dialects import dialect_for
+from memstore.dialects import Lock, dialect_for
 from memstore.errors import InvalidInput
 from memstore.repositories.import_checks import import_record
 
@@ -177,42 +177,15 @@ class TenantRepository:
         return len(values)
 
     async def lock_for_import(self, user_id: TenantId) -> None:
-        """Serialise imports into one tenant (Postgres; SQLite writers are serial).
+        """Serialise imports into one tenant.
 
         Held until commit, so a second import waits, then finds the first one's
         rows and refuses with Conflict instead of merging into them.
         """
-        if dialect_for(self._session).serial_writes:
-            return
         digest = hashlib.blake2b(f"import\x1f{user_id}".encode(), digest_size=8).digest()
-        await self._session.execute(
-            text("SELECT pg_advisory_xact_lock(:k)"),
-            {"k": int.from_bytes(digest, "big", signed=True)},
-        )
+        key = int.from_bytes(digest, "big", signed=True)
+        await dialect_for(self._session).lock(self._session, Lock(key))
 
     async def advance_sequences(self, table: Table) -> None:
-        """After explicit ids were imported, move Postgres sequences past them."""
-        if not dialect_for(self._session).sequences:
-            return
-        for column in table.columns:
-            if not isinstance(column.type, Integer):
-                continue
-            seq = await self._session.scalar(
-                select(func.pg_get_serial_sequence(table.name, column.name))
-            )
-            if seq is None:
-                continue
-            quote = self._session.get_bind().dialect.identifier_preparer.quote
-            # Never move a sequence backwards: other tenants' ids came from it.
-            await self._session.execute(
-                cross_tenant(
-                    text(
-                        "SELECT setval(CAST(:seq AS regclass), GREATEST(m, "
-                        "COALESCE(pg_sequence_last_value(CAST(:seq AS regclass)), 0))) FROM "
-                        f"(SELECT max({quote(column.name)}) AS m FROM {quote(table.name)}) s "
-                        "WHERE m IS NOT NULL"
-                    ),
-                    "sequence-advance",
-                ),
-                {"seq": seq},
-            )
+        """After explicit ids were imported, move the id sequences past them (if ids have any)."""
+        await dialect_for(self._session).advance_sequences(self._session, table)

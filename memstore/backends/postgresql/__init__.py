@@ -17,11 +17,12 @@ from sqlalchemy.engine import URL
 from sqlalchemy.sql.functions import Function
 from sqlalchemy.types import TypeEngine
 
-from memstore.dialects.base import Dialect, EngineOptions
+from memstore.dialects.base import Dialect, EngineOptions, Lock
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from sqlalchemy import Table
     from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession
 
     from memstore.db.signal import ChangeSignal
@@ -56,7 +57,6 @@ class PostgresDialect(Dialect):
     native_vectors = True
     arrays = True
     naive_timestamps = False
-    sequences = True
     copies_rows = True
     distributable = True
     vectors_in_process = False
@@ -146,6 +146,21 @@ class PostgresDialect(Dialect):
         from memstore.backends.postgresql import session as sessions
 
         await sessions.set_tenant(session, setting, tenant)
+
+    async def lock(self, session: AsyncSession, lock: Lock, *, wait: bool = True) -> bool:
+        from memstore.backends.postgresql.locks import advisory_lock
+
+        return await advisory_lock(session, lock, wait=wait)
+
+    async def announce(self, session: AsyncSession, channel: str, payload: str) -> None:
+        from memstore.backends.postgresql.signal import announce
+
+        await announce(session, channel, payload)
+
+    async def advance_sequences(self, session: AsyncSession, table: Table) -> None:
+        from memstore.backends.postgresql.sequences import advance_sequences
+
+        await advance_sequences(session, table)
 
     async def change_vector_width(
         self, conn: AsyncConnection, dim: int, tables: Sequence[str]

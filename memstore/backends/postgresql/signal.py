@@ -1,6 +1,7 @@
 """Postgres: commits wake listeners by NOTIFY; one LISTENing connection per store.
 
-The writing transaction calls ``pg_notify`` (delivered only if it commits). One
+The writing transaction calls ``pg_notify`` (:func:`announce`; delivered only if it
+commits). One
 dedicated asyncpg connection per store ``LISTEN``s, opened on the first waiter and
 closed with the store; it dispatches in-process to the waiters of the hint's tenant.
 After the connection is lost it reconnects with backoff and wakes every waiter,
@@ -14,10 +15,13 @@ import contextlib
 import logging
 from typing import Any
 
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncSession
+
 from memstore.backends.postgresql.connections import connect_args_of, connect_postgres
 from memstore.db.signal import CHANNEL, ChangeSignal
 
-__all__ = ["LISTENER_APPLICATION_NAME", "listen"]
+__all__ = ["LISTENER_APPLICATION_NAME", "announce", "listen"]
 
 _log = logging.getLogger(__name__)
 
@@ -30,6 +34,13 @@ _KEEPALIVE_S = 5.0
 _BACKOFF_MIN_S = 0.05
 _BACKOFF_MAX_S = 2.0
 _CONNECT_TIMEOUT_S = 10.0
+
+
+async def announce(session: AsyncSession, channel: str, payload: str) -> None:
+    """NOTIFY ``channel`` with ``payload``, delivered only if the transaction commits."""
+    await session.execute(
+        text("SELECT pg_notify(:channel, :payload)"), {"channel": channel, "payload": payload}
+    )
 
 
 async def listen(signal: ChangeSignal) -> None:

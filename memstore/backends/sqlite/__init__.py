@@ -74,7 +74,6 @@ class SqliteDialect(Dialect):
     native_vectors = False
     arrays = False
     naive_timestamps = True
-    sequences = False
     copies_rows = False
     distributable = False
     vectors_in_process = True

@@ -227,8 +227,7 @@ class Consolidator:
             prepared = await self._prepare(user, await self._extract(episodes))
             async with self._parts.db.write() as session:
                 repo = ConsolidationRepository(session=session)
-                if not self._parts.db.backend.serial_writes:
-                    await repo.lock_tenant(user)
+                await repo.lock_tenant(user)
                 # The sources may have been forgotten while extracting: write
                 # only for episodes that still exist and are still leased to us.
                 await guard_against_erasure(session, [user])
@@ -257,9 +256,7 @@ class Consolidator:
             repo = ConsolidationRepository(session=session)
             now = self._parts.now()
             for user in await repo.pending_users(only):
-                if not self._parts.db.backend.serial_writes and not await repo.try_lock_tenant(
-                    user
-                ):
+                if not await repo.try_lock_tenant(user):
                     continue  # another worker is claiming or writing this tenant now
                 if await repo.has_live_foreign_lease(user, self.worker_id, now):
                     continue
