@@ -18,7 +18,9 @@ The last line per set compares hybrid R@10 with max(bm25, dense) and says ``ok``
         --cache /tmp/vec [--url postgresql+asyncpg://...]
 
 ``--cache DIR`` keeps MiniLM vectors per text (scripts/eval_longchat.py's cache), so
-each set is embedded once and later runs replay it.
+each set is embedded once and later runs replay it. ``--diagnose N`` also lists, per
+set, the evidence plain BM25 ranks in its top 10 and the store's keyword side does not
+(and the count the other way), with lengths against the tenant's median: up to N lines.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import statistics
 import sys
 import tempfile
 import uuid
@@ -113,9 +116,15 @@ def _recall(evidence: frozenset[str], ranked: Sequence[Any]) -> dict[int, float]
     return {k: len(evidence & set(ranked[:k])) / len(evidence) for k in KS}
 
 
-async def measure(corpus: Corpus, url: str, embedder: Any) -> dict[str, dict[int, float]]:
-    """Mean R@k per way of asking, over the corpus' questions."""
+Rankings = dict[str, list[list[str]]]  # per way, per question (corpus order), top keys
+
+
+async def measure(
+    corpus: Corpus, url: str, embedder: Any
+) -> tuple[dict[str, dict[int, float]], Rankings]:
+    """Mean R@k per way of asking, over the corpus' questions, and each way's rankings."""
     lists: dict[str, list[dict[int, float]]] = {w: [] for w in ("bm25", *WAYS)}
+    tops: Rankings = {w: [] for w in ("bm25", *WAYS)}
     await upgrade(url)
     async with MemoryStore.open(url, embedder=embedder) as store:
         for tenant, episodes in corpus.episodes.items():
@@ -127,15 +136,55 @@ async def measure(corpus: Corpus, url: str, embedder: Any) -> dict[str, dict[int
         docs = [{"id": e.metadata["key"], "content": _text(e)} for e in episodes]
         for q, top in zip(mine, bm25_rank(docs, [q.text for q in mine], max(KS)), strict=True):
             lists["bm25"].append(_recall(q.evidence, top))
+            tops["bm25"].append(top)
     for way, tuning in WAYS.items():
         async with MemoryStore.open(url, embedder=embedder, recall_tuning=tuning) as store:
             for q in corpus.questions:
                 found = await store.recall(q.text, user_id=q.tenant, limit=max(KS))
-                lists[way].append(_recall(q.evidence, [e.metadata.get("key") for e in found]))
+                keys = [str(e.metadata.get("key")) for e in found]
+                lists[way].append(_recall(q.evidence, keys))
+                tops[way].append(keys)
     async with MemoryStore.open(url, embedder=embedder) as store:
         for tenant in corpus.episodes:
             await store.forget(user_id=tenant)
-    return {w: {k: sum(r[k] for r in rs) / len(rs) for k in KS} for w, rs in lists.items()}
+    means = {w: {k: sum(r[k] for r in rs) / len(rs) for k in KS} for w, rs in lists.items()}
+    # bm25_rank asks each tenant's questions together: put its lists in corpus order
+    order = [q for t in corpus.episodes for q in corpus.questions if q.tenant == t]
+    by_question = dict(zip(map(id, order), tops["bm25"], strict=True))
+    tops["bm25"] = [by_question[id(q)] for q in corpus.questions]
+    return means, tops
+
+
+def diagnose(corpus: Corpus, tops: Rankings, lines: int) -> None:
+    """Evidence plain BM25 ranks at <= 10 that the store's keyword side does not, and why
+    it might be: its length and the length of the rows ranked above it, each against the
+    tenant's median."""
+    length = {
+        (t, str(e.metadata["key"])): len(_text(e))
+        for t, eps in corpus.episodes.items()
+        for e in eps
+    }
+    median = {
+        t: statistics.median_low(len(_text(e)) for e in eps) or 1
+        for t, eps in corpus.episodes.items()
+    }
+    missed, found = [], 0
+    for i, q in enumerate(corpus.questions):
+        bm25, keyword = tops["bm25"][i][:10], tops["keyword"][i][:10]
+        found += len([e for e in q.evidence if e in keyword and e not in bm25])
+        missed += [(q, e, keyword) for e in sorted(q.evidence) if e in bm25 and e not in keyword]
+    print(f"  evidence in bm25's top 10, not keyword's: {len(missed)}; the other way: {found}")
+    if not missed:
+        return
+    share = [length[(q.tenant, e)] / median[q.tenant] for q, e, _ in missed]
+    above = [length[(q.tenant, k)] / median[q.tenant] for q, _, top in missed for k in top]
+    print(
+        f"  their length / tenant median: median {statistics.median(share):.2f}; "
+        f"keyword's top 10 above them: median {statistics.median(above):.2f}"
+    )
+    for q, e, top in missed[:lines]:
+        rows = " ".join(f"{length[(q.tenant, k)]}" for k in top)
+        print(f"  - {q.text[:60]!r} evidence {e} {length[(q.tenant, e)]} chars; above: {rows}")
 
 
 async def run(args: argparse.Namespace) -> bool:
@@ -144,7 +193,7 @@ async def run(args: argparse.Namespace) -> bool:
     for path in args.sets:
         corpus = load_set(Path(path))
         url = args.url or f"sqlite+aiosqlite:///{tempfile.mkdtemp(prefix='hybrid-')}/m.db"
-        result = await measure(corpus, url, embedder)
+        result, tops = await measure(corpus, url, embedder)
         if hasattr(embedder, "save"):
             embedder.save()
         messages = sum(len(e) for e in corpus.episodes.values())
@@ -157,6 +206,8 @@ async def run(args: argparse.Namespace) -> bool:
         verdict = "ok" if margin >= 0 else "BELOW"
         print(f"  hybrid R@10 - max(bm25, dense) = {margin:+.3f}  {verdict}")
         ok = ok and margin >= 0
+        if args.diagnose:
+            diagnose(corpus, tops, args.diagnose)
     return ok
 
 
@@ -165,6 +216,13 @@ def main() -> None:
     parser.add_argument("sets", nargs="+", help="LoCoMo JSON or scripts/build_longchat.py output")
     parser.add_argument("--url", help="database URL (default: a temporary SQLite file per set)")
     parser.add_argument("--cache", help="directory of cached vectors (scripts/eval_longchat.py)")
+    parser.add_argument(
+        "--diagnose",
+        type=int,
+        default=0,
+        metavar="N",
+        help="list N evidence bm25 finds, keyword not",
+    )
     args = parser.parse_args()
     sys.exit(0 if asyncio.run(run(args)) else 1)
 
