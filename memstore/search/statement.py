@@ -124,6 +124,10 @@ class Dialect:
 # typical length: episodes bind their count and median length from a per-tenant
 # cache (never counted per query; memstore/search/tables.py's corpus_size), facts
 # count their few rows and mean length as of the request's times in the statement.
+# The length weight is the row's own: ``:b`` (BM25_B) for what was recorded, where a
+# longer turn says more, and 1 for the share of the row that is the agent's answer
+# (``tf.al``), whose length is the answer's verbosity, not more said: a long answer
+# touching several query words once must not outrank the short message holding them.
 BM25 = """
 df AS (SELECT i, count(*) AS n FROM tf GROUP BY i),
 corpus AS (
@@ -133,7 +137,8 @@ corpus AS (
 kw(id, s{rid}) AS (
   SELECT tf.id, sum(
     ln(1 + (c.docs - df.n + 0.5) / (df.n + 0.5)) * tf.n * (:k1 + 1)
-    / (tf.n + :k1 * (1 - :b + :b * tf.dl / c.avgdl))) AS s{max_tf_rid}
+    / (tf.n + :k1 * (1 + (:b + (1 - :b) * tf.al / {greatest}(CAST(tf.dl AS {float}), 1))
+                       * (tf.dl / c.avgdl - 1)))) AS s{max_tf_rid}
   FROM tf JOIN df ON df.i = tf.i CROSS JOIN corpus AS c
   GROUP BY tf.id ORDER BY s DESC, tf.id LIMIT {depth}
 ),"""
