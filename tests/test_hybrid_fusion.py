@@ -82,3 +82,44 @@ async def test_a_few_huge_rows_do_not_make_long_rows_ordinary(db_url: str) -> No
         await store.remember_many(rows)
         found = await store.recall_scored("quokka", user_id="u", limit=1)
     assert [m.episode.input for m in found] == [short], [m.parts for m in found]
+
+
+async def test_an_answers_length_is_verbosity(db_url: str) -> None:
+    """An agent turn's output is weighed by its length in full (b 1), what was recorded
+    by ``BM25_B``: a long answer naming the term four times outranks, with b 0.4 for
+    the whole row, the short message whose user names it twice; weighing the answer's
+    share of the row as verbosity, the message comes first."""
+    told = Episode(
+        user_id="u",
+        session_id="s-told",
+        input="I took a photo of a quokka at the zoo today; the quokka smiled, best day of May",
+        output="Lovely!",
+        occurred_at=T0,
+    )
+    answered = Episode(
+        user_id="u",
+        session_id="s-answered",
+        input="tell me about Australian animals",
+        output=(
+            "Australia has many: the quokka, a small wallaby; the quokka lives on an island; "
+            "people take photos with the quokka; the quokka is mostly active at night; "
+            "and kangaroos, koalas and wombats"
+        ),
+        occurred_at=T0 + timedelta(minutes=1),
+    )
+    errands = [
+        Episode(
+            user_id="u",
+            session_id=f"s{i}",
+            input=f"errand number {i:02d} in town",
+            output=f"noted, errand {i:02d}",
+            occurred_at=T0 + timedelta(minutes=2 + i),
+        )
+        for i in range(30)
+    ]
+    async with MemoryStore.open(
+        db_url, embedder=ChosenEmbedder({}), recall_tuning=KEYWORD_ONLY
+    ) as store:
+        await store.remember_many([told, answered, *errands])
+        found = await store.recall_scored("quokka", user_id="u", limit=1)
+    assert [m.episode.session_id for m in found] == ["s-told"], [m.parts for m in found]

@@ -24,7 +24,9 @@ _SUFFIXES = ("ing", "ed", "es", "s", "ly")
 # Below this length a stem is matched exactly, not as a prefix ("go*" would match everything).
 _MIN_PREFIX = 3
 # Measured on the LoCoMo dev set (see docs/RECALL.md); short conversational
-# turns favour weak length normalisation.
+# turns favour weak length normalisation. ``BM25_B`` weighs the length of what
+# was recorded (a longer turn says more); an agent's answer is weighed in full
+# (memstore/search/statement.py's ``BM25``).
 BM25_K1 = 0.9
 BM25_B = 0.4
 

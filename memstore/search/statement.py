@@ -1,11 +1,13 @@
 """Recall as one SQL statement: candidates, scores and fusion, for episodes and facts.
 
 Each backend supplies two CTEs, ``dense(id, s)`` (cosine similarity of the
-tenant's nearest rows) and ``tf(id, dl, i, n)`` (term counts of its rows
-matching the query), and a few dialect spellings; everything after them is
-shared by both backends and both tables:
+tenant's nearest rows) and ``tf(id, dl, al, i, n)`` (term counts of its rows
+matching the query, with each row's length and its agent's answer's length), and
+a few dialect spellings; everything after them is shared by both backends and
+both tables:
 
-1. ``kw(id, s)``: Okapi BM25 of the term counts (``BM25``);
+1. ``kw(id, s)``: Okapi BM25 of the term counts (``BM25``), the length weight
+   per row: ``BM25_B`` for what was recorded, 1 for the agent's answer's share;
 2. each signal is standardised over its own candidates (z-scores), and a row
    missing from a signal gets that signal's weakest z (``floor``);
 3. each signal's z-scores are weighted by its share of how far the two lists'
@@ -94,9 +96,9 @@ class Dialect:
     """How a backend spells the parts of the statement that differ."""
 
     dense: str  # CTE body: (id, s) of the nearest rows; (id, s, rid) with address_lookups
-    # CTEs ending in tf(id, dl, i, n): occurrences n of query term i in the
-    # tenant's row id of dl characters (and its rid with address_lookups); ""
-    # when the query has no terms
+    # CTEs ending in tf(id, dl, al, i, n): occurrences n of query term i in the
+    # tenant's row id of dl characters, al of them its agent's answer (and its
+    # rid with address_lookups); "" when the query has no terms
     term_counts: str
     stddev: str  # population standard deviation of ``s``, a format string over {x}
     positive: str  # max(x, 0), a format string over {x}
@@ -124,6 +126,10 @@ class Dialect:
 # typical length: episodes bind their count and median length from a per-tenant
 # cache (never counted per query; memstore/search/tables.py's corpus_size), facts
 # count their few rows and mean length as of the request's times in the statement.
+# The length weight is the row's own: ``:b`` (BM25_B) for what was recorded, where a
+# longer turn says more, and 1 for the share of the row that is the agent's answer
+# (``tf.al``), whose length is the answer's verbosity, not more said: a long answer
+# touching several query words once must not outrank the short message holding them.
 BM25 = """
 df AS (SELECT i, count(*) AS n FROM tf GROUP BY i),
 corpus AS (
@@ -133,7 +139,8 @@ corpus AS (
 kw(id, s{rid}) AS (
   SELECT tf.id, sum(
     ln(1 + (c.docs - df.n + 0.5) / (df.n + 0.5)) * tf.n * (:k1 + 1)
-    / (tf.n + :k1 * (1 - :b + :b * tf.dl / c.avgdl))) AS s{max_tf_rid}
+    / (tf.n + :k1 * (1 + (:b + (1 - :b) * tf.al / {greatest}(CAST(tf.dl AS {float}), 1))
+                       * (tf.dl / c.avgdl - 1)))) AS s{max_tf_rid}
   FROM tf JOIN df ON df.i = tf.i CROSS JOIN corpus AS c
   GROUP BY tf.id ORDER BY s DESC, tf.id LIMIT {depth}
 ),"""

@@ -21,7 +21,7 @@ from memstore.backends.postgresql.search import EPISODE_DISTANCE, PostgresSearch
 from memstore.backends.postgresql.types import PgVector
 from memstore.core.lexical import is_prefix
 from memstore.db.unit import Reader
-from memstore.models.search import document
+from memstore.models.search import answer_length, document
 from memstore.search.episodes import RecallHit, ranked
 from memstore.search.statement import Dialect, EpisodeRecall, FactRecall
 from memstore.search.tables import EpisodeSearchBackend, corpus_size
@@ -77,19 +77,19 @@ terms AS (
     WITH ORDINALITY AS t(term, prefix, i)
 ),
 kwd AS (
-  SELECT e.id{rid_kwd}, {tsv} AS v, length({doc}) AS dl FROM {table} AS e
+  SELECT e.id{rid_kwd}, {tsv} AS v, length({doc}) AS dl, {answer} AS al FROM {table} AS e
   WHERE e.user_id = :user_id AND {tsv} @@ to_tsquery('simple', :tsq) {filter}
   LIMIT :cap
 ),
 tf AS (
-  SELECT d.id, d.dl, t.i, sum(coalesce(array_length(u.positions, 1), 1)) AS n{rid_tf}
+  SELECT d.id, d.dl, d.al, t.i, sum(coalesce(array_length(u.positions, 1), 1)) AS n{rid_tf}
   FROM kwd AS d CROSS JOIN LATERAL (
     SELECT x.lexeme, x.positions FROM unnest(d.v) AS x
     WHERE x.lexeme ^@ ANY(CAST(:terms AS text[]))
   ) AS u
   JOIN terms AS t ON CASE WHEN t.prefix THEN starts_with(u.lexeme, t.term)
                           ELSE u.lexeme = t.term END
-  GROUP BY d.id, d.dl, t.i
+  GROUP BY d.id, d.dl, d.al, t.i
 ),"""
 
 
@@ -99,6 +99,7 @@ def pg_term_counts(table: str, row_filter: str, *, rid: bool) -> str:
         table=table,
         tsv=tsvector(table, prefix="e."),
         doc=document(table, prefix="e."),
+        answer=answer_length(table, prefix="e."),
         filter=row_filter,
         rid_kwd=", e.ctid AS rid" if rid else "",
         rid_tf=",\n    max(d.rid) AS rid" if rid else "",

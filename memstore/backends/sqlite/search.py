@@ -12,7 +12,7 @@ from sqlalchemy import ColumnElement, String, select
 
 from memstore.core.lexical import is_prefix
 from memstore.db.unit import Reader
-from memstore.models.search import document
+from memstore.models.search import answer_length, document
 from memstore.search.episodes import RecallHit, ranked
 from memstore.search.statement import Dialect, EpisodeRecall, FactRecall
 from memstore.search.tables import FACTS, EpisodeSearchBackend, RecallTable
@@ -74,7 +74,7 @@ hits AS (
   GROUP BY k.id, t.i
 ),
 tf AS (
-  SELECT h.id, length({doc}) AS dl, h.i, h.n
+  SELECT h.id, length({doc}) AS dl, {answer} AS al, h.i, h.n
   FROM hits AS h JOIN {table} AS e ON e.user_id = :user_id AND e.id = h.id
   WHERE 1 = 1 {filter}
 ),"""
@@ -83,7 +83,10 @@ tf AS (
 def sqlite_term_counts(table: str, row_filter: str) -> str:
     """The CTEs ending in ``tf`` over ``table AS e`` rows kept by ``row_filter`` (AND ...)."""
     return _SQLITE_TERM_COUNTS.format(
-        table=table, doc=document(table, prefix="e."), filter=row_filter
+        table=table,
+        doc=document(table, prefix="e."),
+        answer=answer_length(table, prefix="e."),
+        filter=row_filter,
     )
 
 
