@@ -15,17 +15,19 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession
 
 from memstore import MemoryStore
 from memstore.db.engine import create_engine
 from memstore.db.unit import Database
 from memstore.embeddings.base import Embedder
+from memstore.repositories.tenants import tenant_tables
 from memstore.search.backends import backend_for, episode_search_for
 from memstore.services.access import AccessTracker
 from memstore.store import StoreConfig
 
-__all__ = ["StoreParts", "own_engine", "store_with_parts"]
+__all__ = ["StoreParts", "own_engine", "store_with_parts", "tenant_rows"]
 
 
 @asynccontextmanager
@@ -83,3 +85,18 @@ async def store_with_parts(
         finally:
             await db.signal.close()
             await engine.dispose()
+
+
+# Columns left out of :func:`tenant_rows`: vectors read back as other types through
+# another engine than the store's.
+_UNCOMPARED = {"Vector", "VectorList", "LargeBinary"}
+
+
+async def tenant_rows(connection: AsyncConnection | AsyncSession) -> list[str]:
+    """Every row of every tenant table (vectors aside), as text, in a stable order."""
+    rows: list[str] = []
+    for table in tenant_tables():
+        columns = [c for c in table.columns if type(c.type).__name__ not in _UNCOMPARED]
+        result = await connection.execute(select(*columns))
+        rows += sorted(f"{table.name}: {tuple(row)!r}" for row in result.all())
+    return rows

@@ -17,32 +17,17 @@ from typing import Any
 
 import pytest
 from sqlalchemy import Column, Integer, MetaData, Table, select
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
 from sqlalchemy.ext.asyncio import create_async_engine as create_app_engine
 
 from memstore import Episode, MemoryStore, Unsupported
 from memstore.db.engine import resolve_url
-from memstore.repositories.tenants import tenant_tables
 from tests.bound_cases import CASES, NOT_CALLED, USER, Seeded, public_names, seed
 from tests.conftest import ManualClock, is_postgres
-from tests.store_parts import store_with_parts
+from tests.store_parts import store_with_parts, tenant_rows
 
 app_metadata = MetaData()
 ledger = Table("app_ledger", app_metadata, Column("id", Integer, primary_key=True))
-
-# Columns left out of the fingerprint: vectors read back as other types through
-# the application's engine than through the store's.
-_UNCOMPARED = {"Vector", "VectorList", "LargeBinary"}
-
-
-async def _fingerprint(connection: AsyncConnection | AsyncSession) -> list[str]:
-    """Every row of every tenant table (vectors aside), as text, in a stable order."""
-    rows: list[str] = []
-    for table in tenant_tables():
-        columns = [c for c in table.columns if type(c.type).__name__ not in _UNCOMPARED]
-        result = await connection.execute(select(*columns))
-        rows += sorted(f"{table.name}: {tuple(row)!r}" for row in result.all())
-    return rows
 
 
 async def _settle(result: Any) -> Any:
@@ -102,7 +87,7 @@ async def test_each_public_method_on_a_bound_store(
         async with async_sessionmaker(app_engine, expire_on_commit=False)() as session:
             seeded: Seeded = await seed(store, clock, session)
             async with app_engine.connect() as conn:
-                before = await _fingerprint(conn)
+                before = await tenant_rows(conn)
             # No pooled connection: the session's first operation has to make one.
             await app_engine.dispose()
             await session.begin()
@@ -118,14 +103,14 @@ async def test_each_public_method_on_a_bound_store(
                 if case.check is not None:
                     assert case.check(result, seeded), f"{name} returned {result!r}"
             # The session still works, and holds exactly what the method wrote.
-            inside = await _fingerprint(session)
+            inside = await tenant_rows(session)
             if case.writes:
                 assert inside != before, f"{name} wrote nothing into the transaction"
             else:
                 assert inside == before, f"{name} changed rows"
             await session.rollback()
         async with app_engine.connect() as conn:
-            assert await _fingerprint(conn) == before, "the rollback left rows behind"
+            assert await tenant_rows(conn) == before, "the rollback left rows behind"
             assert (await conn.execute(select(ledger))).all() == []
 
 

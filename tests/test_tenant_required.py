@@ -16,7 +16,6 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 import memstore
@@ -29,10 +28,9 @@ from memstore import (
     TenantRequired,
     ThreadBuffer,
 )
-from memstore.repositories.tenants import tenant_tables
 from tests.bound_cases import CASES, USER, seed
 from tests.conftest import ManualClock
-from tests.store_parts import own_engine
+from tests.store_parts import own_engine, tenant_rows
 
 # Not one tenant's call (the generator's store_wide table says the same of the store),
 # or one whose tenant is named another way: an import's tenant is the dump's.
@@ -86,17 +84,8 @@ class _Unnamed:
 
 async def _fingerprint(url: str) -> list[str]:
     """Every row of every tenant table, as text (vectors aside), in a stable order."""
-    rows: list[str] = []
     async with own_engine(url) as engine, engine.connect() as conn:
-        for table in tenant_tables():
-            columns = [
-                c
-                for c in table.columns
-                if type(c.type).__name__ not in {"Vector", "VectorList", "LargeBinary"}
-            ]
-            result = await conn.execute(select(*columns))
-            rows += sorted(f"{table.name}: {tuple(row)!r}" for row in result.all())
-    return rows
+        return await tenant_rows(conn)
 
 
 async def _run(result: Any) -> Any:
