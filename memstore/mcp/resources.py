@@ -26,10 +26,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BLOCK_URI_PREFIX",
+    "TEMPLATES",
     "THREAD_RESOURCE_SLOTS",
     "THREAD_URI_PREFIX",
+    "Listing",
     "ResourceRef",
     "block_uri",
+    "list_resources",
     "parse_uri",
     "read_resource_text",
     "thread_uri",
@@ -38,6 +41,35 @@ __all__ = [
 BLOCK_URI_PREFIX = "memstore://blocks/"
 THREAD_URI_PREFIX = "memstore://threads/"
 THREAD_RESOURCE_SLOTS = 100
+BLOCK_MIME = "text/plain"
+THREAD_MIME = "application/json"
+
+
+@dataclass(frozen=True)
+class Listing:
+    """An entry of ``resources/list`` (``uri`` a URI) or of ``resources/templates/list``
+    (``uri`` a URI template)."""
+
+    uri: str
+    name: str
+    mime_type: str
+    description: str
+
+
+TEMPLATES = (
+    Listing(
+        BLOCK_URI_PREFIX + "{name}",
+        "working block",
+        BLOCK_MIME,
+        "One of the user's pinned working blocks (persona, goals, …).",
+    ),
+    Listing(
+        THREAD_URI_PREFIX + "{thread_id}",
+        "thread",
+        THREAD_MIME,
+        "One of the user's threads: its length and newest slots.",
+    ),
+)
 
 
 @dataclass(frozen=True)
@@ -68,14 +100,33 @@ def parse_uri(uri: str) -> ResourceRef:
     )
 
 
+async def list_resources(memory: TenantMemory) -> list[Listing]:
+    """The tenant's resources: every working block, then every thread."""
+    blocks = await memory.working()
+    threads = await memory.threads.list_threads()
+    return [
+        Listing(
+            block_uri(b.name), b.name, BLOCK_MIME, f"working block {b.name!r} (version {b.version})"
+        )
+        for b in blocks
+    ] + [
+        Listing(
+            thread_uri(t.thread_id),
+            t.thread_id,
+            THREAD_MIME,
+            f"thread {t.thread_id!r} ({t.slot_count} slots)",
+        )
+        for t in threads
+    ]
+
+
 def _slot_json(slot: Slot) -> dict[str, Any]:
-    meta = slot.metadata
     return {
-        "index": meta.slot_index,
-        "from_id": meta.from_id,
-        "to_id": meta.to_id,
-        "timestamp": meta.timestamp.isoformat(),
-        "payload_type": meta.payload_type,
+        "index": slot.index,
+        "from_id": slot.from_id,
+        "to_id": slot.to_id,
+        "timestamp": slot.timestamp.isoformat(),
+        "payload_type": slot.payload_type,
         "payload": slot.payload,
     }
 
@@ -86,7 +137,7 @@ async def read_resource_text(memory: TenantMemory, uri: str) -> tuple[str, str]:
     if ref.kind == "block":
         for block in await memory.working():
             if block.name == ref.key:
-                return "text/plain", block.content
+                return BLOCK_MIME, block.content
         raise NotFound(f"no working block {ref.key!r} for this user")
     info = await memory.threads.thread_info(ref.key)
     if info is None:
@@ -99,4 +150,4 @@ async def read_resource_text(memory: TenantMemory, uri: str) -> tuple[str, str]:
         "length": length,
         "slots": [_slot_json(s) for s in slots],
     }
-    return "application/json", json.dumps(body)
+    return THREAD_MIME, json.dumps(body)

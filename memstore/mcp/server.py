@@ -21,8 +21,6 @@ from typing import Any
 import mcp_types as types
 from mcp.server import Server
 from mcp.server.context import ServerRequestContext
-from mcp.shared.exceptions import MCPError
-from mcp_types.jsonrpc import INVALID_PARAMS
 
 from memstore.core.model_spec import ModelSpec
 from memstore.core.tenancy import storage_user_id
@@ -32,12 +30,12 @@ from memstore.mcp.gate import PostOnly, TenantGate, tenant_from_scope
 from memstore.mcp.limits import MAX_LISTEN_STREAMS, MAX_LISTEN_STREAMS_PER_TENANT
 from memstore.mcp.resources import (
     BLOCK_URI_PREFIX,
+    TEMPLATES,
     THREAD_URI_PREFIX,
-    block_uri,
     read_resource_text,
-    thread_uri,
 )
-from memstore.mcp.subscribe import ListenStreams, SessionSubscriptions
+from memstore.mcp.resources import list_resources as tenant_resources
+from memstore.mcp.subscribe import ListenStreams, SessionSubscriptions, invalid_params
 from memstore.mcp.tools import call_mcp_tool, mcp_tool_definitions
 from memstore.rerankers.base import Reranker
 from memstore.store import MemoryStore
@@ -124,29 +122,15 @@ def build_server(
         ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
         try:
-            request = memory(ctx)
-            blocks = await request.working()
-            threads = await request.threads.list_threads()
+            listed = await tenant_resources(memory(ctx))
         except MemstoreError as exc:
-            raise MCPError(INVALID_PARAMS, f"{type(exc).__name__}: {exc}") from None
+            raise invalid_params(exc) from None
         return types.ListResourcesResult(
             resources=[
                 types.Resource(
-                    uri=block_uri(b.name),
-                    name=b.name,
-                    mime_type="text/plain",
-                    description=f"working block {b.name!r} (version {b.version})",
+                    uri=r.uri, name=r.name, mime_type=r.mime_type, description=r.description
                 )
-                for b in blocks
-            ]
-            + [
-                types.Resource(
-                    uri=thread_uri(t.thread_id),
-                    name=t.thread_id,
-                    mime_type="application/json",
-                    description=f"thread {t.thread_id!r} ({t.slot_count} slots)",
-                )
-                for t in threads
+                for r in listed
             ]
         )
 
@@ -156,17 +140,12 @@ def build_server(
         return types.ListResourceTemplatesResult(
             resource_templates=[
                 types.ResourceTemplate(
-                    uri_template=BLOCK_URI_PREFIX + "{name}",
-                    name="working block",
-                    mime_type="text/plain",
-                    description="One of the user's pinned working blocks (persona, goals, …).",
-                ),
-                types.ResourceTemplate(
-                    uri_template=THREAD_URI_PREFIX + "{thread_id}",
-                    name="thread",
-                    mime_type="application/json",
-                    description="One of the user's threads: its length and newest slots.",
-                ),
+                    uri_template=t.uri,
+                    name=t.name,
+                    mime_type=t.mime_type,
+                    description=t.description,
+                )
+                for t in TEMPLATES
             ]
         )
 
@@ -177,7 +156,7 @@ def build_server(
         try:
             mime_type, text = await read_resource_text(memory(ctx), uri)
         except MemstoreError as exc:
-            raise MCPError(INVALID_PARAMS, f"{type(exc).__name__}: {exc}") from None
+            raise invalid_params(exc) from None
         return types.ReadResourceResult(
             contents=[types.TextResourceContents(uri=uri, mime_type=mime_type, text=text)]
         )

@@ -50,6 +50,7 @@ __all__ = [
     "MAX_LISTEN_STREAMS_PER_TENANT",
     "ListenStreams",
     "SessionSubscriptions",
+    "invalid_params",
 ]
 
 logger = logging.getLogger(__name__)
@@ -57,7 +58,8 @@ logger = logging.getLogger(__name__)
 Tenant = Callable[[ServerRequestContext[Any, Any]], str | None]
 
 
-def _invalid(exc: MemstoreError) -> MCPError:
+def invalid_params(exc: MemstoreError) -> MCPError:
+    """A memstore error as the protocol's invalid-params error, named by its class."""
     return MCPError(INVALID_PARAMS, f"{type(exc).__name__}: {exc}")
 
 
@@ -65,14 +67,14 @@ def _ref(uri: str) -> ResourceRef:
     try:
         return parse_uri(uri)
     except MemstoreError as exc:
-        raise _invalid(exc) from None
+        raise invalid_params(exc) from None
 
 
 def _user(tenant: Tenant, ctx: ServerRequestContext[Any, Any]) -> str | None:
     try:
         return tenant(ctx)
     except MemstoreError as exc:
-        raise _invalid(exc) from None
+        raise invalid_params(exc) from None
 
 
 class SessionSubscriptions:

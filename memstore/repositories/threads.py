@@ -12,13 +12,13 @@ from memstore.db.crosstenant import cross_tenant
 from memstore.db.upsert import insert_for
 from memstore.models import SlotRow, ThreadRow
 from memstore.repositories.rows import from_row
-from memstore.types import Slot, SlotMetadata, ThreadInfo
+from memstore.types import Slot, ThreadInfo
 
 __all__ = ["ThreadRepository", "slot_from_row"]
 
 
 def slot_from_row(row: SlotRow) -> Slot:
-    return Slot(payload=row.payload, metadata=from_row(SlotMetadata, row, timestamp=row.created_at))
+    return from_row(Slot, row, timestamp=row.created_at)
 
 
 def _info(row: ThreadRow) -> ThreadInfo:
@@ -65,10 +65,10 @@ class ThreadRepository:
         claimed = (await self._session.execute(stmt)).scalar_one_or_none()
         return None if claimed is None else int(claimed) - 1
 
-    async def add_slot(self, user_id: TenantId, metadata: SlotMetadata, payload: Any) -> None:
-        # The metadata's fields are the slot's columns, but for its time and tenant.
-        columns = {k: v for k, v in vars(metadata).items() if k != "timestamp"}
-        columns |= {"user_id": user_id, "created_at": metadata.timestamp, "payload": payload}
+    async def add_slot(self, user_id: TenantId, slot: Slot) -> None:
+        # The slot's fields are its row's columns, but for its time and tenant.
+        columns = {k: v for k, v in vars(slot).items() if k != "timestamp"}
+        columns |= {"user_id": user_id, "created_at": slot.timestamp}
         stmt = insert(SlotRow).values(columns)
         await self._session.execute(stmt)
 

@@ -35,7 +35,7 @@ from memstore.repositories.changes import ChangeEntry, ChangeLogRepository
 from memstore.repositories.threads import ThreadRepository
 from memstore.services.limits import check_positive_seconds
 from memstore.services.thread_watch import ThreadWatch
-from memstore.types import ChangeKind, Slot, SlotMetadata, ThreadInfo
+from memstore.types import ChangeKind, Slot, ThreadInfo
 
 __all__ = ["DEFAULT_MAX_SLOTS_PER_THREAD", "DEFAULT_MAX_THREADS", "MAX_LIMIT", "ThreadBuffer"]
 
@@ -180,20 +180,21 @@ class ThreadBuffer:
                     raise _NothingToAppend  # rolls back the claimed index
                 payload_type, value = payload
                 check_identifier("payload type name", payload_type)
-                meta = SlotMetadata(
+                slot = Slot(
                     thread_id=thread_id,
                     slot_index=index,
                     timestamp=now,
                     payload_type=payload_type,
                     user_id=public_user_id(user),
+                    payload=value,
                     **metadata,
                 )
-                await repo.add_slot(user, meta, value)
+                await repo.add_slot(user, slot)
                 appended = ChangeEntry(ChangeKind.THREAD_APPENDED, thread_id, index)
                 await ChangeLogRepository(session=session).record(user, [appended], now=now)
         except _NothingToAppend:
             return None
-        return Slot(payload=value, metadata=meta)
+        return slot
 
     async def delete_thread(self, thread_id: str, *, user_id: str | None = None) -> bool:
         """Delete a thread and all its slots; False if it did not exist."""

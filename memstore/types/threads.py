@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any
 
@@ -34,43 +34,23 @@ class SlotMetadata:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Slot:
-    """One message of a thread, as stored.
+class Slot(SlotMetadata):
+    """One message of a thread, as stored: its metadata's fields and its ``payload``.
 
     Frozen, and every read builds a fresh copy from the database, so a handler
     that mutates its ``payload`` (a plain JSON value) changes nobody else's view.
     """
 
     payload: Any
-    metadata: SlotMetadata
-
-    @property
-    def thread_id(self) -> str:
-        return self.metadata.thread_id
-
-    @property
-    def from_id(self) -> str:
-        return self.metadata.from_id
-
-    @property
-    def to_id(self) -> str:
-        return self.metadata.to_id
 
     @property
     def index(self) -> int:
-        return self.metadata.slot_index
+        return self.slot_index
 
     @property
-    def slot_index(self) -> int:
-        return self.metadata.slot_index
-
-    @property
-    def payload_type(self) -> str:
-        return self.metadata.payload_type
-
-    @property
-    def timestamp(self) -> datetime:
-        return self.metadata.timestamp
+    def metadata(self) -> SlotMetadata:
+        """Everything but the payload, as its own value."""
+        return SlotMetadata(**{f.name: getattr(self, f.name) for f in fields(SlotMetadata)})
 
 
 @dataclass(frozen=True, kw_only=True)
