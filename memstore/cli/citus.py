@@ -12,7 +12,7 @@ import argparse
 import asyncio
 from typing import Any
 
-from memstore.cli.command import add_command
+from memstore.cli.command import add_command, add_flag
 from memstore.errors import InvalidInput
 
 __all__ = ["register", "run"]
@@ -28,16 +28,16 @@ def register(subparsers: Any) -> None:
         "(default: $MEMSTORE_URL)",
     )
     action = parser.add_mutually_exclusive_group()
-    action.add_argument(
+    add_flag(
+        action,
         "--apply",
-        action="store_true",
-        help="run the statements still needed on the coordinator (one transaction; "
+        "run the statements still needed on the coordinator (one transaction; "
         "a second run changes nothing)",
     )
-    action.add_argument(
+    add_flag(
+        action,
         "--status",
-        action="store_true",
-        help="report which memstore tables are distributed or reference tables, their "
+        "report which memstore tables are distributed or reference tables, their "
         "colocation groups and shard counts, and the nodes (changes nothing)",
     )
 

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
-__all__ = ["URL_HELP", "add_command", "run_on_dump"]
+__all__ = ["URL_HELP", "add_command", "add_flag", "run_on_dump"]
 
 URL_HELP = "database URL (default: $MEMSTORE_URL or ./memstore.db)"
 
@@ -36,6 +36,11 @@ def add_command(
         parser.add_argument("--url", help=url_help)
     parser.set_defaults(handler=run, extras=tuple(extras))
     return parser
+
+
+def add_flag(parser: argparse._ActionsContainer, name: str, help: str) -> None:
+    """An on/off option: absent is False."""
+    parser.add_argument(name, action="store_true", help=help)
 
 
 def run_on_dump(

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
-from memstore.cli.command import add_command
+from memstore.cli.command import add_command, add_flag
 from memstore.cli.embedder_args import add_embedder_arguments, store_embedder_from_args
 from memstore.cli.user_args import add_user_argument
 from memstore.errors import MemstoreError
@@ -43,11 +43,11 @@ def _positive(kind: type) -> Any:
 def register(subparsers: Any) -> None:
     p = add_command(subparsers, "consolidate", run, __doc__)
     mode = p.add_mutually_exclusive_group()
-    mode.add_argument("--once", action="store_true", help="drain the queue once and exit (default)")
-    mode.add_argument(
+    add_flag(mode, "--once", "drain the queue once and exit (default)")
+    add_flag(
+        mode,
         "--loop",
-        action="store_true",
-        help="keep consolidating every --interval seconds until SIGTERM/SIGINT or --max-seconds",
+        "keep consolidating every --interval seconds until SIGTERM/SIGINT or --max-seconds",
     )
     p.add_argument(
         "--interval",

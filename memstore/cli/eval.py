@@ -15,7 +15,7 @@ import asyncio
 import json
 from typing import Any
 
-from memstore.cli.command import add_command
+from memstore.cli.command import add_command, add_flag
 from memstore.cli.embedder_args import add_embedder_arguments, spec_from_args
 from memstore.errors import ConfigurationError
 
@@ -52,10 +52,10 @@ def register(subparsers: Any) -> None:
         "reranker_base_url=V,candidates=30 (repeatable; default: hashing)",
     )
     p.add_argument("--configs", metavar="FILE", help='JSON {"name": {"embedder": ...}}')
-    p.add_argument(
+    add_flag(
+        p,
         "--allow-existing",
-        action="store_true",
-        help="with --url: write the tenants memstore-eval-<n> there (forgotten before and after)",
+        "with --url: write the tenants memstore-eval-<n> there (forgotten before and after)",
     )
     add_embedder_arguments(
         p, default="hashing", purpose="embedder of the one configuration run without --config"
@@ -70,14 +70,14 @@ def register(subparsers: Any) -> None:
     p.add_argument("--category", action="append", default=[], help="only this category")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     p.add_argument("--resamples", type=_positive, default=1000, help="bootstrap resamples")
-    p.add_argument(
+    add_flag(
+        p,
         "--drop-unknown-evidence",
-        action="store_true",
-        help="drop evidence ids that name no turn (counted) instead of failing",
+        "drop evidence ids that name no turn (counted) instead of failing",
     )
     p.add_argument("--json", metavar="PATH", help="write the figures as JSON")
     p.add_argument("--svg", metavar="PATH", help="write a plot of recall@k per configuration")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_flag(p, "--quiet", "no progress bar")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from memstore.cli.command import add_command, run_on_dump
+from memstore.cli.command import add_command, add_flag, run_on_dump
 from memstore.cli.user_args import add_user_argument
 from memstore.core.tenancy import ANONYMOUS
 
@@ -18,7 +18,7 @@ def register(subparsers: Any) -> None:
     export = add_command(subparsers, "export", run, __doc__)
     who = export.add_mutually_exclusive_group(required=True)
     add_user_argument(who, help="the tenant to export")
-    who.add_argument("--anonymous", action="store_true", help="export the anonymous bucket")
+    add_flag(who, "--anonymous", "export the anonymous bucket")
     export.add_argument("-o", "--output", default="-", help="file to write (default: stdout)")
 
 

@@ -12,7 +12,7 @@ import asyncio
 import json
 from typing import Any
 
-from memstore.cli.command import add_command
+from memstore.cli.command import add_command, add_flag
 from memstore.cli.user_args import add_user_argument
 from memstore.core.tenancy import ANONYMOUS
 from memstore.schema.database import require_existing_database
@@ -23,11 +23,7 @@ def register(subparsers: Any) -> None:
     gc = add_command(subparsers, "gc", run, __doc__)
     who = gc.add_mutually_exclusive_group()
     add_user_argument(who, help="collect only this tenant")
-    who.add_argument(
-        "--anonymous",
-        action="store_true",
-        help="collect only the anonymous tenant (memstore.ANONYMOUS)",
-    )
+    add_flag(who, "--anonymous", "collect only the anonymous tenant (memstore.ANONYMOUS)")
     gc.add_argument(
         "--max-threads",
         type=int,
@@ -40,7 +36,7 @@ def register(subparsers: Any) -> None:
         default=None,
         help="delete threads with no append for this long (default: never)",
     )
-    gc.add_argument("--json", action="store_true", help="print the report as JSON")
+    add_flag(gc, "--json", "print the report as JSON")
 
 
 async def _gc(args: argparse.Namespace) -> GcReport:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from memstore.cli.command import add_command, run_on_dump
+from memstore.cli.command import add_command, add_flag, run_on_dump
 from memstore.cli.embedder_args import add_embedder_arguments, store_embedder_from_args
 from memstore.cli.user_args import add_user_argument
 from memstore.core.tenancy import ANONYMOUS
@@ -19,7 +19,7 @@ def register(subparsers: Any) -> None:
     imp = add_command(subparsers, "import", run, __doc__)
     who = imp.add_mutually_exclusive_group()
     add_user_argument(who, help="import as this tenant (default: the dump's)")
-    who.add_argument("--anonymous", action="store_true", help="import into the anonymous bucket")
+    add_flag(who, "--anonymous", "import into the anonymous bucket")
     imp.add_argument("-i", "--input", default="-", help="file to read (default: stdin)")
     # Rows without an embedding (or embedded by another embedder) are embedded.
     add_embedder_arguments(imp)

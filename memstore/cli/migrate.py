@@ -10,7 +10,7 @@ import argparse
 import asyncio
 from typing import Any
 
-from memstore.cli.command import add_command
+from memstore.cli.command import add_command, add_flag
 from memstore.schema.database import migrate
 from memstore.schema.migrate import head_revision
 
@@ -18,9 +18,7 @@ from memstore.schema.migrate import head_revision
 def register(subparsers: Any) -> None:
     parser = add_command(subparsers, "migrate", run, __doc__)
     parser.add_argument("--revision", default="head", help="target revision (default: head)")
-    parser.add_argument(
-        "--downgrade", action="store_true", help="downgrade to --revision instead of upgrading"
-    )
+    add_flag(parser, "--downgrade", "downgrade to --revision instead of upgrading")
 
 
 def run(args: argparse.Namespace) -> int:

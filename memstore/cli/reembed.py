@@ -11,7 +11,7 @@ import argparse
 import asyncio
 from typing import Any
 
-from memstore.cli.command import add_command
+from memstore.cli.command import add_command, add_flag
 from memstore.cli.embedder_args import add_embedder_arguments, embedder_from_args
 from memstore.schema.database import reembed_database
 
@@ -23,16 +23,16 @@ def register(subparsers: Any) -> None:
         default="hashing",
         purpose="embedder to (re-)embed the rows with; it becomes the database's",
     )
-    parser.add_argument("--all", action="store_true", help="re-embed every row")
-    parser.add_argument(
+    add_flag(parser, "--all", "re-embed every row")
+    add_flag(
+        parser,
         "--passages",
-        action="store_true",
-        help="also compute passages for episodes stored without them, keeping their vectors",
+        "also compute passages for episodes stored without them, keeping their vectors",
     )
-    parser.add_argument(
+    add_flag(
+        parser,
         "--drop-forms",
-        action="store_true",
-        help="switch to an embedder without the query and document forms the database's "
+        "switch to an embedder without the query and document forms the database's "
         "embedder has (refused otherwise: stores opened with the forms would be locked out)",
     )
 

@@ -11,7 +11,7 @@ import argparse
 import asyncio
 from typing import Any
 
-from memstore.cli.command import add_command
+from memstore.cli.command import add_command, add_flag
 
 
 def register(subparsers: Any) -> None:
@@ -23,9 +23,7 @@ def register(subparsers: Any) -> None:
         choices=["enable", "disable", "status"],
         help="enable: create the policies; disable: drop them; status: list each table's state",
     )
-    rls.add_argument(
-        "--force", action="store_true", help="with enable: apply the policy to the table owner too"
-    )
+    add_flag(rls, "--force", "with enable: apply the policy to the table owner too")
 
 
 def run(args: argparse.Namespace) -> int:
