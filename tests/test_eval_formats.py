@@ -102,6 +102,16 @@ BAD: dict[str, tuple[str, Any, str]] = {
         [{**longmemeval_items()[0], "haystack_session_ids": ["s_a"]}],
         "question 0 (q1): haystack_session_ids, _dates and _sessions differ in length",
     ),
+    "locomo-record-not-object": (
+        "x.json",
+        [*locomo_sample(), "conv-y"],
+        "x.json: sample 1: a sample must be an object",
+    ),
+    "longmemeval-record-not-object": (
+        "x.json",
+        [longmemeval_items()[0], 7],
+        "x.json: question 1: a question must be an object",
+    ),
     "jsonl-not-json": ("x.jsonl", "not json\n", "x.jsonl: line 1: not JSON"),
     "jsonl-type": ("x.jsonl", [{"type": "note"}], "line 1: 'type' must be 'turn' or 'question'"),
     "jsonl-no-turns": (

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any, NoReturn
 
 from memstore.evaluation.dataset import Question, Turn
@@ -39,6 +39,15 @@ class Source:
         if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
             self.fail(where, f"{key!r} must be {_KINDS.get(kind, kind.__name__)}")
         return value
+
+    def records(self, data: Any, kind: str, noun: str) -> Iterator[tuple[int, dict[str, Any]]]:
+        """``(index, object)`` of a file that is a non-empty JSON list of ``noun`` objects."""
+        if not isinstance(data, list) or not data:
+            self.fail(None, f"a {kind} file is a non-empty JSON list of {noun}s")
+        for index, record in enumerate(data):
+            if not isinstance(record, dict):
+                self.fail(f"{noun} {index}", f"a {noun} must be an object")
+            yield index, record
 
     def text(self, obj: Any, key: str, where: str, *, optional: bool = False) -> str | None:
         """A string field; a number is taken as its text (ids and categories often are)."""

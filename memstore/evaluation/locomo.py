@@ -74,14 +74,9 @@ def _turns(source: Source, sample: Any, conversation: str, where: str) -> list[T
 
 def read_locomo(source: Source, data: Any, *, drop_unknown: bool = False) -> Dataset:
     """The samples of a parsed LoCoMo file; questions without evidence are left out."""
-    if not isinstance(data, list) or not data:
-        source.fail(None, "a LoCoMo file is a non-empty JSON list of samples")
     turns: list[Turn] = []
     asked: list[tuple[str, Question]] = []
-    for index, sample in enumerate(data):
-        where = f"sample {index}"
-        if not isinstance(sample, dict):
-            source.fail(where, "a sample must be an object")
+    for index, sample in source.records(data, "LoCoMo", "sample"):
         conversation = tenant_of(sample, index)
         where = f"sample {index} ({conversation})"
         turns += _turns(source, sample, conversation, where)

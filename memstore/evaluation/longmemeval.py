@@ -37,13 +37,10 @@ def _date(source: Source, raw: Any, where: str) -> datetime | None:
 
 
 def read_longmemeval(source: Source, data: Any, *, drop_unknown: bool = False) -> Dataset:
-    if not isinstance(data, list) or not data:
-        source.fail(None, "a LongMemEval file is a non-empty JSON list of questions")
     turns: list[Turn] = []
     asked: list[tuple[str, Question]] = []
-    for index, item in enumerate(data):
-        where = f"question {index}"
-        conversation = source.text(item, "question_id", where) or ""
+    for index, item in source.records(data, "LongMemEval", "question"):
+        conversation = source.text(item, "question_id", f"question {index}") or ""
         where = f"question {index} ({conversation})"
         question = source.field(item, "question", str, where)
         category = source.text(item, "question_type", where, optional=True) or ""
