@@ -37,6 +37,19 @@ def reinforce(old: float, new: float) -> float:
     return min(1.0, 1.0 - (1.0 - old) * (1.0 - new))
 
 
+def _copy(row: FactRow, statement: dict[str, object], now: datetime) -> dict[str, object]:
+    """``row``'s value as a version recorded ``now``; its logical id and interval are the
+    caller's to give."""
+    return {
+        **statement,
+        "object": row.object,
+        "confidence": row.confidence,
+        "sources": list(row.sources),
+        "recorded_at": now,
+        "embedding": row.embedding,
+    }
+
+
 class FactWriter:
     """Asserts facts of one write transaction (``session``) and logs what they changed."""
 
@@ -96,17 +109,16 @@ class FactWriter:
             ):
                 return AssertOutcome(FactChange.UNCHANGED, identical.fact_id)
             await self._repo.close(identical, now)
+            reinforced = _copy(identical, statement, now) | {
+                "confidence": confidence,
+                "sources": sources,
+            }
             await self._insert(
                 user_id,
-                **statement,
+                **reinforced,
                 fact_id=identical.fact_id,
-                object=identical.object,
-                confidence=confidence,
-                sources=sources,
                 valid_from=earliest,
                 valid_to=identical.valid_to,
-                recorded_at=now,
-                embedding=identical.embedding,
             )
             return AssertOutcome(FactChange.REINFORCED, identical.fact_id)
 
@@ -155,14 +167,7 @@ class FactWriter:
             await self._repo.close(row, now)
             self.superseded.append(row.fact_id)
             change = FactChange.SUPERSEDED
-            kept = {
-                **statement,
-                "object": row.object,
-                "confidence": row.confidence,
-                "sources": list(row.sources),
-                "recorded_at": now,
-                "embedding": row.embedding,
-            }
+            kept = _copy(row, statement, now)
             if row.valid_from < start:
                 await self._insert(
                     user_id, **kept, fact_id=row.fact_id, valid_from=row.valid_from, valid_to=start
