@@ -10,7 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from memstore.core.tenancy import TenantId
 from memstore.errors import Conflict, LimitExceeded
 from memstore.models import BlockRow, BlockVersionRow
-from memstore.repositories.rows import from_row
+from memstore.repositories.rows import by_key, from_row
 from memstore.types import BlockVersion, MemoryBlock
 
 __all__ = ["BlockRepository"]
@@ -39,8 +39,7 @@ class BlockRepository:
         return [_block(r) for r in (await self._session.scalars(stmt)).all()]
 
     async def get(self, user_id: TenantId, name: str) -> MemoryBlock | None:
-        row = await self._session.get(BlockRow, (user_id, name), populate_existing=True)
-        return _block(row) if row is not None else None
+        return await by_key(self._session, BlockRow, (user_id, name), _block)
 
     async def write(
         self,

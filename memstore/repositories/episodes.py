@@ -28,7 +28,7 @@ from memstore.db.crosstenant import cross_tenant
 from memstore.db.upsert import insert_for
 from memstore.dialects import dialect_for
 from memstore.models import EpisodeRow, SessionTurnRow
-from memstore.repositories.rows import from_row
+from memstore.repositories.rows import by_key, from_row
 from memstore.types import Episode
 
 __all__ = ["EpisodeRepository", "episode_from_columns", "episode_from_row"]
@@ -190,8 +190,7 @@ class EpisodeRepository:
         await self._session.execute(stmt)
 
     async def get(self, user_id: TenantId, episode_id: str) -> Episode | None:
-        row = await self._session.get(EpisodeRow, (user_id, episode_id))
-        return episode_from_row(row) if row is not None else None
+        return await by_key(self._session, EpisodeRow, (user_id, episode_id), episode_from_row)
 
     async def by_ids(self, user_id: TenantId, episode_ids: Sequence[str]) -> dict[str, Episode]:
         """The tenant's episodes among ``episode_ids``, by id (missing ones left out)."""

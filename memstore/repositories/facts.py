@@ -12,7 +12,7 @@ from memstore.core.tenancy import TenantId
 from memstore.dialects import Lock, dialect_for
 from memstore.models import FactRow
 from memstore.models.facts import subject_key
-from memstore.repositories.rows import from_row
+from memstore.repositories.rows import by_key, from_row
 from memstore.types import Fact, new_id
 
 __all__ = ["FactRepository", "fact_from_row"]
@@ -88,8 +88,7 @@ class FactRepository:
         return int(result.rowcount or 0)  # type: ignore[attr-defined]
 
     async def get_version(self, user_id: str, version_id: str) -> Fact | None:
-        row = await self._session.get(FactRow, (user_id, version_id))
-        return fact_from_row(row) if row is not None else None
+        return await by_key(self._session, FactRow, (user_id, version_id), fact_from_row)
 
     async def count_current(self, user_id: TenantId) -> int:
         stmt = (

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import fields
 from functools import cache
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -10,10 +11,13 @@ from memstore.core.tenancy import public_user_id
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
+    from sqlalchemy.ext.asyncio import AsyncSession
 
-__all__ = ["from_row"]
+__all__ = ["by_key", "from_row"]
 
 _D = TypeVar("_D", bound="DataclassInstance")
+_R = TypeVar("_R")
+_T = TypeVar("_T")
 
 
 @cache
@@ -28,3 +32,13 @@ def from_row(kind: type[_D], row: Any, **computed: Any) -> _D:
     if "user_id" in values:
         values["user_id"] = public_user_id(values["user_id"])
     return kind(**values, **computed)
+
+
+async def by_key(
+    session: AsyncSession, model: type[_R], key: tuple[Any, ...], convert: Callable[[_R], _T]
+) -> _T | None:
+    """The row of ``model`` with primary key ``key`` as the database holds it now, converted;
+    None if there is none. Now: statements update rows past the session's identity map, so
+    a copy the session already holds may be stale."""
+    row = await session.get(model, key, populate_existing=True)
+    return None if row is None else convert(row)

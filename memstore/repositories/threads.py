@@ -11,7 +11,7 @@ from memstore.core.tenancy import TenantId
 from memstore.db.crosstenant import cross_tenant
 from memstore.db.upsert import insert_for
 from memstore.models import SlotRow, ThreadRow
-from memstore.repositories.rows import from_row
+from memstore.repositories.rows import by_key, from_row
 from memstore.types import Slot, ThreadInfo
 
 __all__ = ["ThreadRepository", "slot_from_row"]
@@ -73,8 +73,7 @@ class ThreadRepository:
         await self._session.execute(stmt)
 
     async def info(self, user_id: TenantId, thread_id: str) -> ThreadInfo | None:
-        row = await self._session.get(ThreadRow, (user_id, thread_id), populate_existing=True)
-        return _info(row) if row is not None else None
+        return await by_key(self._session, ThreadRow, (user_id, thread_id), _info)
 
     async def slots(
         self,
