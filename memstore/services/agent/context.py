@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import overload
 
 from memstore.errors import InvalidInput, NotFound
 from memstore.services.agent.items import ContextItem, ItemKind
@@ -47,9 +48,27 @@ CLIP_MARK = " […]"
 _CLIPPABLE = frozenset({ItemKind.BLOCK, ItemKind.EPISODE})
 
 
+class _OfKind:
+    """A context's items of one kind, in their order: ``context.facts`` and its siblings."""
+
+    def __init__(self, kind: ItemKind) -> None:
+        self.kind = kind
+
+    @overload
+    def __get__(self, context: None, owner: type) -> _OfKind: ...
+    @overload
+    def __get__(self, context: Context, owner: type) -> list[ContextItem]: ...
+    def __get__(self, context: Context | None, owner: type) -> _OfKind | list[ContextItem]:
+        return self if context is None else context.of_kind(self.kind)
+
+
 @dataclass(frozen=True, kw_only=True)
 class Context:
-    """The packed memory of one turn; each item is shown by its ``handle`` (``m1``, …)."""
+    """The packed memory of one turn; each item is shown by its ``handle`` (``m1``, …).
+
+    ``blocks``, ``facts``, ``episodes`` and ``messages`` are its items of that kind, in
+    the order they are shown (:meth:`of_kind`).
+    """
 
     items: list[ContextItem]
     max_tokens: int
@@ -60,23 +79,13 @@ class Context:
     message_overhead: int = DEFAULT_MESSAGE_OVERHEAD
 
     def of_kind(self, kind: ItemKind | str) -> list[ContextItem]:
+        """The items of ``kind``, in the order they are shown."""
         return sorted((i for i in self.items if i.kind == kind), key=lambda i: i.order)
 
-    @property
-    def blocks(self) -> list[ContextItem]:
-        return self.of_kind(ItemKind.BLOCK)
-
-    @property
-    def facts(self) -> list[ContextItem]:
-        return self.of_kind(ItemKind.FACT)
-
-    @property
-    def episodes(self) -> list[ContextItem]:
-        return self.of_kind(ItemKind.EPISODE)
-
-    @property
-    def messages(self) -> list[ContextItem]:
-        return self.of_kind(ItemKind.MESSAGE)
+    blocks = _OfKind(ItemKind.BLOCK)
+    facts = _OfKind(ItemKind.FACT)
+    episodes = _OfKind(ItemKind.EPISODE)
+    messages = _OfKind(ItemKind.MESSAGE)
 
     @property
     def ids(self) -> list[str]:
