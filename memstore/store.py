@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import cast
 
@@ -64,8 +64,20 @@ __all__ = [
     "MAX_FACT_FIELD_CHARS",
     "MemoryStore",
     "OpenOptions",
+    "SharedParts",
     "StoreConfig",
 ]
+
+
+@dataclass(frozen=True, kw_only=True)
+class SharedParts:
+    """What a store shares with the views :meth:`MemoryStore.bind` makes of it: the unit of
+    work (a view's is joined to the caller's session), the access buffer and episode
+    search's state (cached vectors and statistics; made for the store when None)."""
+
+    db: Database
+    access_tracker: AccessTracker
+    episode_search: EpisodeSearchBackend | None = None
 
 
 @forwards_owned
@@ -81,17 +93,12 @@ class MemoryStore:
         engine: AsyncEngine,
         config: StoreConfig | None = None,
         embedder: Embedder | None = None,
-        db: Database | None = None,
-        access_tracker: AccessTracker | None = None,
-        episode_search: EpisodeSearchBackend | None = None,
+        shared: SharedParts | None = None,
     ) -> None:
-        # ``db``, ``access_tracker``, ``episode_search``: :meth:`bind`'s view joined to a
-        # session, which buffers accesses and caches vectors in the binding store.
         self.config = config = config if config is not None else StoreConfig()
         """The store's options (frozen), as :meth:`open` was given them."""
         self._engine = engine
-        if db is None:
-            db = Database(engine, clock=config.clock, rls=config.rls)
+        db = shared.db if shared else Database(engine, clock=config.clock, rls=config.rls)
         self._db = db
         # The engine's connections belong to this loop; sync adapters hand calls to it.
         try:
@@ -107,9 +114,9 @@ class MemoryStore:
         threshold = config.exact_scan_threshold
         options = {} if threshold is None else {"exact_threshold": threshold}
         search = backend_for(engine, **options)
+        episode_search = shared.episode_search if shared else None
         if episode_search is None:
             episode_search = episode_search_for(engine, search)
-        self._episode_search = episode_search
         recall = HybridRecall(
             db=db,
             embedder=embedder,
@@ -130,7 +137,8 @@ class MemoryStore:
             idle_ttl_seconds=config.thread_idle_ttl_seconds,
         )
         """Thread context buffers shared through the database (:class:`ThreadBuffer`)."""
-        self._tracker = tracker = AccessTracker(db) if access_tracker is None else access_tracker
+        self._tracker = tracker = shared.access_tracker if shared else AccessTracker(db)
+        self._shared = SharedParts(db=db, access_tracker=tracker, episode_search=episode_search)
         # The services, each given its collaborators.
         self._episodes = EpisodeService(
             db=db, hybrid=recall, access_tracker=tracker, embedder=embedder, embedder_guard=guard
@@ -208,9 +216,7 @@ class MemoryStore:
             engine=self._engine,
             config=self.config,
             embedder=self._embedder,
-            db=self._db.joined(session),
-            access_tracker=self._tracker,
-            episode_search=self._episode_search,
+            shared=replace(self._shared, db=self._db.joined(session)),
         )
 
     def tenant(self, user_id: str) -> TenantMemory:
@@ -289,9 +295,8 @@ class MemoryStore:
             db = Database(engine, clock=config.clock, rls=config.rls)
             tracker = AccessTracker(db)
             try:
-                yield cls(
-                    engine=engine, config=config, embedder=embedder, db=db, access_tracker=tracker
-                )
+                shared = SharedParts(db=db, access_tracker=tracker)
+                yield cls(engine=engine, config=config, embedder=embedder, shared=shared)
             finally:
                 try:
                     await tracker.close()

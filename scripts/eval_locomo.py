@@ -70,7 +70,7 @@ from memstore.recall import RecallTuning  # noqa: E402
 from memstore.schema.migrate import upgrade  # noqa: E402
 from memstore.search.backends import backend_for, episode_search_for  # noqa: E402
 from memstore.services.access import AccessTracker  # noqa: E402
-from memstore.store import StoreConfig  # noqa: E402
+from memstore.store import SharedParts, StoreConfig  # noqa: E402
 
 DEFAULT_DATA = "../shared/data/locomo-dev.json"
 KS = (1, 5, 10, 20)
@@ -318,9 +318,9 @@ async def _store_with_search(
                 engine=engine,
                 config=StoreConfig(recall_tuning=tuning),
                 embedder=embedder,
-                db=db,
-                access_tracker=tracker,
-                episode_search=episode_search_for(engine, search),
+                shared=SharedParts(
+                    db=db, access_tracker=tracker, episode_search=episode_search_for(engine, search)
+                ),
             ),
             search,
         )

@@ -25,7 +25,7 @@ from memstore.embeddings.base import Embedder
 from memstore.repositories.tenants import tenant_tables
 from memstore.search.backends import backend_for, episode_search_for
 from memstore.services.access import AccessTracker
-from memstore.store import StoreConfig
+from memstore.store import SharedParts, StoreConfig
 
 __all__ = ["StoreParts", "own_engine", "store_with_parts", "tenant_rows"]
 
@@ -69,14 +69,10 @@ async def store_with_parts(
     tracker = AccessTracker(db)
     threshold = options.exact_scan_threshold
     search = backend_for(engine, **({} if threshold is None else {"exact_threshold": threshold}))
-    store = MemoryStore(
-        engine=engine,
-        config=options,
-        embedder=embedder,
-        db=db,
-        access_tracker=tracker,
-        episode_search=episode_search_for(engine, search),
+    shared = SharedParts(
+        db=db, access_tracker=tracker, episode_search=episode_search_for(engine, search)
     )
+    store = MemoryStore(engine=engine, config=options, embedder=embedder, shared=shared)
     try:
         yield StoreParts(store=store, engine=engine, db=db, tracker=tracker, search=search)
     finally:
