@@ -114,9 +114,9 @@ class SqliteDialect(Dialect):
         return create_sqlite_engine(url, options)
 
     async def watch_changes(self, signal: ChangeSignal) -> None:
-        from memstore.backends.sqlite.signal import poll
+        from memstore.backends.sqlite.signal import watch
 
-        await poll(signal)
+        await watch(signal)
 
     async def join(self, session: AsyncSession, *, write: bool) -> None:
         if write:
