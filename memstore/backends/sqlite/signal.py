@@ -217,4 +217,3 @@ def _file_path(database: str) -> str | None:
             return None
     # SQLite follows symbolic links to the database; its -wal lies beside the target.
     return os.path.realpath(database)
-
