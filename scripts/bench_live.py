@@ -1,6 +1,7 @@
 """Live memory: wake-up latency across processes, and what the change feed costs an append.
 
     python scripts/bench_live.py [--n 200] [--appends 1000] [--backends sqlite,postgres]
+                                 [--idle-seconds 10] [--idle-waiters 10] [--no-throughput]
 
 1. Wake-up latency. Process A appends a slot to a thread every ``--interval``
    seconds (jittered, so a poller's phase is uniform); process B is woken and
@@ -12,8 +13,14 @@
    the same run: ``threads.wait`` (the live path: NOTIFY on Postgres,
    ``PRAGMA data_version`` on SQLite), polling ``get_from`` every 100 ms (what
    callers did before), and a Redis stream ``XREAD BLOCK`` (a private
-   ``redis-server`` on a Unix socket; "skipped: <why>" without one).
-2. Append throughput with and without the live machinery: sequential
+   ``redis-server`` on a Unix socket; "skipped: <why>" without one). On SQLite
+   also ``threads.wait`` with inotify refused, so it polls data_version every
+   30 ms (the fallback, and what every platform did before file events).
+2. What idle waiters cost: one process opens a store and measures its own CPU
+   time (``time.process_time()``, all its threads) over ``--idle-seconds`` with
+   no waiter, then with ``--idle-waiters`` waiting calls asleep on threads nobody
+   writes to; the same for each way of waiting above.
+3. Append throughput with and without the live machinery: sequential
    ``threads.append`` at this source tree and at the commit before the change log
    was added (the same script run on a ``git archive`` of that commit, each on a
    fresh database of its own), interleaved, median of ``--rounds``.
@@ -103,13 +110,74 @@ def _redis_loop(socket_path: str, n: int, ready: Any, out: Any) -> None:
     out.put(got)
 
 
+def _force_poll() -> None:
+    """SQLite: refuse inotify in this process, so waiters poll data_version every 30 ms."""
+    from memstore.backends.sqlite import signal
+
+    setattr(signal, "_file_events", lambda path: None)  # noqa: B010 (a private chooser)
+
+
 def _waiter(kind: str, target: str, n: int, ready: Any, out: Any) -> None:
     if kind == "redis":
         _redis_loop(target, n, ready, out)
-    elif kind == "wait":
+    elif kind in ("wait", "wait-poll"):
+        if kind == "wait-poll":
+            _force_poll()
         asyncio.run(_wait_loop(target, n, ready, out))
     else:
         asyncio.run(_poll_loop(target, n, ready, out))
+
+
+# ---- what idle waiters cost ------------------------------------------------------------
+
+
+async def _cpu_share(seconds: float) -> float:
+    """This process's CPU time over the next ``seconds`` (while the loop idles), per second."""
+    cpu, wall = time.process_time(), time.monotonic()
+    await asyncio.sleep(seconds)
+    return (time.process_time() - cpu) / (time.monotonic() - wall)
+
+
+async def _idle_cost(url: str, waiters: int, seconds: float) -> tuple[float, float]:
+    from memstore import MemoryStore
+
+    async with MemoryStore.open(url) as store:
+        # Connections open and the watcher started, so neither is counted below.
+        await store.threads.wait(THREAD, timeout=0, user_id=USER)
+        alone = await _cpu_share(seconds)
+        tasks = [
+            asyncio.create_task(
+                store.threads.wait(f"idle-{i}", user_id=USER, timeout=seconds * 3 + 60)
+            )
+            for i in range(waiters)
+        ]
+        await asyncio.sleep(1.0)  # asleep, the watcher's first reads done
+        waiting = await _cpu_share(seconds)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    return alone, waiting
+
+
+def _idle_child(kind: str, url: str, waiters: int, seconds: float, out: Any) -> None:
+    if kind == "wait-poll":
+        _force_poll()
+    out.put(asyncio.run(_idle_cost(url, waiters, seconds)))
+
+
+def idle_cost(kind: str, url: str, waiters: int, seconds: float) -> tuple[float, float]:
+    """CPU share of a process with a store: no waiter, then ``waiters`` idle waiters."""
+    ctx = mp.get_context("spawn")
+    out = ctx.Queue()
+    child = ctx.Process(target=_idle_child, args=(kind, url, waiters, seconds, out))
+    child.start()
+    try:
+        result: tuple[float, float] = out.get(timeout=seconds * 4 + 120)
+    finally:
+        child.join(timeout=60)
+        if child.is_alive():
+            child.kill()
+    return result
 
 
 # ---- process A: the appender -----------------------------------------------------------
@@ -178,6 +246,16 @@ def _pct(values: list[float], q: float) -> float:
 
 
 Lat = tuple[list[float], list[float]]
+
+
+_KINDS = {"sqlite": ("wait", "wait-poll", "poll"), "postgres": ("wait", "poll")}
+_LABELS = {
+    ("sqlite", "wait"): "threads.wait (inotify events)",
+    ("sqlite", "wait-poll"): "threads.wait, inotify refused (30 ms data_version poll)",
+    ("sqlite", "poll"): "get_from every 100 ms",
+    ("postgres", "wait"): "threads.wait (LISTEN/NOTIFY)",
+    ("postgres", "poll"): "get_from every 100 ms",
+}
 
 
 def _row(label: str, lat: Lat, wait: Lat) -> str:
@@ -321,6 +399,9 @@ def main() -> int:
     parser.add_argument("--appends", type=int, default=1000, help="appends per throughput run")
     parser.add_argument("--rounds", type=int, default=3, help="throughput runs per tree")
     parser.add_argument("--backends", default="sqlite,postgres")
+    parser.add_argument("--idle-seconds", type=float, default=10.0, help="CPU measuring window")
+    parser.add_argument("--idle-waiters", type=int, default=10, help="idle waiting calls")
+    parser.add_argument("--no-throughput", action="store_true", help="skip append throughput")
     args = parser.parse_args()
     backends = [b for b in args.backends.split(",") if b]
 
@@ -348,17 +429,38 @@ def main() -> int:
             )
             print("|---|---|---|---|---|---|---|")
             rows: dict[str, Lat] = {}
-            for kind in ("wait", "poll"):
-                url = fresh(backend, kind)
+            for kind in _KINDS[backend]:
+                url = fresh(backend, kind.replace("-", "_"))
                 asyncio.run(upgrade(url))  # before B and A open it, not racing
                 rows[kind] = latency(kind, url, args.n, args.interval)
-            print(_row("threads.wait (live)", rows["wait"], rows["wait"]))
-            print(_row("get_from every 100 ms", rows["poll"], rows["wait"]))
+            for kind in _KINDS[backend]:
+                print(_row(_LABELS[backend, kind], rows[kind], rows["wait"]))
             if redis is not None:
                 print(_row("Redis stream XREAD BLOCK (same run)", redis, rows["wait"]))
             else:
                 print(f"| Redis stream XREAD BLOCK | skipped: {why} | | | | | |")
 
+        for backend in backends:
+            print(
+                f"\n## {backend}: CPU of a process with a store, {args.idle_seconds:g} s "
+                f"with no waiter, then {args.idle_waiters} idle waiters\n"
+            )
+            print("| waiters' method | % of a core, no waiter | with waiters | difference |")
+            print("|---|---|---|---|")
+            for kind in _KINDS[backend]:
+                if kind == "poll":
+                    continue  # a caller's own loop, not a waiter of the store
+                url = fresh(backend, "idle_" + kind.replace("-", "_"))
+                asyncio.run(upgrade(url))
+                alone, waiting = idle_cost(kind, url, args.idle_waiters, args.idle_seconds)
+                print(
+                    f"| {_LABELS[backend, kind]} | {alone * 100:.2f} | {waiting * 100:.2f} "
+                    f"| {(waiting - alone) * 100:+.2f} |",
+                    flush=True,
+                )
+        if args.no_throughput:
+            print(f"\nload average at end: {os.getloadavg()[0]:.1f}")
+            return 0
         base = baseline_revision()
         print(
             f"\n## Append throughput: this tree vs {base} (before the change feed), "

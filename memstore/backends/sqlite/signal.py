@@ -76,10 +76,10 @@ async def watch(signal: ChangeSignal) -> None:
 
 async def _watch(signal: ChangeSignal, connection: Any, path: str | None) -> None:
     async def version() -> int:
-        async with connection.execute("PRAGMA data_version") as cursor:
-            row = await cursor.fetchone()
+        # One trip to the connection's thread (execute, fetch and close would be three).
+        rows = await connection.execute_fetchall("PRAGMA data_version")
         signal.polls += 1
-        return int(row[0])
+        return int(next(iter(rows))[0])
 
     # Watching starts before the first read, so no write after that read goes unreported.
     hints = _Hints.start(path) if path is not None else None
