@@ -122,6 +122,21 @@ async def test_a_commit_in_another_process_wakes_a_waiter_through_file_events(
         assert parts.db.signal.wakeups > woken
 
 
+async def test_a_commit_of_another_store_in_this_process_wakes_through_file_events(
+    database: tuple[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url, _ = database
+    monkeypatch.setattr(sqlite_signal, "SAFETY_INTERVAL_S", HOUR)
+    monkeypatch.setattr(sqlite_signal, "POLL_INTERVAL_S", HOUR)
+    # A second store has its own engine and signal: its commit tells only its own
+    # waiters, so the first store hears of it through its connection's data_version,
+    # which other connections' commits change, this process's as well.
+    async with store_with_parts(url) as parts, store_with_parts(url) as other:
+        waiter = await _waiting(parts, "t")
+        await other.store.threads.append("t", {"n": 0}, from_id="a", to_id="b", user_id="alice")
+        assert await _woken(waiter) == [0]
+
+
 async def test_where_inotify_is_refused_the_poll_still_wakes_a_waiter(
     database: tuple[str, Path], monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:

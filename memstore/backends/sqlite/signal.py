@@ -38,7 +38,7 @@ POLL_INTERVAL_S = 0.03
 SAFETY_INTERVAL_S = 1.0
 # Reads after an event that showed no new commit: the writer may not have
 # published it yet. A new event starts the series again.
-_FOLLOW_UP_S = (0.001, 0.004, 0.016, 0.064, 0.25)
+_FOLLOW_UP_S = (0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.064, 0.25)
 # Changes in a row that no event announced before the events are not trusted.
 _UNANNOUNCED_LIMIT = 2
 _BACKOFF_MIN_S = 0.05
