@@ -35,7 +35,6 @@ import asyncio
 import multiprocessing as mp
 import os
 import random
-import shutil
 import statistics
 import subprocess
 import sys
@@ -47,6 +46,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 
+from benchlib.live import RedisServer, force_poll, idle_cost, redis_unavailable  # noqa: E402
 from benchlib.servers import Databases, machine_info, sqlalchemy_url  # noqa: E402
 
 from memstore.schema.migrate import upgrade  # noqa: E402
@@ -110,74 +110,15 @@ def _redis_loop(socket_path: str, n: int, ready: Any, out: Any) -> None:
     out.put(got)
 
 
-def _force_poll() -> None:
-    """SQLite: refuse inotify in this process, so waiters poll data_version every 30 ms."""
-    from memstore.backends.sqlite import signal
-
-    setattr(signal, "_file_events", lambda path: None)  # noqa: B010 (a private chooser)
-
-
 def _waiter(kind: str, target: str, n: int, ready: Any, out: Any) -> None:
     if kind == "redis":
         _redis_loop(target, n, ready, out)
     elif kind in ("wait", "wait-poll"):
         if kind == "wait-poll":
-            _force_poll()
+            force_poll()
         asyncio.run(_wait_loop(target, n, ready, out))
     else:
         asyncio.run(_poll_loop(target, n, ready, out))
-
-
-# ---- what idle waiters cost ------------------------------------------------------------
-
-
-async def _cpu_share(seconds: float) -> float:
-    """This process's CPU time over the next ``seconds`` (while the loop idles), per second."""
-    cpu, wall = time.process_time(), time.monotonic()
-    await asyncio.sleep(seconds)
-    return (time.process_time() - cpu) / (time.monotonic() - wall)
-
-
-async def _idle_cost(url: str, waiters: int, seconds: float) -> tuple[float, float]:
-    from memstore import MemoryStore
-
-    async with MemoryStore.open(url) as store:
-        # Connections open and the watcher started, so neither is counted below.
-        await store.threads.wait(THREAD, timeout=0, user_id=USER)
-        alone = await _cpu_share(seconds)
-        tasks = [
-            asyncio.create_task(
-                store.threads.wait(f"idle-{i}", user_id=USER, timeout=seconds * 3 + 60)
-            )
-            for i in range(waiters)
-        ]
-        await asyncio.sleep(1.0)  # asleep, the watcher's first reads done
-        waiting = await _cpu_share(seconds)
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-    return alone, waiting
-
-
-def _idle_child(kind: str, url: str, waiters: int, seconds: float, out: Any) -> None:
-    if kind == "wait-poll":
-        _force_poll()
-    out.put(asyncio.run(_idle_cost(url, waiters, seconds)))
-
-
-def idle_cost(kind: str, url: str, waiters: int, seconds: float) -> tuple[float, float]:
-    """CPU share of a process with a store: no waiter, then ``waiters`` idle waiters."""
-    ctx = mp.get_context("spawn")
-    out = ctx.Queue()
-    child = ctx.Process(target=_idle_child, args=(kind, url, waiters, seconds, out))
-    child.start()
-    try:
-        result: tuple[float, float] = out.get(timeout=seconds * 4 + 120)
-    finally:
-        child.join(timeout=60)
-        if child.is_alive():
-            child.kill()
-    return result
 
 
 # ---- process A: the appender -----------------------------------------------------------
@@ -266,54 +207,6 @@ def _row(label: str, lat: Lat, wait: Lat) -> str:
         f"| {_pct(returned, 50) * 1000:.1f} | {_pct(returned, 99) * 1000:.1f} "
         f"| {p50 / _pct(w_called, 50):.2f}x | {p99 / _pct(w_called, 99):.2f}x |"
     )
-
-
-# ---- Redis -----------------------------------------------------------------------------
-
-
-class RedisServer:
-    """A private redis-server on a Unix socket in ``root``; stopped by :meth:`stop`."""
-
-    def __init__(self, root: Path) -> None:
-        self.socket = str(root / "redis.sock")
-        self.process = subprocess.Popen(
-            [
-                "redis-server",
-                "--port",
-                "0",
-                "--unixsocket",
-                self.socket,
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--dir",
-                str(root),
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        deadline = time.monotonic() + 30
-        while not os.path.exists(self.socket):
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError("redis-server did not start")
-            time.sleep(0.05)
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            self.process.wait(timeout=15)
-
-
-def redis_unavailable() -> str | None:
-    if shutil.which("redis-server") is None:
-        return "no redis-server on PATH (apt-get install redis-server)"
-    try:
-        import redis  # noqa: F401
-    except ImportError:
-        return "the redis client is not installed (pip install -e '.[bench]')"
-    return None
 
 
 # ---- append throughput, with and without the live machinery ----------------------------
@@ -452,7 +345,9 @@ def main() -> int:
                     continue  # a caller's own loop, not a waiter of the store
                 url = fresh(backend, "idle_" + kind.replace("-", "_"))
                 asyncio.run(upgrade(url))
-                alone, waiting = idle_cost(kind, url, args.idle_waiters, args.idle_seconds)
+                alone, waiting = idle_cost(
+                    url, args.idle_waiters, args.idle_seconds, poll=kind == "wait-poll"
+                )
                 print(
                     f"| {_LABELS[backend, kind]} | {alone * 100:.2f} | {waiting * 100:.2f} "
                     f"| {(waiting - alone) * 100:+.2f} |",
