@@ -1,0 +1,333 @@
+"""The turn loop: N concurrent agents on one store, memstore against the same loop by hand.
+
+    python scripts/bench_turn_loop.py                  # SQLite and pgserver Postgres, N = 1, 16, 64
+    python scripts/bench_turn_loop.py --quick --backend sqlite
+
+A turn of one agent is ``context()`` for the user's message (default budget) +
+``remember()`` of the turn + ``threads.append()`` of the message, on the agent's own
+tenant. Every tenant is seeded first with --episodes past turns (sessions of 50), 20
+current facts and 4 working blocks. N agents (asyncio tasks in one process, one store)
+each run their share of --turns turns; each round runs memstore and then the raw loop
+(the order alternates between rounds, so drift hits both sides) on tenants of their
+own, seeded alike, with the same messages. The raw loop (benchlib/turnraw.py) sends the
+statements memstore sends, on aiosqlite / an asyncpg pool of memstore's pool size.
+
+After the run the guard checks that both sides wrote one episode and one slot per turn
+on every tenant and that the raw loop's context reads found episodes; it exits 1 if not.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import math
+import random
+import sys
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchlib.servers import Databases, machine_info, sqlalchemy_url
+from benchlib.stats import Samples
+from benchlib.turnprobe import (
+    FACTS,
+    SEED_BLOCKS,
+    capture_templates,
+    engine_of,
+    message,
+    seed_tenant,
+    statement_log,
+)
+from benchlib.turnraw import RawSqliteTurns
+from benchlib.turnraw_pg import RawPostgresTurns
+
+CALLS = ("context", "remember", "append")
+SIDES = ("memstore", "raw")
+TARGET = 0.8
+
+
+@dataclass
+class Phase:
+    """One side's turns at one N: wall time, and latencies of each turn and each call."""
+
+    turns: int = 0
+    seconds: float = 0.0
+    turn: Samples = field(default_factory=Samples)
+    calls: dict[str, Samples] = field(default_factory=lambda: {c: Samples() for c in CALLS})
+
+
+class MemstoreSide:
+    def __init__(self, store: Any) -> None:
+        self.store = store
+
+    async def context(self, tenant: str, session: str, query: str) -> int:
+        ctx = await self.store.context(user_id=tenant, session_id=session, query=query)
+        return len(ctx.items)
+
+    async def remember(self, tenant: str, session: str, said: str, answered: str) -> None:
+        from memstore import Episode
+
+        await self.store.remember(
+            Episode(user_id=tenant, session_id=session, input=said, output=answered)
+        )
+
+    async def append(self, tenant: str, thread: str, payload: dict[str, Any]) -> None:
+        await self.store.threads.append(
+            thread, payload, from_id="user", to_id="agent", user_id=tenant
+        )
+
+
+async def one_turn(
+    side: Any, tenant: str, session: str, thread: str, rng: random.Random, phase: Phase | None
+) -> None:
+    said, answered = message(rng)
+    t0 = time.perf_counter()
+    await side.context(tenant, session, said)
+    t1 = time.perf_counter()
+    await side.remember(tenant, session, said, answered)
+    t2 = time.perf_counter()
+    await side.append(tenant, thread, {"role": "user", "text": said})
+    t3 = time.perf_counter()
+    if phase is not None:
+        phase.turn.add(t3 - t0)
+        for call, seconds in zip(CALLS, (t1 - t0, t2 - t1, t3 - t2), strict=True):
+            phase.calls[call].add(seconds)
+
+
+async def run_phase(
+    side: Any,
+    prefix: str,
+    agents: int,
+    turns_each: int,
+    label: str,
+    done: dict[str, int],
+    phase: Phase,
+) -> None:
+    async def agent(i: int) -> None:
+        tenant = f"{prefix}{i}"
+        rng = random.Random(f"{label}-{i}")  # the same messages on both sides
+        for _ in range(turns_each):
+            await one_turn(side, tenant, f"live-{label}", f"agent-{label}", rng, phase)
+            done[tenant] += 1
+
+    start = time.perf_counter()
+    await asyncio.gather(*(agent(i) for i in range(agents)))
+    phase.seconds += time.perf_counter() - start
+    phase.turns += agents * turns_each
+
+
+async def count_rows(store: Any, table: str) -> dict[str, int]:
+    from sqlalchemy import text
+
+    async with engine_of(store).connect() as conn:  # the guard reads around both sides
+        rows = (
+            await conn.execute(text(f"SELECT user_id, count(*) FROM {table} GROUP BY user_id"))
+        ).all()
+    return {str(u): int(n) for u, n in rows}
+
+
+async def statements_per_turn(
+    store: Any, sides: dict[str, Any], done: dict[str, int]
+) -> dict[str, int]:
+    """Data statements (not BEGIN/COMMIT) each side sends for one turn, counted once."""
+    out: dict[str, int] = {}
+    rng = random.Random("count")
+    with statement_log(engine_of(store)) as log:
+        await one_turn(sides["memstore"], "m0", "live-count", "agent-count", rng, None)
+    done["m0"] += 1
+    out["memstore"] = sum(
+        1 for sql, _, _ in log if sql.split()[0].upper() not in ("BEGIN", "COMMIT")
+    )
+    raw = sides["raw"]
+    before = raw.statements
+    await one_turn(raw, "r0", "live-count", "agent-count", random.Random("count"), None)
+    done["r0"] += 1
+    out["raw"] = raw.statements - before
+    return out
+
+
+async def bench_backend(
+    backend: str, url: str, raw_addr: str, args: argparse.Namespace, log: Any
+) -> dict[str, Any]:
+    from memstore import MemoryStore
+    from memstore.db.engine import pool_capacity
+    from memstore.embeddings.hashing import HashingEmbedder
+    from memstore.schema.migrate import upgrade
+
+    await upgrade(url)
+    most = max(args.agents)
+    done: dict[str, int] = defaultdict(int)
+    result: dict[str, Any] = {"phases": {}}
+    async with MemoryStore.open(url) as store:
+        t0 = time.perf_counter()
+        for i in range(most):
+            for prefix in ("m", "r"):
+                await seed_tenant(store, f"{prefix}{i}", args.episodes, seed=i)
+        await seed_tenant(store, "probe", args.episodes, seed=10_000)
+        log(f"{backend}: seeded {2 * most + 1} tenants in {time.perf_counter() - t0:.0f} s")
+        templates = await capture_templates(store, "probe", "probe-live")
+        size = pool_capacity(engine_of(store)) or 15
+        result["pool"] = size
+        raw_cls = RawSqliteTurns if backend == "sqlite" else RawPostgresTurns
+        path = raw_addr.split(":///", 1)[1] if backend == "sqlite" else raw_addr
+        raw = raw_cls(path, size, HashingEmbedder(), templates)
+        await raw.open()
+        try:
+            sides = {"memstore": MemstoreSide(store), "raw": raw}
+            prefixes = {"memstore": "m", "raw": "r"}
+            for name in SIDES:  # warm-up: every tenant's first turn (caches, connections)
+                await run_phase(sides[name], prefixes[name], most, 1, "warm", done, Phase())
+            for n in args.agents:
+                each = max(args.min_each, math.ceil(args.turns / n))
+                phases = {name: Phase() for name in SIDES}
+                for r in range(args.rounds):
+                    order = SIDES if r % 2 == 0 else SIDES[::-1]
+                    for name in order:
+                        await run_phase(
+                            sides[name], prefixes[name], n, each, f"n{n}-r{r}", done, phases[name]
+                        )
+                result["phases"][n] = phases
+                log(
+                    f"{backend} N={n}: "
+                    + ", ".join(f"{k} {p.turns / p.seconds:.1f} turns/s" for k, p in phases.items())
+                )
+            result["statements"] = await statements_per_turn(store, sides, done)
+            result["empty_reads"] = raw.empty_reads
+            episodes = await count_rows(store, "episodes")
+            slots = await count_rows(store, "slots")
+        finally:
+            await raw.close()
+    problems = []
+    for tenant, turns in sorted(done.items()):
+        if episodes.get(tenant, 0) != args.episodes + turns:
+            problems.append(
+                f"{tenant}: {episodes.get(tenant, 0)} episodes, expected "
+                f"{args.episodes} seeded + {turns} turns"
+            )
+        if slots.get(tenant, 0) != turns:
+            problems.append(f"{tenant}: {slots.get(tenant, 0)} slots, expected {turns}")
+    if raw.empty_reads:
+        problems.append(f"the raw loop's context found no episode {raw.empty_reads} times")
+    result["problems"] = problems
+    result["turns_checked"] = sum(done.values())
+    return result
+
+
+def _ms(s: Samples, q: float) -> str:
+    return f"{s.pct(q) * 1000:.1f}"
+
+
+def _ratio(a: float, b: float) -> str:
+    return f"{a / b:.2f}x" if b > 0 else "n/a"
+
+
+def report(results: dict[str, dict[str, Any]], args: argparse.Namespace) -> list[str]:
+    lines = [
+        "| backend | N | memstore turns/s | raw turns/s | ratio | memstore p50 ms | "
+        "raw p50 ms | p50 ratio | memstore p99 ms | raw p99 ms | p99 ratio |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    calls = [
+        "| backend | N | call | memstore p50 ms | raw p50 ms | p50 ratio | "
+        "memstore p99 ms | raw p99 ms |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    verdicts = []
+    for backend, res in results.items():
+        for n, phases in res["phases"].items():
+            m, r = phases["memstore"], phases["raw"]
+            mt, rt = m.turns / m.seconds, r.turns / r.seconds
+            verdicts.append(mt / rt >= TARGET)
+            lines.append(
+                f"| {backend} | {n} | {mt:.1f} | {rt:.1f} | {_ratio(mt, rt)} | "
+                f"{_ms(m.turn, 50)} | {_ms(r.turn, 50)} | {_ratio(m.turn.p50, r.turn.p50)} | "
+                f"{_ms(m.turn, 99)} | {_ms(r.turn, 99)} | "
+                f"{_ratio(m.turn.pct(99), r.turn.pct(99))} |"
+            )
+            for call in CALLS:
+                mc, rc = m.calls[call], r.calls[call]
+                calls.append(
+                    f"| {backend} | {n} | {call} | {_ms(mc, 50)} | {_ms(rc, 50)} | "
+                    f"{_ratio(mc.p50, rc.p50)} | {_ms(mc, 99)} | {_ms(rc, 99)} |"
+                )
+    out = [
+        "## Turn loop: throughput and latency per turn (ratio = memstore / raw)",
+        "",
+        *lines,
+        "",
+        "## Per call (time inside the turn)",
+        "",
+        *calls,
+        "",
+    ]
+    for backend, res in results.items():
+        s = res["statements"]
+        out.append(
+            f"- {backend}: pool {res['pool']} connections on both sides; statements per "
+            f"turn: memstore {s['memstore']}, raw {s['raw']}; "
+            f"{res['turns_checked']} turns checked"
+        )
+    out.append(
+        f"- seed per tenant: {args.episodes} episodes (sessions of 50), {FACTS} facts, "
+        f"{len(SEED_BLOCKS)} blocks; {args.rounds} rounds per N, "
+        f"turns per N per side: {args.rounds} x max({args.min_each}, ceil({args.turns}/N)) "
+        "per agent"
+    )
+    met = all(verdicts)
+    out.append(
+        f"- target memstore/raw throughput >= {TARGET}x at every N: {'met' if met else 'NOT met'}"
+    )
+    return out
+
+
+def _log(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a short smoke run")
+    parser.add_argument("--backend", action="append", choices=["sqlite", "postgres"])
+    parser.add_argument("--agents", type=lambda s: [int(x) for x in s.split(",")])
+    parser.add_argument("--episodes", type=int, help="seeded past turns per tenant")
+    parser.add_argument("--turns", type=int, help="turns per side per round, split over N")
+    parser.add_argument("--min-each", type=int, default=4, help="at least this many per agent")
+    parser.add_argument("--rounds", type=int)
+    args = parser.parse_args(argv)
+    quick = {"agents": [1, 4], "episodes": 40, "turns": 8, "rounds": 2, "min_each": 2}
+    full = {"agents": [1, 16, 64], "episodes": 300, "turns": 200, "rounds": 4}
+    for key, value in (quick if args.quick else full).items():
+        if key == "min_each" or getattr(args, key) is None:
+            setattr(args, key, value)
+    backends = args.backend or ["sqlite", "postgres"]
+    dbs = Databases()
+    results: dict[str, dict[str, Any]] = {}
+    try:
+        for backend in backends:
+            if backend == "sqlite":
+                url = raw_addr = dbs.sqlite_url("turns")
+            else:
+                raw_addr = dbs.pg_dsn("turns")
+                url = sqlalchemy_url(raw_addr)
+            results[backend] = asyncio.run(bench_backend(backend, url, raw_addr, args, _log))
+    finally:
+        dbs.close()
+    info = machine_info()
+    print(
+        f"memstore {info['memstore code']}; python {info['python']}, sqlite {info['sqlite']}, "
+        f"{info['nproc']} cpus"
+    )
+    print("\n".join(report(results, args)))
+    problems = [f"{b}: {p}" for b, res in results.items() for p in res["problems"]]
+    for p in problems:
+        print(f"GUARD FAILED: {p}")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
