@@ -36,6 +36,7 @@ from benchlib.servers import Databases, machine_info, sqlalchemy_url
 from benchlib.stats import Samples
 from benchlib.turnprobe import (
     FACTS,
+    PROBE_QUERY,
     SEED_BLOCKS,
     capture_templates,
     engine_of,
@@ -151,6 +152,26 @@ async def statements_per_turn(
     return out
 
 
+async def same_recall(raw: Any, tenant: str) -> list[str]:
+    """Whether the raw loop's recall statements find what memstore's found (same rows, order)."""
+    problems = []
+    for kind in ("facts", "episodes"):
+        theirs = [r[1] for r in await raw.replay(kind)]
+        ours = [r[1] for r in await raw.recall(kind, tenant, PROBE_QUERY)]
+        if not theirs or ours != theirs:
+            problems.append(
+                f"{kind} recall: the raw loop found {len(ours)} rows, memstore's statement "
+                f"{len(theirs)}; the first differing at {_first_difference(ours, theirs)}"
+            )
+    return problems
+
+
+def _first_difference(a: list[Any], b: list[Any]) -> int:
+    return next(
+        (i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b))
+    )
+
+
 async def bench_backend(
     backend: str, url: str, raw_addr: str, args: argparse.Namespace, log: Any
 ) -> dict[str, Any]:
@@ -178,6 +199,7 @@ async def bench_backend(
         raw = raw_cls(path, size, HashingEmbedder(), templates)
         await raw.open()
         try:
+            problems = await same_recall(raw, "probe")
             sides = {"memstore": MemstoreSide(store), "raw": raw}
             prefixes = {"memstore": "m", "raw": "r"}
             for name in SIDES:  # warm-up: every tenant's first turn (caches, connections)
@@ -202,7 +224,6 @@ async def bench_backend(
             slots = await count_rows(store, "slots")
         finally:
             await raw.close()
-    problems = []
     for tenant, turns in sorted(done.items()):
         if episodes.get(tenant, 0) != args.episodes + turns:
             problems.append(
@@ -298,6 +319,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--turns", type=int, help="turns per side per round, split over N")
     parser.add_argument("--min-each", type=int, default=4, help="at least this many per agent")
     parser.add_argument("--rounds", type=int)
+    parser.add_argument("--dir", help="where the databases go (default: a new temp dir)")
     args = parser.parse_args(argv)
     quick = {"agents": [1, 4], "episodes": 40, "turns": 8, "rounds": 2, "min_each": 2}
     full = {"agents": [1, 16, 64], "episodes": 300, "turns": 200, "rounds": 4}
@@ -305,7 +327,7 @@ def main(argv: list[str] | None = None) -> int:
         if key == "min_each" or getattr(args, key) is None:
             setattr(args, key, value)
     backends = args.backend or ["sqlite", "postgres"]
-    dbs = Databases()
+    dbs = Databases(args.dir)
     results: dict[str, dict[str, Any]] = {}
     try:
         for backend in backends:

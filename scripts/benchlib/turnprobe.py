@@ -13,6 +13,7 @@ from sqlalchemy import event
 
 __all__ = [
     "FACTS",
+    "PROBE_QUERY",
     "SEED_BLOCKS",
     "Template",
     "capture_templates",
@@ -31,6 +32,7 @@ FILLER = "the a we it and then so maybe about with really think plan next week".
 SEED_BLOCKS = ("persona", "goals", "style", "notes")
 FACTS = 20
 _SESSION_TURNS = 50  # seeded history comes in sessions of this many turns
+PROBE_QUERY = "coffee plans in paris"  # the query whose recall statements are captured
 
 
 def sentence(rng: random.Random, n: int) -> str:
@@ -125,7 +127,7 @@ def _template(sql: str, params: Any, compiled: Any) -> Template:
 async def capture_templates(store: Any, tenant: str, session: str) -> dict[str, Template]:
     """The fact and episode hybrid recall statements of one ``context()`` call on ``tenant``."""
     with statement_log(engine_of(store)) as log:
-        await store.context(user_id=tenant, session_id=session, query="coffee plans in paris")
+        await store.context(user_id=tenant, session_id=session, query=PROBE_QUERY)
     found: dict[str, Template] = {}
     for sql, params, compiled in log:
         if not sql.lstrip().startswith("WITH dense"):

@@ -76,6 +76,24 @@ class Turns:
         vec = (await self.embedder.embed([f"{said}\n{answered}"]))[0]
         return np.asarray(vec, dtype=np.float32)
 
+    async def recall(self, kind: str, tenant: str, query: str) -> list[Any]:
+        """The rows of the ``facts`` or ``episodes`` recall statement, as a turn runs it."""
+        return list(await (self._facts if kind == "facts" else self._episodes)(tenant, query))
+
+    async def replay(self, kind: str) -> list[Any]:
+        """The recall statement run with the values memstore bound when it was captured."""
+        t = self.templates[kind]
+        return await self._read_values(t.sql, t.values)
+
+    async def _facts(self, tenant: str, query: str) -> list[Any]:
+        raise NotImplementedError
+
+    async def _episodes(self, tenant: str, query: str) -> list[Any]:
+        raise NotImplementedError
+
+    async def _read_values(self, sql: str, values: Sequence[Any]) -> list[Any]:
+        raise NotImplementedError
+
     def _access_ids(self, facts: list[Any], episodes: list[Any], session: str) -> tuple[Any, Any]:
         fact_ids = [r[1] for r in facts if r[1]]
         episode_ids = [r[1] for r in episodes if r[2] != session]
@@ -147,6 +165,9 @@ class RawSqliteTurns(Turns):
     async def _read(self, sql: str, params: Sequence[Any]) -> list[Any]:
         async with self._transaction() as conn:
             return await self._q(conn, sql, params)
+
+    async def _read_values(self, sql: str, values: Sequence[Any]) -> list[Any]:
+        return await self._read(sql, values)
 
     async def _facts(self, tenant: str, query: str) -> list[Any]:
         qvec = await self.qvec(query)

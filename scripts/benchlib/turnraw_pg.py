@@ -7,6 +7,7 @@ import hashlib
 import json
 import time
 import uuid
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -57,6 +58,9 @@ class RawPostgresTurns(Turns):
 
         terms = terms_of(query)
         return {"terms": terms, "prefixes": [is_prefix(t) for t in terms], "tsq": tsquery(terms)}
+
+    async def _read_values(self, sql: str, values: Sequence[Any]) -> list[Any]:
+        return await self._read(sql, *values)
 
     async def _facts(self, tenant: str, query: str) -> list[Any]:
         qvec = await self.qvec(query)
