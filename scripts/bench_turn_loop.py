@@ -21,11 +21,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import math
-import random
 import sys
 import time
 from collections import defaultdict
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -36,151 +34,27 @@ from benchlib.servers import Databases, machine_info, sqlalchemy_url
 from benchlib.stats import Samples
 from benchlib.turnprobe import (
     FACTS,
-    PROBE_QUERY,
     SEED_BLOCKS,
     capture_templates,
     engine_of,
-    message,
     seed_tenant,
-    statement_log,
 )
 from benchlib.turnraw import RawSqliteTurns
 from benchlib.turnraw_pg import RawPostgresTurns
+from benchlib.turnrun import (
+    CALLS,
+    COUNTED_TURNS,
+    MemstoreSide,
+    Phase,
+    count_rows,
+    packing_share,
+    run_phase,
+    same_recall,
+    statements_per_turn,
+)
 
-CALLS = ("context", "remember", "append")
 SIDES = ("memstore", "raw")
 TARGET = 0.8
-
-
-@dataclass
-class Phase:
-    """One side's turns at one N: wall time, and latencies of each turn and each call."""
-
-    turns: int = 0
-    seconds: float = 0.0
-    turn: Samples = field(default_factory=Samples)
-    calls: dict[str, Samples] = field(default_factory=lambda: {c: Samples() for c in CALLS})
-
-
-class MemstoreSide:
-    def __init__(self, store: Any) -> None:
-        self.store = store
-
-    async def context(self, tenant: str, session: str, query: str) -> int:
-        ctx = await self.store.context(user_id=tenant, session_id=session, query=query)
-        return len(ctx.items)
-
-    async def remember(self, tenant: str, session: str, said: str, answered: str) -> None:
-        from memstore import Episode
-
-        await self.store.remember(
-            Episode(user_id=tenant, session_id=session, input=said, output=answered)
-        )
-
-    async def append(self, tenant: str, thread: str, payload: dict[str, Any]) -> None:
-        await self.store.threads.append(
-            thread, payload, from_id="user", to_id="agent", user_id=tenant
-        )
-
-
-async def one_turn(
-    side: Any, tenant: str, session: str, thread: str, rng: random.Random, phase: Phase | None
-) -> None:
-    said, answered = message(rng)
-    t0 = time.perf_counter()
-    await side.context(tenant, session, said)
-    t1 = time.perf_counter()
-    await side.remember(tenant, session, said, answered)
-    t2 = time.perf_counter()
-    await side.append(tenant, thread, {"role": "user", "text": said})
-    t3 = time.perf_counter()
-    if phase is not None:
-        phase.turn.add(t3 - t0)
-        for call, seconds in zip(CALLS, (t1 - t0, t2 - t1, t3 - t2), strict=True):
-            phase.calls[call].add(seconds)
-
-
-async def run_phase(
-    side: Any,
-    prefix: str,
-    agents: int,
-    turns_each: int,
-    label: str,
-    done: dict[str, int],
-    phase: Phase,
-) -> None:
-    async def agent(i: int) -> None:
-        tenant = f"{prefix}{i}"
-        rng = random.Random(f"{label}-{i}")  # the same messages on both sides
-        for _ in range(turns_each):
-            await one_turn(side, tenant, f"live-{label}", f"agent-{label}", rng, phase)
-            done[tenant] += 1
-
-    start = time.perf_counter()
-    await asyncio.gather(*(agent(i) for i in range(agents)))
-    phase.seconds += time.perf_counter() - start
-    phase.turns += agents * turns_each
-
-
-async def count_rows(store: Any, table: str) -> dict[str, int]:
-    from sqlalchemy import text
-
-    async with engine_of(store).connect() as conn:  # the guard reads around both sides
-        rows = (
-            await conn.execute(text(f"SELECT user_id, count(*) FROM {table} GROUP BY user_id"))
-        ).all()
-    return {str(u): int(n) for u, n in rows}
-
-
-COUNTED_TURNS = 20
-
-
-async def statements_per_turn(
-    store: Any, sides: dict[str, Any], done: dict[str, int]
-) -> dict[str, float]:
-    """Data statements (not BEGIN/COMMIT) each side sends per turn over ``COUNTED_TURNS``
-    turns of one agent, and how many of memstore's are its buffered access-count writes."""
-    with statement_log(engine_of(store)) as log:
-        rng = random.Random("count")
-        for _ in range(COUNTED_TURNS):
-            await one_turn(sides["memstore"], "m0", "live-count", "agent-count", rng, None)
-        await asyncio.sleep(0.5)  # a background access flush the turns started
-    done["m0"] += COUNTED_TURNS
-    data = [sql for sql, _, _ in log if sql.split()[0].upper() not in ("BEGIN", "COMMIT")]
-    flushes = [
-        sql for sql in data if "access_stats" in sql and not sql.lstrip().startswith("SELECT")
-    ]
-    raw = sides["raw"]
-    before = raw.statements
-    rng = random.Random("count")
-    for _ in range(COUNTED_TURNS):
-        await one_turn(raw, "r0", "live-count", "agent-count", rng, None)
-    done["r0"] += COUNTED_TURNS
-    return {
-        "memstore": len(data) / COUNTED_TURNS,
-        "raw": (raw.statements - before) / COUNTED_TURNS,
-        "access_writes": len(flushes) / COUNTED_TURNS,
-    }
-
-
-async def same_recall(raw: Any, tenant: str) -> list[str]:
-    """Whether the raw loop's recall statements find what memstore's found (same rows, order)."""
-    problems = []
-    for kind in ("facts", "episodes"):
-        theirs = [r[1] for r in await raw.replay(kind)]
-        ours = [r[1] for r in await raw.recall(kind, tenant, PROBE_QUERY)]
-        if not theirs or ours != theirs:
-            problems.append(
-                f"{kind} recall: the raw loop found {len(ours)} rows, memstore's statement "
-                f"{len(theirs)}; the first differing at {_first_difference(ours, theirs)}"
-            )
-    return problems
-
-
-def _first_difference(a: list[Any], b: list[Any]) -> int:
-    return next(
-        (i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b))
-    )
 
 
 async def bench_backend(
@@ -230,6 +104,7 @@ async def bench_backend(
                     + ", ".join(f"{k} {p.turns / p.seconds:.1f} turns/s" for k, p in phases.items())
                 )
             result["statements"] = await statements_per_turn(store, sides, done)
+            result["packing"] = await packing_share(store, done)
             result["empty_reads"] = raw.empty_reads
             episodes = await count_rows(store, "episodes")
             slots = await count_rows(store, "slots")
@@ -305,6 +180,18 @@ def report(results: dict[str, dict[str, Any]], args: argparse.Namespace) -> list
             f"{s['access_writes']:.2f} are its buffered access-count writes, which the raw "
             f"loop does not do), raw {s['raw']:.2f}; "
             f"{res['turns_checked']} turns checked"
+        )
+        if s["vector_loads"]:
+            out.append(
+                f"- {backend}: memstore reloaded the tenant's episode vectors "
+                f"{s['vector_loads']:.2f} times per turn (each turn's remember() changes the "
+                "tenant's search version); the raw loop keeps the same cache the same way"
+            )
+        ctx_ms, pack_ms = res["packing"]
+        out.append(
+            f"- {backend}: one agent alone, context() took {ctx_ms:.1f} ms per turn on average, "
+            f"{pack_ms:.1f} ms of it in packing the items into the budget (pack(), "
+            "no database work; the raw loop does not pack)"
         )
     out.append(
         f"- seed per tenant: {args.episodes} episodes (sessions of 50), {FACTS} facts, "
