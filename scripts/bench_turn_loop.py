@@ -48,6 +48,7 @@ from benchlib.turnrun import (
     Phase,
     count_rows,
     packing_share,
+    read_parts,
     run_phase,
     same_recall,
     statements_per_turn,
@@ -105,6 +106,7 @@ async def bench_backend(
                 )
             result["statements"] = await statements_per_turn(store, sides, done)
             result["packing"] = await packing_share(store, done)
+            result["parts"] = await read_parts(store, raw)
             result["empty_reads"] = raw.empty_reads
             episodes = await count_rows(store, "episodes")
             slots = await count_rows(store, "slots")
@@ -199,6 +201,16 @@ def report(results: dict[str, dict[str, Any]], args: argparse.Namespace) -> list
         f"turns per N per side: {args.rounds} x max({args.min_each}, ceil({args.turns}/N)) "
         "per agent"
     )
+    parts = [
+        "| backend | read (one agent, alone) | memstore p50 ms | raw p50 ms | ratio |",
+        "|---|---|---|---|---|",
+    ]
+    for backend, res in results.items():
+        for name, (ours, theirs) in res["parts"].items():
+            parts.append(
+                f"| {backend} | {name} | {ours:.2f} | {theirs:.2f} | {_ratio(ours, theirs)} |"
+            )
+    out += ["", "## The reads of context(), each alone", "", *parts, ""]
     met = all(verdicts)
     out.append(
         f"- target memstore/raw throughput >= {TARGET}x at every N: {'met' if met else 'NOT met'}"

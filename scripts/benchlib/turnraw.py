@@ -94,6 +94,10 @@ class Turns:
     async def _read_values(self, sql: str, values: Sequence[Any]) -> list[Any]:
         raise NotImplementedError
 
+    async def blocks(self, tenant: str) -> list[Any]:
+        """The tenant's working blocks (the first read of ``context()``)."""
+        raise NotImplementedError
+
     def _access_ids(self, facts: list[Any], episodes: list[Any], session: str) -> tuple[Any, Any]:
         fact_ids = [r[1] for r in facts if r[1]]
         episode_ids = [r[1] for r in episodes if r[2] != session]
@@ -169,6 +173,9 @@ class RawSqliteTurns(Turns):
     async def _read_values(self, sql: str, values: Sequence[Any]) -> list[Any]:
         return await self._read(sql, values)
 
+    async def blocks(self, tenant: str) -> list[Any]:
+        return await self._read(SQLITE.blocks, (tenant,))
+
     async def _facts(self, tenant: str, query: str) -> list[Any]:
         qvec = await self.qvec(query)
         from memstore.backends.sqlite.search import term_range
@@ -224,7 +231,7 @@ class RawSqliteTurns(Turns):
 
     async def context(self, tenant: str, session: str, query: str) -> int:
         blocks, facts, episodes, _messages = await asyncio.gather(
-            self._read(SQLITE.blocks, (tenant,)),
+            self.blocks(tenant),
             self._facts(tenant, query),
             self._episodes(tenant, query),
             self._read(SQLITE.messages, (tenant, session, MESSAGE_LIMIT)),

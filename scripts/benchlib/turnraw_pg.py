@@ -62,6 +62,9 @@ class RawPostgresTurns(Turns):
     async def _read_values(self, sql: str, values: Sequence[Any]) -> list[Any]:
         return await self._read(sql, *values)
 
+    async def blocks(self, tenant: str) -> list[Any]:
+        return await self._read(PG.blocks, tenant)
+
     async def _facts(self, tenant: str, query: str) -> list[Any]:
         qvec = await self.qvec(query)
         now = datetime.now(UTC)
@@ -116,7 +119,7 @@ class RawPostgresTurns(Turns):
 
     async def context(self, tenant: str, session: str, query: str) -> int:
         blocks, facts, episodes, _messages = await asyncio.gather(
-            self._read(PG.blocks, tenant),
+            self.blocks(tenant),
             self._facts(tenant, query),
             self._episodes(tenant, query),
             self._read(PG.messages, tenant, session, MESSAGE_LIMIT),

@@ -19,6 +19,7 @@ __all__ = [
     "count_rows",
     "one_turn",
     "packing_share",
+    "read_parts",
     "run_phase",
     "same_recall",
     "statements_per_turn",
@@ -146,7 +147,8 @@ async def packing_share(store: Any, done: dict[str, int]) -> tuple[float, float]
     import memstore.services.agent.builder as builder
 
     packing = Samples()
-    original = builder.pack
+    namespace = vars(builder)  # build_context looks pack up in its module at each call
+    original = namespace["pack"]
 
     def timed_pack(*args: Any, **kwargs: Any) -> Any:
         start = time.perf_counter()
@@ -156,13 +158,13 @@ async def packing_share(store: Any, done: dict[str, int]) -> tuple[float, float]
             packing.add(time.perf_counter() - start)
 
     phase = Phase()
-    builder.pack = timed_pack  # type: ignore[assignment]
+    namespace["pack"] = timed_pack
     try:
         rng = random.Random("pack")
         for _ in range(COUNTED_TURNS):
             await one_turn(MemstoreSide(store), "m0", "live-pack", "agent-pack", rng, phase)
     finally:
-        builder.pack = original  # type: ignore[assignment]
+        namespace["pack"] = original
     done["m0"] += COUNTED_TURNS
     context = phase.calls["context"]
     return context.total / len(context) * 1000, packing.total / len(context) * 1000
@@ -186,3 +188,43 @@ def _first_difference(a: list[Any], b: list[Any]) -> int:
     return next(
         (i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b))
     )
+
+
+async def read_parts(store: Any, raw: Any) -> dict[str, tuple[float, float]]:
+    """Median ms of each read of ``context()`` alone, memstore's public call against the raw
+    loop's statement: one agent, ``COUNTED_TURNS`` queries, the two sides alternating.
+
+    Recalls ask for what ``context()`` asks at the default budget (50 facts, 50 episodes
+    + 11 for the own session's turns); no turn is written in between, so SQLite's vector
+    cache is current on both sides.
+    """
+    rng = random.Random("parts")
+    queries = [message(rng)[0] for _ in range(COUNTED_TURNS)]
+    parts: dict[str, tuple[Any, Any]] = {
+        "blocks": (
+            lambda q: store.working(user_id="m0"),
+            lambda q: raw.blocks("r0"),
+        ),
+        "facts recall": (
+            lambda q: store.recall_facts_scored(q, user_id="m0", limit=50),
+            lambda q: raw.recall("facts", "r0", q),
+        ),
+        "episodes recall": (
+            lambda q: store.recall_scored(q, user_id="m0", limit=61),
+            lambda q: raw.recall("episodes", "r0", q),
+        ),
+    }
+    out = {}
+    with store.reads_unrecorded():
+        for name, (ours, theirs) in parts.items():
+            samples = (Samples(), Samples())
+            await ours(queries[0])  # warm: the first read of a tenant fills caches
+            await theirs(queries[0])
+            for i, q in enumerate(queries):
+                order = ((0, ours), (1, theirs)) if i % 2 == 0 else ((1, theirs), (0, ours))
+                for side, call in order:
+                    start = time.perf_counter()
+                    await call(q)
+                    samples[side].add(time.perf_counter() - start)
+            out[name] = (samples[0].p50 * 1000, samples[1].p50 * 1000)
+    return out
