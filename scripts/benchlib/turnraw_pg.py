@@ -48,8 +48,14 @@ class RawPostgresTurns(Turns):
         self.statements += 1
         return list(await conn.fetch(sql, *params))
 
+    async def _read_in_transaction(self, sql: str, *params: Any) -> list[Any]:
+        # memstore's ORM reads (blocks, this session's turns, access counts) open a
+        # transaction: BEGIN ISOLATION LEVEL READ COMMITTED, the statement, COMMIT
+        async with self.pool.acquire() as conn, conn.transaction(isolation="read_committed"):
+            return await self._fetch(conn, sql, *params)
+
     async def _read(self, sql: str, *params: Any) -> list[Any]:
-        async with self.pool.acquire() as conn:  # autocommit: one statement, as memstore
+        async with self.pool.acquire() as conn:  # autocommit: memstore runs a recall so
             return await self._fetch(conn, sql, *params)
 
     def _keyword(self, query: str) -> dict[str, Any]:
@@ -63,7 +69,7 @@ class RawPostgresTurns(Turns):
         return await self._read(sql, *values)
 
     async def blocks(self, tenant: str) -> list[Any]:
-        return await self._read(PG.blocks, tenant)
+        return await self._read_in_transaction(PG.blocks, tenant)
 
     async def _facts(self, tenant: str, query: str) -> list[Any]:
         qvec = await self.qvec(query)
@@ -80,8 +86,8 @@ class RawPostgresTurns(Turns):
         stats = self._stats.get(tenant)
         async with self.pool.acquire() as conn:
             if stats is None or time.monotonic() - stats[2] >= STATS_TTL:
-                # memstore refreshes the statistics in a snapshot with the recall
-                async with conn.transaction(isolation="repeatable_read"):
+                # memstore refreshes the statistics in a transaction with the recall
+                async with conn.transaction(isolation="read_committed"):
                     (count,) = (
                         await self._fetch(
                             conn, "SELECT count(*) FROM episodes WHERE user_id = $1", tenant
@@ -115,14 +121,15 @@ class RawPostgresTurns(Turns):
     async def _access(self, tenant: str, kind: str, ids: list[str]) -> list[Any]:
         if not ids:
             return []
-        return await self._read(access_sql(PG.access, "dollar", len(ids)), tenant, kind, *ids)
+        sql = access_sql(PG.access, "dollar", len(ids))
+        return await self._read_in_transaction(sql, tenant, kind, *ids)
 
     async def context(self, tenant: str, session: str, query: str) -> int:
         blocks, facts, episodes, _messages = await asyncio.gather(
             self.blocks(tenant),
             self._facts(tenant, query),
             self._episodes(tenant, query),
-            self._read(PG.messages, tenant, session, MESSAGE_LIMIT),
+            self._read_in_transaction(PG.messages, tenant, session, MESSAGE_LIMIT),
         )
         fact_ids, episode_ids = self._access_ids(facts, episodes, session)
         await asyncio.gather(
@@ -135,7 +142,7 @@ class RawPostgresTurns(Turns):
 
         vec = await self.episode_vector(said, answered)
         now = datetime.now(UTC)
-        async with self.pool.acquire() as conn, conn.transaction():
+        async with self.pool.acquire() as conn, conn.transaction(isolation="read_committed"):
             (turn,) = (await self._fetch(conn, PG.turn, tenant, session))[0]
             await self._fetch(
                 conn,
@@ -156,7 +163,7 @@ class RawPostgresTurns(Turns):
 
     async def append(self, tenant: str, thread: str, payload: dict[str, Any]) -> None:
         now = datetime.now(UTC)
-        async with self.pool.acquire() as conn, conn.transaction():
+        async with self.pool.acquire() as conn, conn.transaction(isolation="read_committed"):
             (index,) = (await self._fetch(conn, PG.thread, tenant, thread, now, MAX_SLOTS))[0]
             await self._fetch(
                 conn,

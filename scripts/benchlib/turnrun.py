@@ -196,7 +196,7 @@ async def read_parts(store: Any, raw: Any) -> dict[str, tuple[float, float]]:
 
     Recalls ask for what ``context()`` asks at the default budget (50 facts, 50 episodes
     + 11 for the own session's turns); no turn is written in between, so SQLite's vector
-    cache is current on both sides.
+    cache is current on both sides. Both sides are warmed first with the same queries.
     """
     rng = random.Random("parts")
     queries = [message(rng)[0] for _ in range(COUNTED_TURNS)]
@@ -218,8 +218,11 @@ async def read_parts(store: Any, raw: Any) -> dict[str, tuple[float, float]]:
     with store.reads_unrecorded():
         for name, (ours, theirs) in parts.items():
             samples = (Samples(), Samples())
-            await ours(queries[0])  # warm: the first read of a tenant fills caches
-            await theirs(queries[0])
+            # Warm: every pooled connection of either side prepares the statement and
+            # reads the tenant's pages once (aiosqlite's pool hands them out in turn).
+            for q in queries + queries:
+                await ours(q)
+                await theirs(q)
             for i, q in enumerate(queries):
                 order = ((0, ours), (1, theirs)) if i % 2 == 0 else ((1, theirs), (0, ours))
                 for side, call in order:
