@@ -39,6 +39,7 @@ from benchlib.turnprobe import (
     SEED_BLOCKS,
     capture_templates,
     engine_of,
+    open_measured,
     seed_tenant,
 )
 from benchlib.turnraw import RawSqliteTurns
@@ -63,7 +64,6 @@ TARGET = 0.8
 async def bench_backend(
     backend: str, url: str, raw_addr: str, args: argparse.Namespace, log: Any
 ) -> dict[str, Any]:
-    from memstore import MemoryStore
     from memstore.db.engine import pool_capacity
     from memstore.embeddings.hashing import HashingEmbedder
     from memstore.schema.migrate import upgrade
@@ -72,7 +72,7 @@ async def bench_backend(
     most = max(args.agents)
     done: dict[str, int] = defaultdict(int)
     result: dict[str, Any] = {"phases": {}}
-    async with MemoryStore.open(url) as store:
+    async with open_measured(url) as store:
         t0 = time.perf_counter()
         for i in range(most):
             for prefix in ("m", "r"):

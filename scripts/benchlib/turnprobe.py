@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
-from contextlib import contextmanager
+import weakref
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -19,6 +20,7 @@ __all__ = [
     "capture_templates",
     "engine_of",
     "message",
+    "open_measured",
     "seed_tenant",
     "statement_log",
 ]
@@ -96,9 +98,38 @@ class Template:
         return tuple(given.get(n, v) for n, v in zip(self.names, self.values, strict=True))
 
 
+_ENGINES: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+
+
+@asynccontextmanager
+async def open_measured(url: str) -> AsyncIterator[Any]:
+    """A store on the migrated database ``url`` built on an engine this script holds (as
+    tests/store_parts.py does), so its statements and connections can be watched."""
+    from memstore import MemoryStore
+    from memstore.db.engine import create_engine
+    from memstore.db.unit import Database
+    from memstore.services.access import AccessTracker
+    from memstore.store import SharedParts
+
+    engine = create_engine(url)
+    db = Database(engine)
+    tracker = AccessTracker(db)
+    store = MemoryStore(engine=engine, shared=SharedParts(db=db, access_tracker=tracker))
+    _ENGINES[store] = engine
+    try:
+        yield store
+    finally:
+        try:
+            await tracker.close()
+        finally:
+            await db.signal.close()
+            await engine.dispose()
+
+
 def engine_of(store: Any) -> Any:
-    """The store's SQLAlchemy engine: its statement log is what the raw loop reproduces."""
-    return store._engine  # noqa: SLF001 (a measurement reads the store's own engine)
+    """The engine under a store from :func:`open_measured`: its statement log is what the
+    raw loop reproduces."""
+    return _ENGINES[store]
 
 
 @contextmanager
