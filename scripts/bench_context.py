@@ -27,20 +27,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchlib.words import TOPICS, sentence
+
 from memstore import Episode, Fact, MemoryStore
 from memstore.schema.migrate import upgrade
-
-TOPICS = (
-    "paris garden fern coffee python rust violin tokyo train budget meeting invoice "
-    "holiday recipe marathon piano kafka postgres orchid camera novel chess hiking "
-    "mortgage dentist birthday flight museum pottery spanish guitar yoga tax"
-).split()
-FILLER = "the a we it and then so maybe about with really think plan next week".split()
-
-
-def sentence(rng: random.Random, n: int) -> str:
-    words = [rng.choice(TOPICS) if rng.random() < 0.3 else rng.choice(FILLER) for _ in range(n)]
-    return " ".join(words)
 
 
 async def seed(store: MemoryStore, user: str, episodes: int, facts: int) -> list[str]:

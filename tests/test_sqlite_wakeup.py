@@ -72,6 +72,13 @@ async def database(tmp_path: Path) -> AsyncIterator[tuple[str, Path]]:
     yield url, path
 
 
+@pytest.fixture
+def only_events(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Neither the safety read nor a poll comes within the test: only an event can wake."""
+    monkeypatch.setattr(sqlite_signal, "SAFETY_INTERVAL_S", HOUR)
+    monkeypatch.setattr(sqlite_signal, "POLL_INTERVAL_S", HOUR)
+
+
 async def _waiting(
     parts: StoreParts, thread: str, after: int | None = None
 ) -> asyncio.Task[list[Slot]]:
@@ -105,13 +112,11 @@ async def _checkpoint_in_other_process(path: Path) -> str:
     return out.decode().strip()
 
 
+@pytest.mark.usefixtures("only_events")
 async def test_a_commit_in_another_process_wakes_a_waiter_through_file_events(
-    database: tuple[str, Path], monkeypatch: pytest.MonkeyPatch
+    database: tuple[str, Path],
 ) -> None:
     url, _ = database
-    # Neither the safety read nor a poll comes within the test: only an event can wake.
-    monkeypatch.setattr(sqlite_signal, "SAFETY_INTERVAL_S", HOUR)
-    monkeypatch.setattr(sqlite_signal, "POLL_INTERVAL_S", HOUR)
     before = inotify_fds()
     async with store_with_parts(url) as parts:
         waiter = await _waiting(parts, "t")
@@ -122,12 +127,11 @@ async def test_a_commit_in_another_process_wakes_a_waiter_through_file_events(
         assert parts.db.signal.wakeups > woken
 
 
+@pytest.mark.usefixtures("only_events")
 async def test_a_commit_of_another_store_in_this_process_wakes_through_file_events(
-    database: tuple[str, Path], monkeypatch: pytest.MonkeyPatch
+    database: tuple[str, Path],
 ) -> None:
     url, _ = database
-    monkeypatch.setattr(sqlite_signal, "SAFETY_INTERVAL_S", HOUR)
-    monkeypatch.setattr(sqlite_signal, "POLL_INTERVAL_S", HOUR)
     # A second store has its own engine and signal: its commit tells only its own
     # waiters, so the first store hears of it through its connection's data_version,
     # which other connections' commits change, this process's as well.
@@ -162,13 +166,12 @@ async def test_where_inotify_is_refused_the_poll_still_wakes_a_waiter(
     assert "No space left on device" in told[0].getMessage()
 
 
+@pytest.mark.usefixtures("only_events")
 async def test_the_wal_appearing_after_start_and_a_truncating_checkpoint_lose_no_wake_up(
-    database: tuple[str, Path], monkeypatch: pytest.MonkeyPatch
+    database: tuple[str, Path],
 ) -> None:
     url, path = database
     wal = Path(f"{path}-wal")
-    monkeypatch.setattr(sqlite_signal, "SAFETY_INTERVAL_S", HOUR)
-    monkeypatch.setattr(sqlite_signal, "POLL_INTERVAL_S", HOUR)
     async with store_with_parts(url) as parts:
         assert size_of(wal) is None  # the watch starts before any connection made one
         waiter = await _waiting(parts, "t")

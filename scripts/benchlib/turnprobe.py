@@ -12,6 +12,8 @@ from typing import Any
 
 from sqlalchemy import event
 
+from .words import TOPICS, sentence
+
 __all__ = [
     "FACTS",
     "PROBE_QUERY",
@@ -25,21 +27,10 @@ __all__ = [
     "statement_log",
 ]
 
-TOPICS = (
-    "paris garden fern coffee python rust violin tokyo train budget meeting invoice "
-    "holiday recipe marathon piano kafka postgres orchid camera novel chess hiking "
-    "mortgage dentist birthday flight museum pottery spanish guitar yoga tax"
-).split()
-FILLER = "the a we it and then so maybe about with really think plan next week".split()
 SEED_BLOCKS = ("persona", "goals", "style", "notes")
 FACTS = 20
 _SESSION_TURNS = 50  # seeded history comes in sessions of this many turns
 PROBE_QUERY = "coffee plans in paris"  # the query whose recall statements are captured
-
-
-def sentence(rng: random.Random, n: int) -> str:
-    words = [rng.choice(TOPICS) if rng.random() < 0.3 else rng.choice(FILLER) for _ in range(n)]
-    return " ".join(words)
 
 
 def message(rng: random.Random) -> tuple[str, str]:
