@@ -138,6 +138,7 @@ def write(text: str, output: str | None, notes: str | None = None) -> None:
 
 def main(argv: list[str]) -> int:
     args = parse(argv)
+    from benchlib.issuerows import issue_lines
     from benchlib.summary import intro, summary
 
     if args.combine:
@@ -151,7 +152,11 @@ def main(argv: list[str]) -> int:
             + f", rendered with `python scripts/bench.py {shlex.join(argv)}`."
         ]
         write(
-            render(runs, intro=[*intro(any(r["quick"] for r in runs)), "", *how]),
+            render(
+                runs,
+                intro=[*intro(any(r["quick"] for r in runs)), "", *how],
+                summary=issue_lines([s for r in runs for s in r["sections"]]),
+            ),
             args.output or "docs/BENCHMARKS.md",
             args.notes,
         )
@@ -202,13 +207,18 @@ def main(argv: list[str]) -> int:
     if output:
         Path(output).parent.mkdir(parents=True, exist_ok=True)
         save_run(record, str(Path(output).with_suffix(".json")))
+    issue = issue_lines(sections)
     write(
         render(
-            [{**record, "sections": sections}], intro=intro(args.quick), summary=summary(sections)
+            [{**record, "sections": sections}],
+            intro=intro(args.quick),
+            summary=[*summary(sections), "", *issue],
         ),
         output,
         args.notes,
     )
+    # The run's answer, row by row, last on the terminal (the document has it too).
+    print("\n".join(issue), flush=True)
     if args.plot:
         from benchlib.plots import plot_run
 

@@ -6,6 +6,7 @@ what was timed.
 
 from __future__ import annotations
 
+from .rawfacts import PG_FACT_HYBRID, SQLITE_FACT_HYBRID
 from .rawrecall import DEPTH, HYBRID, RRF_K, VEC_EXACT, VEC_PLANNER
 from .scen_temporal import raw_statements
 
@@ -17,8 +18,8 @@ def _sql(title: str, sql: str) -> list[str]:
 
 
 def baseline_lines() -> list[str]:
-    as_of_pg, facts_pg, history_pg = raw_statements(pg=True)
-    as_of_sq, facts_sq, history_sq = raw_statements(pg=False)
+    facts_pg, history_pg = raw_statements(pg=True)
+    facts_sq, history_sq = raw_statements(pg=False)
     return [
         "## The hand-written baselines",
         "",
@@ -47,8 +48,17 @@ def baseline_lines() -> list[str]:
         "Python; the rows are then read with `SELECT * FROM episodes WHERE user_id = ? "
         "AND id IN (...)`.",
         "",
-        *_sql("Postgres, facts as-of by subject (beside recall_facts)", as_of_pg),
         *_sql("Postgres, facts as-of by subject and predicate (beside store.facts)", facts_pg),
         *_sql("Postgres, fact history (beside fact_history)", history_pg),
-        *_sql("SQLite, the same three", "\n".join([as_of_sq, facts_sq, history_sq])),
+        *_sql("SQLite, the same two", "\n".join([facts_sq, history_sq])),
+        *_sql(
+            "Postgres, hybrid fact recall (beside recall_facts): the same ranking, "
+            "one statement on asyncpg",
+            PG_FACT_HYBRID,
+        ),
+        "**SQLite, hybrid fact recall** (beside recall_facts): the tenant's vectors as of "
+        "the two times read on aiosqlite and scored with numpy (the 200 nearest), then "
+        "this statement:",
+        "",
+        *_sql("", SQLITE_FACT_HYBRID)[2:],
     ]
