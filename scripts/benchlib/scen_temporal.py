@@ -185,8 +185,9 @@ Query = tuple[str, str, str, datetime, datetime, str, str]
 def _queries(picks: list[Chain], embedder: LookupEmbedder) -> list[Query]:
     """(tenant, subject, predicate, valid_at, known_at, subject key, recall text) per pick.
 
-    The recall text names the subject and the predicate (keyword signal); its
-    vector, registered with the lookup embedder, lies near a random city (dense).
+    The recall text names the subject and a random city, which both select a few
+    versions by keyword; its vector, registered with the lookup embedder, lies near
+    that city's, so the dense signal favours the city's versions.
     """
     rng = np.random.default_rng(43)
     qs = []
@@ -194,8 +195,9 @@ def _queries(picks: list[Chain], embedder: LookupEmbedder) -> list[Query]:
         valid_at = EPOCH + timedelta(seconds=int(rng.integers(0, 86_400 * 720)))
         known_at = valid_at + timedelta(seconds=int(rng.integers(0, 86_400 * 60)))
         subject = f"person{s:05d}"
-        text = f"{subject} {p.replace('_', ' ')}"
-        near = _unit(CENTRES[int(rng.integers(0, len(CITIES)))] + _unit(rng.standard_normal(DIM)))
+        city = int(rng.integers(0, len(CITIES)))
+        text = f"{subject} {CITIES[city]}"
+        near = _unit(CENTRES[city] + _unit(rng.standard_normal(DIM)) * _NOISE)
         if text not in embedder.known:  # a chain picked twice keeps its first vector
             embedder.register(text, near)
         qs.append((tenant_name(t), subject, p, valid_at, known_at, subject_key(subject), text))
@@ -324,8 +326,8 @@ def run(ctx: Context) -> Section:
         "the indexes memstore's migrations create. recall_facts beside the same hybrid "
         "ranking written by hand (benchlib/rawfacts.py: cosine and BM25 over the "
         "versions as of the two times, z-scored and fused; SQLite scores the vectors "
-        "with numpy first); its query names the subject and the predicate, and its "
-        "vector lies near a random city. Each version's vector lies near its city's."
+        "with numpy first); its query names the subject and a random city, and its "
+        "vector lies near that city's. Each version's vector lies near its city's."
     )
     for backend in ctx.backends:
         target = ctx.fresh(backend, "temporal")
