@@ -18,6 +18,12 @@ inserts the slot in the same transaction.
 
 In both, the primary key (user_id, thread_id, slot_index) of ``slots`` is the
 backstop: a duplicate index could not be committed even if the above failed.
+
+``append`` makes the claim, the slot, the tenant's change number and its change row
+one call to the database where the backend can (:meth:`Dialect.append_slot`: one
+statement on Postgres, one hand-over to the connection's thread on SQLite), with
+the same statements' semantics; ``append_from_log``, which reads between claim and
+insert, and databases that cannot (Citus) run them one by one in a transaction.
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ Driver errors are raised as SQLAlchemy's, for the unit of work to translate.
 from __future__ import annotations
 
 import sqlite3
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -57,18 +58,20 @@ CHANGE_SQL = (
 _Processor = Callable[[Any], Any]
 # The bind processors of the columns bound here, per SQLAlchemy dialect: values
 # are stored exactly as the repositories' statements store them.
-_PROCESSORS: dict[int, dict[str, _Processor | None]] = {}
+_PROCESSORS: weakref.WeakKeyDictionary[SQLDialect, dict[str, _Processor | None]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def _processors(dialect: SQLDialect) -> dict[str, _Processor | None]:
-    found = _PROCESSORS.get(id(dialect))
+    found = _PROCESSORS.get(dialect)
     if found is None:
         columns = SlotRow.__table__.c
         found = {
             name: columns[name].type.dialect_impl(dialect).bind_processor(dialect)
             for name in ("created_at", "payload", "is_self_call")
         }
-        _PROCESSORS[id(dialect)] = found
+        _PROCESSORS[dialect] = found
     return found
 
 
@@ -78,27 +81,37 @@ def _bound(dialect: SQLDialect, name: str, value: Any) -> Any:
 
 
 def _run(
-    conn: sqlite3.Connection, own: bool, append: SlotAppend, now: Any, slot: list[Any]
+    conn: sqlite3.Connection,
+    own: bool,
+    append: SlotAppend,
+    now: Any,
+    slot: list[Any],
+    running: list[str],
 ) -> tuple[int, str] | None:
-    """The append's statements, on the connection's worker thread."""
+    """The append's statements, on the connection's worker thread (``running``: the last)."""
+
+    def execute(sql: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
+        running[0] = sql
+        return conn.execute(sql, params)
+
     if own:
-        conn.execute("BEGIN IMMEDIATE")
+        execute("BEGIN IMMEDIATE")
     try:
-        claimed = conn.execute(
+        claimed = execute(
             THREAD_SQL, (append.user_id, append.thread_id, now, now, append.max_slots)
         ).fetchone()
         if claimed is None:
             # Full: the upsert changed nothing, but the transaction holds the lock.
             if own:
-                conn.execute("ROLLBACK")
+                execute("ROLLBACK")
             return None
         index = int(claimed[0])
         slot[2] = index
-        conn.execute(SLOT_SQL, slot)
-        seq, epoch = conn.execute(HEAD_SQL, (append.user_id, append.epoch)).fetchone()
-        conn.execute(CHANGE_SQL, (append.user_id, seq, append.thread_id, index, now))
+        execute(SLOT_SQL, slot)
+        seq, epoch = execute(HEAD_SQL, (append.user_id, append.epoch)).fetchone()
+        execute(CHANGE_SQL, (append.user_id, seq, append.thread_id, index, now))
         if own:
-            conn.execute("COMMIT")
+            execute("COMMIT")
     except BaseException:
         if own and conn.in_transaction:
             conn.execute("ROLLBACK")
@@ -146,14 +159,23 @@ async def append_slot(
     driver = (await connection.get_raw_connection()).driver_connection
     sync = connection.sync_connection
     assert driver is not None and sync is not None  # a live connection of aiosqlite
+    running = [THREAD_SQL]
     _announce(sync, statements, "before_cursor_execute")
     try:
         # aiosqlite runs a function on the connection's thread only through its
         # _execute; its own execute() would be one hand-over per statement.
-        done = await driver._execute(_run, driver._conn, own, append, now, slot)  # noqa: SLF001
+        done = await driver._execute(  # noqa: SLF001
+            _run,
+            driver._conn,  # noqa: SLF001
+            own,
+            append,
+            now,
+            slot,
+            running,
+        )
     except sqlite3.Error as error:
         raise sa_exc.DBAPIError.instance(
-            THREAD_SQL, None, error, sqlite3.Error, dialect=dialect
+            running[0], None, error, sqlite3.Error, dialect=dialect
         ) from error
     finally:
         _announce(sync, statements[::-1], "after_cursor_execute")
