@@ -124,7 +124,9 @@ def throughput(args: Any, backends: list[str], dbs: Databases, fresh: Any) -> No
     print("| backend | append | appends/s | now / this |")
     print("|---|---|---|---|")
     for backend in backends:
-        runs = [(label, tree, None) for label, tree in trees.items()]
+        runs: list[tuple[str, Path, str | None]] = [
+            (label, tree, None) for label, tree in trees.items()
+        ]
         runs += [(_RAW_LABELS[raw], ROOT, raw) for raw in _RAW[backend]]
         rates: dict[str, list[float]] = {label: [] for label, _, _ in runs}
         for _ in range(args.rounds):

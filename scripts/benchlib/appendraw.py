@@ -117,7 +117,8 @@ async def _aiosqlite(url: str, n: int, one_call: bool) -> float:
         stamp = datetime.now(UTC).replace(tzinfo=None).isoformat(" ")
         text = json.dumps(payload)
         if one_call:
-            await conn._execute(_sqlite_body, conn._conn, thread, text, stamp)  # noqa: SLF001
+            worker: Any = conn  # its _execute is untyped
+            await worker._execute(_sqlite_body, conn._conn, thread, text, stamp)  # noqa: SLF001
             return
         await conn.execute("BEGIN IMMEDIATE")
         try:
