@@ -2,6 +2,7 @@
 
     python scripts/bench_live.py [--n 200] [--appends 1000] [--backends sqlite,postgres]
                                  [--idle-seconds 10] [--idle-waiters 10] [--no-throughput]
+                                 [--only-throughput] [--also REV ...]
 
 1. Wake-up latency. Process A appends a slot to a thread every ``--interval``
    seconds (jittered, so a poller's phase is uniform); process B is woken and
@@ -23,7 +24,11 @@
 3. Append throughput with and without the live machinery: sequential
    ``threads.append`` at this source tree and at the commit before the change log
    was added (the same script run on a ``git archive`` of that commit, each on a
-   fresh database of its own), interleaved, median of ``--rounds``.
+   fresh database of its own), and at each ``--also`` revision; against the same
+   append written by hand on the raw driver (benchlib.appendraw: one CTE statement
+   on asyncpg; on aiosqlite the fewest statements, one call each, and the same run
+   as one call on the connection's thread). Interleaved, median of ``--rounds``;
+   ``--only-throughput`` runs this part alone.
 
 Postgres is a private pgserver cluster in the run's temp dir (benchlib.servers).
 """
@@ -35,10 +40,7 @@ import asyncio
 import multiprocessing as mp
 import os
 import random
-import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -46,6 +48,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 
+from benchlib.appendrate import throughput  # noqa: E402
 from benchlib.live import RedisServer, force_poll, idle_cost, redis_unavailable  # noqa: E402
 from benchlib.servers import Databases, machine_info, sqlalchemy_url  # noqa: E402
 
@@ -209,79 +212,6 @@ def _row(label: str, lat: Lat, wait: Lat) -> str:
     )
 
 
-# ---- append throughput, with and without the live machinery ----------------------------
-
-_THROUGHPUT_CHILD = """
-import asyncio, sys, time
-from memstore import MemoryStore
-
-async def main(url: str, n: int) -> None:
-    async with MemoryStore.open(url, auto_migrate=True) as store:
-        for i in range(50):  # warm-up: connections, statement caches
-            await store.threads.append("warm", i, from_id="A", to_id="B", user_id="bench")
-        start = time.perf_counter()
-        for i in range(n):
-            await store.threads.append("t", {"task": i}, from_id="A", to_id="B", user_id="bench")
-        print(n / (time.perf_counter() - start))
-
-asyncio.run(main(sys.argv[1], int(sys.argv[2])))
-"""
-
-
-def baseline_revision() -> str:
-    """The commit before memstore/services/changes.py (the change feed) was added."""
-    added = subprocess.run(
-        [
-            "git",
-            "-C",
-            str(ROOT),
-            "log",
-            "--format=%H",
-            "--diff-filter=A",
-            "--",
-            "memstore/services/changes.py",
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split()
-    if not added:
-        raise RuntimeError("no commit adds memstore/services/changes.py: nothing to compare with")
-    return subprocess.run(
-        ["git", "-C", str(ROOT), "rev-parse", "--short", f"{added[-1]}^"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
-
-
-def _export(revision: str, into: Path) -> Path:
-    into.mkdir(parents=True)
-    archive = subprocess.run(
-        ["git", "-C", str(ROOT), "archive", revision, "memstore", "migrations"],
-        capture_output=True,
-        check=True,
-    ).stdout
-    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
-    return into
-
-
-def appends_per_second(tree: Path, url: str, n: int) -> float:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSTORE_")}
-    env["PYTHONPATH"] = str(tree)
-    done = subprocess.run(
-        [sys.executable, "-c", _THROUGHPUT_CHILD, url, str(n)],
-        cwd=tree,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=1800,
-    )
-    if done.returncode != 0:
-        raise RuntimeError(done.stderr[-2000:])
-    return float(done.stdout.split()[-1])
-
-
 # ---- the run -----------------------------------------------------------------------------
 
 
@@ -295,6 +225,12 @@ def main() -> int:
     parser.add_argument("--idle-seconds", type=float, default=10.0, help="CPU measuring window")
     parser.add_argument("--idle-waiters", type=int, default=10, help="idle waiting calls")
     parser.add_argument("--no-throughput", action="store_true", help="skip append throughput")
+    parser.add_argument(
+        "--only-throughput", action="store_true", help="append throughput only (part 3)"
+    )
+    parser.add_argument(
+        "--also", action="append", default=[], metavar="REV", help="another tree to time (git rev)"
+    )
     args = parser.parse_args()
     backends = [b for b in args.backends.split(",") if b]
 
@@ -309,6 +245,9 @@ def main() -> int:
     try:
         print("machine:", ", ".join(f"{k} {v}" for k, v in machine_info().items()))
         print(f"load average at start: {os.getloadavg()[0]:.1f}")
+        if args.only_throughput:
+            throughput(args, backends, dbs, fresh)
+            return 0
         why = redis_unavailable()
         redis: Lat | None = None
         if why is None:
@@ -356,23 +295,7 @@ def main() -> int:
         if args.no_throughput:
             print(f"\nload average at end: {os.getloadavg()[0]:.1f}")
             return 0
-        base = baseline_revision()
-        print(
-            f"\n## Append throughput: this tree vs {base} (before the change feed), "
-            f"{args.appends} sequential appends, median of {args.rounds}\n"
-        )
-        print("| backend | appends/s now | appends/s before | now / before |")
-        print("|---|---|---|---|")
-        old_tree = _export(base, Path(tempfile.mkdtemp(prefix="tree-", dir=dbs.root)) / "old")
-        for backend in backends:
-            rates: dict[str, list[float]] = {"now": [], "before": []}
-            for _ in range(args.rounds):
-                for label, tree in (("now", ROOT), ("before", old_tree)):
-                    url = fresh(backend, label)
-                    rates[label].append(appends_per_second(tree, url, args.appends))
-            now, before = statistics.median(rates["now"]), statistics.median(rates["before"])
-            print(f"| {backend} | {now:.0f} | {before:.0f} | {now / before:.2f}x |", flush=True)
-        print(f"\nload average at end: {os.getloadavg()[0]:.1f}")
+        throughput(args, backends, dbs, fresh)
     finally:
         if redis_server is not None:
             redis_server.stop()

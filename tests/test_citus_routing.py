@@ -27,6 +27,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError
 
 from memstore import Episode, Fact, MemoryStore
+from memstore.backends.postgresql.append import APPEND_SQL
 from memstore.db.engine import create_engine
 from tests.citus_cluster import SHARD_COUNT
 from tests.conftest import CITUS_ENABLED
@@ -315,3 +316,50 @@ async def test_multi_tenant_turn_batch_stays_correct(db_url: str) -> None:
     assert [(r[0], r[1], list(r[2])) for r in rows] == [
         (f"u{k}", f"s{k % 2}", [0, 1, 2, 3, 4, 5]) for k in range(4)
     ]
+
+
+@pytest.mark.parametrize("backend", CITUS_ONLY)
+async def test_the_one_statement_append_is_left_to_single_nodes(db_url: str) -> None:
+    """Citus runs a data-modifying CTE as subplans through the coordinator, never as one
+    router task: so on Citus ``threads.append`` sends its routed statements instead of
+    the single-node statement (the routing test above sees those)."""
+    engine = create_engine(db_url, isolation_level="AUTOCOMMIT")
+    found: dict[str, Any] = {"scans": [], "tasks": [], "subplans": 0}
+    values = {
+        "user_id": "alice",
+        "thread_id": "t",
+        "now": datetime(2026, 1, 1, tzinfo=UTC),
+        "max_slots": 10,
+        "from_id": "a",
+        "to_id": "b",
+        "payload_type": "str",
+        "payload": '"x"',
+        "own_name": None,
+        "is_self_call": False,
+        "usage_instructions": "",
+        "todo_nudge": "",
+        "epoch": "e",
+        "channel": "memstore_changes",
+    }
+    try:
+        async with engine.connect() as conn:
+            raw = await conn.execute(text("EXPLAIN (FORMAT JSON) " + APPEND_SQL), values)
+            value = raw.scalar_one()
+            _walk(json.loads(value) if isinstance(value, str) else value, found)
+    finally:
+        await engine.dispose()
+    plan = Plan("append CTE", APPEND_SQL, found["scans"], found["tasks"], found["subplans"])
+    assert not plan.router and plan.subplans > 0, str(plan)
+    async with MemoryStore.open(db_url) as store:
+        captured = await _run(
+            store,
+            [
+                (
+                    "threads.append",
+                    lambda s: s.threads.append("c", 1, from_id="a", to_id="b", user_id="alice"),
+                )
+            ],
+        )
+    sent = [sql for _, sql, _ in captured.statements]
+    assert sent
+    assert not [sql for sql in sent if "INSERT INTO slots" in sql and "change_heads" in sql]

@@ -1,4 +1,4 @@
-"""Atomic slot numbering across OS processes: 4 processes x 200 appends to one thread."""
+"""Atomic slot and change numbering across OS processes: 4 processes x 200 appends to one thread."""
 
 from __future__ import annotations
 
@@ -98,6 +98,13 @@ async def test_four_processes_append_without_gaps_or_duplicates(
             assert [slots[i].payload for i in got] == [
                 {"worker": worker, "n": n} for n in range(APPENDS)
             ]
+        # One change per append, numbered 1..total in commit order, naming its slot:
+        # the slot's counter and the tenant's change counter advanced together.
+        feed = store.changes(user_id="alice", after="")
+        changes = [await anext(feed) for _ in range(total)]
+        await feed.aclose()
+        assert [int(c.position.split(":")[1]) for c in changes] == list(range(1, total + 1))
+        assert [(c.key, c.slot_index) for c in changes] == [("busy", i) for i in range(total)]
         interleaved = sum(
             slots[i].payload["worker"] != slots[i - 1].payload["worker"] for i in range(1, total)
         )

@@ -27,6 +27,7 @@ from memstore.errors import Unavailable
 __all__ = [
     "CHANNEL",
     "HINTS_KEY",
+    "HINT_SQL",
     "ChangeSignal",
     "Waiter",
     "hint_of",
@@ -39,13 +40,19 @@ CHANNEL = "memstore_changes"
 HINTS_KEY = "memstore_change_hints"
 
 
+# The same digest computed by the database, for a statement that sends the hint
+# itself ({epoch}: the SQL expression of the epoch); SHA-256, which PostgreSQL has.
+HINT_SQL = "left(encode(sha256(convert_to('mshint:' || {epoch}, 'UTF8')), 'hex'), 16)"
+
+
 def hint_of(epoch: str) -> str:
     """The notification payload of a tenant: a digest of its change-log epoch.
 
     The epoch is random and known only to readers of that tenant's rows, so the
     payload tells a listener outside this library nothing about who changed.
+    Equal to :data:`HINT_SQL` evaluated by the database.
     """
-    return hashlib.blake2b(epoch.encode(), digest_size=8, person=b"mshint").hexdigest()
+    return hashlib.sha256(f"mshint:{epoch}".encode()).hexdigest()[:16]
 
 
 class Waiter:

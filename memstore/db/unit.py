@@ -90,6 +90,9 @@ class Database:
         self._statements = own.execution_options(
             **{READ_ONLY: True, ONE_STATEMENT: True}, **backend.statement_options
         )
+        self._single_writes = own.execution_options(
+            **{ONE_STATEMENT: True}, **backend.statement_options
+        )
         # One permit per connection the pool can hand out. A burst of more
         # concurrent calls than that (thousands of tasks at once) queues here,
         # first come first served, with no deadline: each holder's statements
@@ -183,6 +186,33 @@ class Database:
             with translated("read"):
                 async with self._statements.connect() as connection:
                     yield connection
+
+    @asynccontextmanager
+    async def single_write(self, tenant: str | None = None) -> AsyncIterator[Reader]:
+        """Where a write that is one call to the database runs (Dialect.append_slot).
+
+        A connection with no transaction begun by SQLAlchemy: on Postgres the
+        statement is its own transaction (autocommit, no BEGIN / COMMIT round
+        trips); on SQLite the call begins and commits its own. When the write
+        must share a transaction, with the row-level security tenant setting
+        (``rls=True``) or with the caller's own (:meth:`joined`), it runs in
+        :meth:`write`'s session instead. The caller wakes this process's waiters
+        (:meth:`committed`) once the block has ended without error.
+        """
+        if self.rls or self.joined_session is not None:
+            async with self.write(tenant) as session:
+                yield session
+            return
+        async with self._permit(), self._write_permit():
+            with translated("write"):
+                async with self._single_writes.connect() as connection:
+                    yield connection
+
+    def committed(self, hints: set[str]) -> None:
+        """Wake this process's waiters of a committed write's ``hints`` where the
+        backend's own signal does not reach them (it does not ``notify``)."""
+        if hints and not self.backend.notifies and self.joined_session is None:
+            self.signal.notify_local(hints)
 
     def _permit(self) -> AbstractAsyncContextManager[None]:
         return _held(self._permits, _HOLDS_PERMIT)

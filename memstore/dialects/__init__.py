@@ -19,14 +19,16 @@ from sqlalchemy.engine import URL
 from sqlalchemy.engine import Dialect as SQLDialect
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from memstore.dialects.base import Dialect, EngineOptions, Lock
+from memstore.dialects.base import AppendedSlot, Dialect, EngineOptions, Lock, SlotAppend
 from memstore.errors import ConfigurationError
 
 __all__ = [
     "BACKENDS",
+    "AppendedSlot",
     "Dialect",
     "EngineOptions",
     "Lock",
+    "SlotAppend",
     "backend_name",
     "dialect_for",
     "dialect_of_url",

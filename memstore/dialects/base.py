@@ -12,6 +12,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
     from memstore.db.signal import ChangeSignal
     from memstore.search.tables import SearchHalf
 
-__all__ = ["Dialect", "EngineOptions", "Lock"]
+__all__ = ["AppendedSlot", "Dialect", "EngineOptions", "Lock", "SlotAppend"]
 
 
 class EngineOptions:
@@ -62,6 +63,37 @@ class Lock:
     key: int | tuple[int, ...]
     space: int | None = None
     shared: bool = False
+
+
+@dataclass(frozen=True)
+class SlotAppend:
+    """A thread append for :meth:`Dialect.append_slot`: the slot's row but its index.
+
+    ``epoch`` is the epoch of the tenant's change log if this append creates it.
+    """
+
+    user_id: str
+    thread_id: str
+    from_id: str
+    to_id: str
+    payload_type: str
+    payload: Any
+    own_name: str | None
+    is_self_call: bool
+    usage_instructions: str
+    todo_nudge: str
+    now: datetime
+    max_slots: int
+    epoch: str
+
+
+@dataclass(frozen=True)
+class AppendedSlot:
+    """What :meth:`Dialect.append_slot` did: the slot's index (None: the thread was
+    full, nothing written) and the epoch of the tenant's change log."""
+
+    index: int | None
+    epoch: str | None
 
 
 class Dialect(ABC):
@@ -211,6 +243,18 @@ class Dialect(ABC):
         if self.notifies:
             raise NotImplementedError(f"{self.label} notifies but has no announce")
         return  # no listeners: other processes see commits by polling
+
+    async def append_slot(
+        self, reader: AsyncSession | AsyncConnection, append: SlotAppend
+    ) -> AppendedSlot | None:
+        """Append a thread slot, its counters and its change row in one call to the database.
+
+        ``reader`` is an autocommit connection (the append is its own transaction)
+        or a session whose transaction it joins. The wake-up hint is sent on
+        commit where the backend ``notifies``. None: this database cannot, and
+        the caller runs the repositories' statements in a transaction instead.
+        """
+        return None
 
     async def advance_sequences(self, session: AsyncSession, table: Table) -> None:
         """Move the id sequences of ``table``, shared by all tenants, past its imported ids."""

@@ -18,6 +18,12 @@ inserts the slot in the same transaction.
 
 In both, the primary key (user_id, thread_id, slot_index) of ``slots`` is the
 backstop: a duplicate index could not be committed even if the above failed.
+
+``append`` makes the claim, the slot, the tenant's change number and its change row
+one call to the database where the backend can (:meth:`Dialect.append_slot`: one
+statement on Postgres, one hand-over to the connection's thread on SQLite), with
+the same statements' semantics; ``append_from_log``, which reads between claim and
+insert, and databases that cannot (Citus) run them one by one in a transaction.
 """
 
 from __future__ import annotations
@@ -29,13 +35,15 @@ from typing import Any
 from memstore.core.forwarding import forward, forwards_owned
 from memstore.core.tenancy import public_user_id, storage_user_id
 from memstore.core.validation import check_identifier, check_json, check_limit, check_text
+from memstore.db.signal import hint_of
 from memstore.db.unit import Database
+from memstore.dialects import SlotAppend
 from memstore.errors import InvalidInput, LimitExceeded, NotFound
 from memstore.repositories.changes import ChangeEntry, ChangeLogRepository
 from memstore.repositories.threads import ThreadRepository
 from memstore.services.limits import check_positive_seconds
 from memstore.services.thread_watch import ThreadWatch
-from memstore.types import ChangeKind, Slot, ThreadInfo
+from memstore.types import ChangeKind, Slot, ThreadInfo, new_id
 
 __all__ = ["DEFAULT_MAX_SLOTS_PER_THREAD", "DEFAULT_MAX_THREADS", "MAX_LIMIT", "ThreadBuffer"]
 
@@ -79,6 +87,8 @@ class ThreadBuffer:
     ) -> None:
         self._db = db
         self._watch = ThreadWatch(db=db)
+        # Appends run as one call to the database until it says it cannot.
+        self._in_one_call = True
         self.max_slots_per_thread = check_limit(
             "max_slots_per_thread", max_slots_per_thread, maximum=MAX_LIMIT
         )
@@ -116,6 +126,21 @@ class ThreadBuffer:
         check_text("usage_instructions", usage_instructions, allow_empty=True)
         check_text("todo_nudge", todo_nudge, allow_empty=True)
         encoded = _encode_payload(payload)
+        if self._in_one_call:
+            done = await self._append_in_one_call(
+                user_id,
+                thread_id,
+                encoded,
+                from_id=from_id,
+                to_id=to_id,
+                own_name=own_name,
+                is_self_call=is_self_call,
+                usage_instructions=usage_instructions,
+                todo_nudge=todo_nudge,
+            )
+            if done is not None:
+                return done
+            self._in_one_call = False  # this database cannot (Citus): from now on, below
         slot = await self._append(
             user_id,
             thread_id,
@@ -149,6 +174,47 @@ class ThreadBuffer:
 
         return await self._append(
             user_id, thread_id, encoded, read_log=True, from_id=from_id, to_id=to_id
+        )
+
+    async def _append_in_one_call(
+        self, user_id: str | None, thread_id: str, encoded: tuple[str, Any], **metadata: Any
+    ) -> Slot | None:
+        """``append`` as one call to the database (Dialect.append_slot); None: it cannot."""
+        user = storage_user_id(user_id)
+        check_identifier("thread_id", thread_id)
+        check_identifier("from_id", metadata["from_id"])
+        check_identifier("to_id", metadata["to_id"])
+        payload_type, value = encoded
+        check_identifier("payload type name", payload_type)
+        now = self._db.now()
+        request = SlotAppend(
+            user_id=user,
+            thread_id=thread_id,
+            payload_type=payload_type,
+            payload=value,
+            now=now,
+            max_slots=self.max_slots_per_thread,
+            epoch=new_id(),
+            **metadata,
+        )
+        async with self._db.single_write(user) as reader:
+            done = await self._db.backend.append_slot(reader, request)
+            if done is None:
+                return None
+            if done.index is None or done.epoch is None:
+                limit = self.max_slots_per_thread
+                raise LimitExceeded(
+                    f"thread {thread_id!r} already holds {limit} slots (max_slots_per_thread)"
+                )
+        self._db.committed({hint_of(done.epoch)})
+        return Slot(
+            thread_id=thread_id,
+            slot_index=done.index,
+            timestamp=now,
+            payload_type=payload_type,
+            user_id=public_user_id(user),
+            payload=value,
+            **metadata,
         )
 
     async def _append(

@@ -185,7 +185,7 @@ class RawPostgresTurns(Turns):
             await self._fetch(
                 conn, PG.change, tenant, seq, "thread_appended", thread, index - 1, now
             )
-            hint = hashlib.blake2b(epoch.encode(), digest_size=8, person=b"mshint").hexdigest()
+            hint = hashlib.sha256(f"mshint:{epoch}".encode()).hexdigest()[:16]
             assert PG.notify is not None
             await self._fetch(conn, PG.notify, CHANNEL, hint)
 

@@ -17,7 +17,7 @@ from sqlalchemy.engine import URL
 from sqlalchemy.sql.functions import Function
 from sqlalchemy.types import TypeEngine
 
-from memstore.dialects.base import Dialect, EngineOptions, Lock
+from memstore.dialects.base import AppendedSlot, Dialect, EngineOptions, Lock, SlotAppend
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -156,6 +156,13 @@ class PostgresDialect(Dialect):
         from memstore.backends.postgresql.signal import announce
 
         await announce(session, channel, payload)
+
+    async def append_slot(
+        self, reader: AsyncSession | AsyncConnection, append: SlotAppend
+    ) -> AppendedSlot | None:
+        from memstore.backends.postgresql.append import append_slot
+
+        return await append_slot(reader, append)
 
     async def advance_sequences(self, session: AsyncSession, table: Table) -> None:
         from memstore.backends.postgresql.sequences import advance_sequences

@@ -10,7 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from memstore.backends.postgresql.connections import register_vector_codec
 
-__all__ = ["join", "set_tenant"]
+__all__ = ["join", "on_citus", "set_tenant"]
 
 # asyncpg connections of other engines that were given the vector codec.
 _CODEC_READY: weakref.WeakSet[Any] = weakref.WeakSet()
@@ -24,7 +24,7 @@ async def join(session: AsyncSession) -> None:
 async def set_tenant(session: AsyncSession, setting: str, tenant: str) -> None:
     """Name the transaction's tenant in ``setting``, transaction-locally."""
     connection = await session.connection()
-    if not await _on_citus(connection):
+    if not await on_citus(connection):
         await session.execute(select(func.set_config(setting, tenant, True)))
         return
     # The policies run on the workers that hold the shards. Citus passes a
@@ -40,7 +40,7 @@ async def set_tenant(session: AsyncSession, setting: str, tenant: str) -> None:
 _CITUS = "memstore_citus"
 
 
-async def _on_citus(connection: AsyncConnection) -> bool:
+async def on_citus(connection: AsyncConnection) -> bool:
     """Whether ``connection``'s database is a Citus one (asked once per server connection)."""
     known = connection.info.get(_CITUS)
     if known is None:

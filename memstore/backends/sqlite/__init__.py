@@ -17,12 +17,12 @@ from sqlalchemy.engine import Dialect as SQLDialect
 from sqlalchemy.sql.functions import Function
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
-from memstore.dialects.base import Dialect, EngineOptions
+from memstore.dialects.base import AppendedSlot, Dialect, EngineOptions, SlotAppend
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
+    from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession
 
     from memstore.db.signal import ChangeSignal
     from memstore.search.tables import SearchHalf
@@ -123,6 +123,13 @@ class SqliteDialect(Dialect):
             from memstore.backends.sqlite.session import begun
 
             await begun(session)
+
+    async def append_slot(
+        self, reader: AsyncSession | AsyncConnection, append: SlotAppend
+    ) -> AppendedSlot | None:
+        from memstore.backends.sqlite.append import append_slot
+
+        return await append_slot(reader, append)
 
     async def purge_deleted_text(self, session: AsyncSession, tables: Iterable[str]) -> None:
         from memstore.backends.sqlite.scrub import purge_full_text
