@@ -37,7 +37,10 @@ async def test_consolidate_refuses_bad_batch_size(store: MemoryStore, batch_size
     assert (await store.consolidate(user_id="u")).processed == 1  # nothing consumed by the refusal
 
 
-@pytest.mark.parametrize("weight", [float("nan"), float("inf"), -1, True, "1", None])
+@pytest.mark.parametrize(
+    "weight",
+    [float("nan"), float("inf"), pytest.param(10**400, id="int-beyond-float"), -1, True, "1", None],
+)
 async def test_bad_recency_weight_is_invalid_input(store: MemoryStore, weight: Any) -> None:
     await store.remember(Episode(user_id="u", session_id="s", input="paris trip", occurred_at=T0))
     for call in (store.recall, store.recall_scored):

@@ -172,6 +172,8 @@ async def test_task_state_and_progress_clamping(clocked: MemoryStore, clock: Clo
         await wm.update_task_progress(progress_percent=float("nan"))
     with pytest.raises(InvalidInput):
         await wm.set_task_state(TaskState(task_id="t", progress_percent=101))
+    with pytest.raises(InvalidInput):  # an int no float can hold is no percentage either
+        await wm.set_task_state(TaskState(task_id="t", progress_percent=10**400))
     with pytest.raises(InvalidInput):
         await wm.set_task_state(TaskState(task_id="t", context={"x": object()}))
     with pytest.raises(InvalidInput):

@@ -108,8 +108,17 @@ def check_text(
 
 
 def is_number(value: object) -> TypeGuard[int | float]:
-    """A finite int or float; a bool is not a number here (``True`` is no weight or score)."""
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    """A finite int or float; a bool is not a number here (``True`` is no weight or score).
+
+    An int too large for a float is not one either: every such field is compared
+    with and stored as a float, where it would overflow.
+    """
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
 
 
 def check_number_between(field: str, value: object, low: float, high: float) -> float:
