@@ -1,11 +1,13 @@
 #!/usr/bin/env python
 """The turn loop on a Citus cluster while ``citus_rebalance_start`` moves its shards.
 
-    python scripts/bench_citus_rebalance.py                       # ~3 minutes
+    python scripts/bench_citus_rebalance.py                       # ~4 minutes
     python scripts/bench_citus_rebalance.py --agents 4 --seconds 10 --episodes 50   # smoke
 
-Starts a private Citus cluster (coordinator + two workers, ``tests/citus_cluster.py``),
-takes the second worker out, migrates and distributes (every shard on one worker), seeds
+First the baseline: the same agents, seeded alike, for --seconds on one plain PostgreSQL 15
+node (``benchlib/pg15.py``, configured like the cluster's nodes). Then a private Citus
+cluster (coordinator + two workers, ``tests/citus_cluster.py``): the second worker is
+taken out, migrates and distributes (every shard on one worker), seeds
 --agents tenants with --episodes past turns each, then runs the turn loop (``context()`` +
 ``remember()`` + ``threads.append()`` per turn, one asyncio task per agent, one store):
 
@@ -88,12 +90,74 @@ async def seed(url: str, tenants: list[str], episodes: int) -> None:
             )
 
 
-async def run(args: argparse.Namespace, url: str, worker2: int) -> dict[str, Any]:
+Windows = dict[str, tuple[float, float, Any]]  # phase -> (start, end, its ledger)
+
+
+async def timed_phase(
+    store: Any,
+    ledger: Any,
+    tenants: list[str],
+    name: str,
+    until: Any,
+    windows: Windows,
+    *,
+    warm: bool = False,
+) -> None:
+    """Every agent takes turns until ``until()``; the phase's window is recorded.
+
+    ``warm``: first one untimed turn each (the pool's connections, asyncpg's caches).
+    """
+    from tests.citus_turns import agent
+
+    if warm:
+        await asyncio.gather(
+            *(agent(store, ledger, t, turns=1, label=f"{name}-warm") for t in tenants)
+        )
+    start = time.perf_counter()
+    await asyncio.gather(*(agent(store, ledger, t, until=until, label=name) for t in tenants))
+    windows[name] = (start, time.perf_counter(), ledger)
+
+
+def for_seconds(seconds: float) -> Any:
+    stop = time.perf_counter() + seconds
+    return lambda: time.perf_counter() > stop
+
+
+async def checked(url: str, ledger: Any, tenants: list[str]) -> list[str]:
+    from memstore.db.engine import create_engine
+    from tests.citus_turns import check
+
+    engine = create_engine(url)
+    try:
+        return await check(engine, ledger, tenants)
+    finally:
+        await engine.dispose()
+
+
+async def on_plain(args: argparse.Namespace, url: str, windows: Windows) -> list[str]:
+    """The "before" phase's turns on one plain PostgreSQL 15 node: the baseline."""
+    from memstore import MemoryStore
+    from memstore.schema.migrate import upgrade
+    from tests.citus_turns import Ledger
+
+    await upgrade(url)
+    tenants = [f"agent{i}" for i in range(args.agents)]
+    await seed(url, tenants, args.episodes)
+    ledger = Ledger()
+    pool = {"pool_size": args.agents + 2, "max_overflow": 0}
+    log("one plain node")
+    async with MemoryStore.open(url, engine_options=pool) as store:
+        await timed_phase(
+            store, ledger, tenants, "one plain node", for_seconds(args.seconds), windows, warm=True
+        )
+    return await checked(url, ledger, tenants)
+
+
+async def on_cluster(args: argparse.Namespace, url: str, worker2: int, windows: Windows) -> Any:
     from memstore import MemoryStore
     from memstore.backends.postgresql.citus import apply_citus
-    from memstore.db.engine import create_engine
     from memstore.schema.migrate import upgrade
-    from tests.citus_turns import Ledger, agent, check
+    from tests.citus_turns import Ledger
 
     await sql(url, f"SELECT citus_remove_node('127.0.0.1', {worker2})")
     await upgrade(url)
@@ -104,21 +168,12 @@ async def run(args: argparse.Namespace, url: str, worker2: int) -> dict[str, Any
     log(f"seeded {len(tenants)} tenants in {time.perf_counter() - t0:.0f} s")
     out: dict[str, Any] = {"before": await placements(url)}
     ledger = Ledger()
-    windows: dict[str, tuple[float, float]] = {}
     pool = {"pool_size": args.agents + 2, "max_overflow": 0}
     async with MemoryStore.open(url, engine_options=pool) as store:
-
-        async def phase(name: str, until: Any) -> None:
-            start = time.perf_counter()
-            await asyncio.gather(
-                *(agent(store, ledger, t, until=until, label=name) for t in tenants)
-            )
-            windows[name] = (start, time.perf_counter())
-
-        await asyncio.gather(*(agent(store, ledger, t, turns=1, label="warm") for t in tenants))
-        log("before")
-        stop = time.perf_counter() + args.seconds
-        await phase("before", lambda: time.perf_counter() > stop)
+        log("cluster, one worker")
+        await timed_phase(
+            store, ledger, tenants, "before", for_seconds(args.seconds), windows, warm=True
+        )
         log("during: citus_add_node + citus_rebalance_start")
         moved = asyncio.Event()
 
@@ -133,23 +188,19 @@ async def run(args: argparse.Namespace, url: str, worker2: int) -> dict[str, Any
                 moved.set()
 
         started = time.perf_counter()
-        await asyncio.gather(rebalance(), phase("during", moved.is_set))
+        await asyncio.gather(
+            rebalance(), timed_phase(store, ledger, tenants, "during", moved.is_set, windows)
+        )
         out["rebalance seconds"] = time.perf_counter() - started
         out["after"] = await placements(url)
-        log("after")
-        stop = time.perf_counter() + args.seconds
-        await phase("after", lambda: time.perf_counter() > stop)
-    engine = create_engine(url)
-    try:
-        out["problems"] = await check(engine, ledger, tenants)
-    finally:
-        await engine.dispose()
+        log("cluster, two workers")
+        await timed_phase(store, ledger, tenants, "after", for_seconds(args.seconds), windows)
+    out["problems"] = await checked(url, ledger, tenants)
     out["ledger"] = ledger
-    out["windows"] = windows
     return out
 
 
-def report(args: argparse.Namespace, argv: list[str], facts: dict[str, Any], out: Any) -> str:
+def report(argv: list[str], facts: dict[str, Any], out: Any, windows: Windows) -> str:
     ledger = out["ledger"]
     lines = [
         "## The turn loop on a Citus cluster during a shard rebalance",
@@ -165,9 +216,9 @@ def report(args: argparse.Namespace, argv: list[str], facts: dict[str, Any], out
         "| phase | turns | turns/s | p50 ms | p99 ms | max ms |",
         "|---|---|---|---|---|---|",
     ]
-    for name, (start, end) in out["windows"].items():
+    for name, (start, end, of) in windows.items():
         samples = Samples()
-        for begun, seconds in ledger.turns:
+        for begun, seconds in of.turns:
             if start <= begun < end:
                 samples.add(seconds)
         top = max(samples.values) if samples.values else float("nan")
@@ -175,28 +226,30 @@ def report(args: argparse.Namespace, argv: list[str], facts: dict[str, Any], out
             f"| {name} | {len(samples)} | {len(samples) / (end - start):.1f} | "
             f"{ms(samples.p50)} | {ms(samples.pct(99))} | {ms(top)} |"
         )
-    lines += ["", "Failed calls (each retried by the loop):", ""]
+    lines += ["", "Failed calls on the cluster (each retried by the loop):", ""]
     lines += [
         f"- {key} x{n}: {ledger.examples[key]}" for key, n in ledger.failures.most_common()
     ] or ["- none"]
+    problems = out["problems"]
     lines += [
         "",
         f"- remember() retries that found their episode already stored: {ledger.stored_before}",
         f"- leaks (raw or non-retryable errors): {len(ledger.leaks)}",
-        f"- checked: {sum(map(len, ledger.remembered.values()))} episodes, "
-        f"{sum(map(len, ledger.appended.values()))} slots; problems: "
-        f"{len(out['problems'])}",
-        *(f"  - {p}" for p in out["problems"][:20]),
+        f"- read back on the cluster: {sum(map(len, ledger.remembered.values()))} episodes, "
+        f"{sum(map(len, ledger.appended.values()))} slots; problems: {len(problems)}",
+        *(f"  - {p}" for p in problems[:20]),
         *(f"  - leak: {leak}" for leak in ledger.leaks[:10]),
     ]
     return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str]) -> int:
+    from benchlib.pg15 import pg15_unavailable, private_pg15
+
     from tests.citus_cluster import citus_unavailable, private_citus_cluster
 
     args = parse(argv)
-    reason = citus_unavailable()
+    reason = citus_unavailable() or pg15_unavailable()
     if reason is not None:
         print(f"bench_citus_rebalance: cannot run here: {reason}", file=sys.stderr)
         return 2
@@ -207,11 +260,15 @@ def main(argv: list[str]) -> int:
         "load average before (1/5/15 min)": " / ".join(f"{x:.2f}" for x in os.getloadavg()),
         "agents": f"{args.agents}, {args.episodes} seeded episodes each, {args.shards} shards",
     }
+    windows: Windows = {}
+    with private_pg15() as plain:
+        plain_problems = asyncio.run(on_plain(args, plain, windows))
     with private_citus_cluster(prefix="memstore-bench-rebalance-") as nodes:
         url = nodes.create_database("rebalance", shard_count=args.shards)
-        out = asyncio.run(run(args, url, nodes.port + 2))
+        out = asyncio.run(on_cluster(args, url, nodes.port + 2, windows))
+    out["problems"] += [f"plain node: {p}" for p in plain_problems]
     facts["load average after"] = " / ".join(f"{x:.2f}" for x in os.getloadavg())
-    print(report(args, argv, facts, out))
+    print(report(argv, facts, out, windows))
     return 1 if out["problems"] or out["ledger"].leaks else 0
 
 
