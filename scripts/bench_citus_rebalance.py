@@ -234,6 +234,8 @@ def report(argv: list[str], facts: dict[str, Any], out: Any, windows: Windows) -
     lines += [
         "",
         f"- remember() retries that found their episode already stored: {ledger.stored_before}",
+        f"- appends stored by an attempt that failed, then again by its retry: "
+        f"{len(ledger.landed_failed)}",
         f"- leaks (raw or non-retryable errors): {len(ledger.leaks)}",
         f"- read back on the cluster: {sum(map(len, ledger.remembered.values()))} episodes, "
         f"{sum(map(len, ledger.appended.values()))} slots; problems: {len(problems)}",

@@ -66,6 +66,10 @@ class Ledger:
     leaks: list[str] = field(default_factory=list)  # "call: type: message"
     given_up: list[str] = field(default_factory=list)  # calls that never succeeded
     stored_before: int = 0  # remember() retries that found their episode already stored
+    # Append attempts that failed, per message token: one whose answer was lost after the
+    # commit (a timeout during COMMIT) stored the message, and its retry stores it again.
+    failed_appends: Counter[str] = field(default_factory=Counter)
+    landed_failed: list[str] = field(default_factory=list)  # such copies, found by check()
     turns: list[tuple[float, float]] = field(default_factory=list)  # (start, seconds)
 
     def note(self, call: str, error: BaseException) -> None:
@@ -111,9 +115,13 @@ async def _remember(store: MemoryStore, ledger: Ledger, tenant: str, episode: Ep
 
 async def _append(store: MemoryStore, ledger: Ledger, tenant: str, token: str) -> None:
     async def once() -> bool:
-        await store.threads.append(
-            thread_of(tenant), {"token": token}, from_id="user", to_id="agent", user_id=tenant
-        )
+        try:
+            await store.threads.append(
+                thread_of(tenant), {"token": token}, from_id="user", to_id="agent", user_id=tenant
+            )
+        except Exception:
+            ledger.failed_appends[token] += 1
+            raise
         return True
 
     if await _retried(ledger, "append", once):
@@ -180,25 +188,35 @@ async def check(engine: AsyncEngine, ledger: Ledger, tenants: list[str]) -> list
                     {"u": tenant, "t": thread_of(tenant)},
                 )
             ).all()
-            problems += _slot_problems(tenant, rows, ledger.appended.get(tenant, []))
+            problems += _slot_problems(tenant, rows, ledger)
     return problems
 
 
-def _slot_problems(tenant: str, rows: list[Any], appended: list[str]) -> list[str]:
+def _slot_problems(tenant: str, rows: list[Any], ledger: Ledger) -> list[str]:
+    """Positions gap-free; each appended message once, in order. A second copy of a message
+    is not a problem when an attempt of it failed (the failed call's commit had landed):
+    it is listed in ``ledger.landed_failed``."""
     import json
 
     problems = []
+    appended = ledger.appended.get(tenant, [])
     indexes = [int(r[0]) for r in rows]
     first = indexes[0] if indexes else 0
     if indexes != list(range(first, first + len(indexes))):
         problems.append(f"{tenant}: slot positions not gap-free: {indexes}")
     payloads = [json.loads(r[1]) if isinstance(r[1], str) else r[1] for r in rows]
     tokens = [str(p.get("token")) if isinstance(p, dict) else repr(p) for p in payloads]
-    if tokens != appended:
-        stored, expected = Counter(tokens), Counter(appended)
+    stored, expected = Counter(tokens), Counter(appended)
+    extra = stored - expected
+    for token, copies in list(extra.items()):
+        if token in expected and copies <= ledger.failed_appends[token]:
+            ledger.landed_failed += [token] * copies
+            del extra[token]
+    lost = expected - stored
+    if lost or extra:
         problems.append(
-            f"{tenant}: slots lost {sorted((expected - stored).elements())}, extra "
-            f"{sorted((stored - expected).elements())}"
-            + ("" if stored != expected else f", out of order: {tokens} vs {appended}")
+            f"{tenant}: slots lost {sorted(lost.elements())}, extra {sorted(extra.elements())}"
         )
+    elif list(dict.fromkeys(tokens)) != appended:
+        problems.append(f"{tenant}: slots out of order: {tokens} vs {appended}")
     return problems
