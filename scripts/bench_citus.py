@@ -93,6 +93,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--seconds", type=float, default=20.0, help="length of each throughput phase")
     p.add_argument("--warmup", type=float, default=20.0, help="untimed seconds before each phase")
     p.add_argument("--clients", type=int, default=4, help="concurrent clients in the mixed load")
+    p.add_argument("--shards", type=int, default=32, help="shards per table (Citus's default 32)")
     p.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
     return p.parse_args(argv)
 
@@ -455,7 +456,7 @@ def main(argv: list[str]) -> int:
     load_before = os.getloadavg()
     t0 = time.perf_counter()
     with private_citus_cluster(prefix="memstore-bench-citus-") as nodes, private_pg15() as plain:
-        cluster_url = nodes.create_database("bench")
+        cluster_url = nodes.create_database("bench", shard_count=args.shards)
         versions = asyncio.run(sql(cluster_url, "SELECT version(), citus_version()"))[0]
         facts: dict[str, Any] = {
             "machine": ", ".join(
@@ -466,6 +467,7 @@ def main(argv: list[str]) -> int:
             "; cluster nodes and the plain node all on this machine, fsync=off, "
             "shared_buffers 128MB each",
             "load average before the run (1/5/15 min)": " / ".join(f"{x:.2f}" for x in load_before),
+            "shards per distributed table": args.shards,
         }
         more, loads, phases, lat = asyncio.run(run(args, cluster_url, nodes.port + 2, plain))
         facts.update(more)

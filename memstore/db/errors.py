@@ -166,6 +166,18 @@ def _tls_misconfigured(error: BaseException) -> str | None:
     return None
 
 
+def _unanswered(what: str, error: BaseException) -> Unavailable:
+    """A lost connection, or no answer in time: the server may be up and merely busy."""
+    if isinstance(error, TimeoutError):
+        return Unavailable(
+            f"{what}: the database did not answer in time ({error!r}): connecting took longer "
+            "than connect_timeout, or a statement ran past command_timeout (an overloaded "
+            "server, or a statement waiting on a lock, e.g. a write to a Citus shard that is "
+            "being moved); retry, or raise engine_options connect_timeout / command_timeout"
+        )
+    return Unavailable(f"{what}: database unreachable ({error!r})")
+
+
 def _key_conflict(what: str, error: sa_exc.DBAPIError) -> Conflict:
     name = constraint_name(error)
     table = constraint_table(error, name)
@@ -212,7 +224,7 @@ def translated(what: str) -> Iterator[None]:
             if orig is not None and (tls := _tls_misconfigured(orig)) is not None:
                 raise ConfigurationError(f"{what}: {tls}") from error
             if isinstance(orig, OSError | ConnectionError):  # TimeoutError is an OSError
-                raise Unavailable(f"{what}: database unreachable ({orig!r})") from error
+                raise _unanswered(what, orig) from error
             raise
         code = sqlstate(error)
         misconfigured = _misconfiguration(error)
@@ -246,4 +258,4 @@ def translated(what: str) -> Iterator[None]:
     except (OSError, ConnectionError) as error:
         if (tls := _tls_misconfigured(error)) is not None:
             raise ConfigurationError(f"{what}: {tls}") from error
-        raise Unavailable(f"{what}: database unreachable ({error!r})") from error
+        raise _unanswered(what, error) from error
