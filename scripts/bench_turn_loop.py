@@ -97,7 +97,7 @@ async def bench_backend(
             def connected(*_: Any) -> None:
                 connects["n"] += 1
 
-            # new connections memstore's pool opens (it keeps 5; more are closed on return)
+            # new connections memstore's pool opens during the timed turns
             event.listen(engine_of(store).sync_engine, "connect", connected)
             result["connects"] = {}
             for n in args.agents:

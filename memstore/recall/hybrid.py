@@ -11,7 +11,10 @@ SQL itself: everything below the query vector is memstore.search's.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import asyncio
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import KW_ONLY, dataclass, field
 from datetime import datetime
 from typing import TypeVar
@@ -40,9 +43,34 @@ from memstore.search.tables import EpisodeSearchBackend
 from memstore.search.tuning import RecallTuning
 from memstore.types import Episode, EpisodeMatch, Fact, FactMatch
 
-__all__ = ["HybridRecall", "Ranking", "RecallArgs"]
+__all__ = ["HybridRecall", "Ranking", "RecallArgs", "one_embedding_per_query"]
 
 _Row = TypeVar("_Row", Episode, Fact)
+
+
+@dataclass(eq=False)
+class _QueryVectors:
+    """Query vectors embedded inside one :func:`one_embedding_per_query` block."""
+
+    by_query: dict[tuple[int, str], np.ndarray] = field(default_factory=dict)
+    # Held while one of the block's tasks embeds, so a concurrent recall of the
+    # same query waits for that vector instead of embedding it again.
+    embedding: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+
+_SHARED: ContextVar[_QueryVectors | None] = ContextVar("memstore_query_vectors", default=None)
+
+
+@contextmanager
+def one_embedding_per_query() -> Iterator[None]:
+    """Recalls inside this block, by this task and the tasks it starts meanwhile, embed
+    each query text once: a turn's context recalls facts and episodes for the same
+    query, concurrently, and again with a larger limit while more would fit."""
+    token = _SHARED.set(_QueryVectors())
+    try:
+        yield
+    finally:
+        _SHARED.reset(token)
 
 
 @dataclass(frozen=True)
@@ -147,6 +175,17 @@ class HybridRecall:
         return limit if reranker is None else max(limit, self.rerank_candidates)
 
     async def embed_query(self, query: str) -> np.ndarray:
+        shared = _SHARED.get()
+        if shared is None:
+            return await self._embed_query(query)
+        key = (id(self.embedder), query)
+        async with shared.embedding:
+            vector = shared.by_query.get(key)
+            if vector is None:
+                vector = shared.by_query[key] = await self._embed_query(query)
+        return vector
+
+    async def _embed_query(self, query: str) -> np.ndarray:
         # The query form (QueryEmbedder) where the model has one: stored rows are documents.
         vectors: np.ndarray = await queries_checked(self.embedder, [query])
         return np.asarray(vectors[0], dtype=np.float32)

@@ -15,6 +15,7 @@ from memstore.backends.postgresql.connections import (
 from memstore.backends.postgresql.url import postgres_connect_args
 from memstore.db import jsontext
 from memstore.db.engine import PG_CONNECT_TIMEOUT_S
+from memstore.db.pool import KeepingPool
 from memstore.dialects import EngineOptions
 
 __all__ = ["create_postgres_engine"]
@@ -22,8 +23,12 @@ __all__ = ["create_postgres_engine"]
 
 def create_postgres_engine(url: URL, options: EngineOptions) -> AsyncEngine:
     kwargs = dict(options.engine_kwargs)
-    kwargs.setdefault("pool_size", 5)
-    kwargs.setdefault("max_overflow", 10)
+    if "pool" not in kwargs and "poolclass" not in kwargs:
+        # Up to 15 at once; 5 kept, the other 10 while the store is busy (memstore.db.pool).
+        # A pool of the caller's own takes its own arguments.
+        kwargs["poolclass"] = KeepingPool
+        kwargs.setdefault("pool_size", 5)
+        kwargs.setdefault("max_overflow", 10)
     # No pool_pre_ping: the checkout hook's RESET is already a round trip
     # that fails on a dead connection, and the pool then replaces it.
     kwargs.setdefault("pool_recycle", 1800)

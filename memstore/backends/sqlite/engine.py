@@ -9,6 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from memstore.backends.sqlite.connections import configure_sqlite, connect_sqlite
 from memstore.db.engine import redacted
+from memstore.db.pool import KeepingPool
 from memstore.dialects import EngineOptions
 from memstore.errors import ConfigurationError
 
@@ -20,9 +21,19 @@ def create_sqlite_engine(url: URL, options: EngineOptions) -> AsyncEngine:
     kwargs = dict(options.engine_kwargs)
     connect_args = dict(kwargs.pop("connect_args", None) or {})
     connect_args.setdefault("async_creator_fn", connect_sqlite)
+    if "pool" not in kwargs and _file_database(url):
+        # As SQLAlchemy's own pool for a file (5 kept, up to 15 at once), but the
+        # 10 extra connections stay while the store is busy (memstore.db.pool).
+        # An in-memory database keeps SQLAlchemy's single static connection.
+        kwargs.setdefault("poolclass", KeepingPool)
     engine = create_async_engine(url, connect_args=connect_args, **kwargs)
     configure_sqlite(engine, busy_timeout_ms=options.busy_timeout_ms)
     return engine
+
+
+def _file_database(url: URL) -> bool:
+    # The test SQLAlchemy's SQLite dialects choose their pool by.
+    return url.database not in (None, "", ":memory:") and url.query.get("mode") != "memory"
 
 
 def check_directory(url: URL) -> None:

@@ -8,6 +8,7 @@ from typing import Any
 
 from memstore.core.validation import check_limit
 from memstore.errors import InvalidInput
+from memstore.recall.hybrid import one_embedding_per_query
 from memstore.recall.relevance import check_min_score
 from memstore.services.agent.access import access_prior
 from memstore.services.agent.context import (
@@ -124,6 +125,14 @@ async def build_context(
     request: ContextRequest,
     *,
     message_overhead: int = DEFAULT_MESSAGE_OVERHEAD,
+) -> Context:
+    # The fact and the episode recalls (and any second round of them) share the query's vector.
+    with one_embedding_per_query():
+        return await _build_context(memory, request, message_overhead=message_overhead)
+
+
+async def _build_context(
+    memory: AgentMemory, request: ContextRequest, *, message_overhead: int
 ) -> Context:
     user_id, session_id, query = request.user_id, request.session_id, request.query
     max_tokens, min_score = request.max_tokens, request.min_score
