@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import time
 import uuid
@@ -13,8 +12,9 @@ from typing import Any
 
 import numpy as np
 
+from .appendraw import PG_APPEND
 from .turnprobe import Template
-from .turnraw import CHANNEL, MAX_SLOTS, MESSAGE_LIMIT, STATS_TTL, Turns, terms_of
+from .turnraw import MAX_SLOTS, MESSAGE_LIMIT, STATS_TTL, Turns, terms_of
 from .turnsql import PG, access_sql
 
 __all__ = ["RawPostgresTurns"]
@@ -162,32 +162,20 @@ class RawPostgresTurns(Turns):
             )
 
     async def append(self, tenant: str, thread: str, payload: dict[str, Any]) -> None:
-        now = datetime.now(UTC)
-        async with self.pool.acquire() as conn, conn.transaction(isolation="read_committed"):
-            (index,) = (await self._fetch(conn, PG.thread, tenant, thread, now, MAX_SLOTS))[0]
-            await self._fetch(
-                conn,
-                PG.slot,
+        # memstore's append is one data-modifying CTE in autocommit (thread counter, slot,
+        # change head, change row and pg_notify); the hand-written one sends the same.
+        async with self.pool.acquire() as conn:
+            await conn.fetchrow(
+                PG_APPEND,
                 tenant,
                 thread,
-                index - 1,
+                datetime.now(UTC),
+                MAX_SLOTS,
                 "user",
                 "agent",
-                "dict",
                 json.dumps(payload),
-                None,
-                False,
-                "",
-                "",
-                now,
+                str(uuid.uuid4()),
             )
-            seq, epoch = (await self._fetch(conn, PG.head, tenant, str(uuid.uuid4())))[0]
-            await self._fetch(
-                conn, PG.change, tenant, seq, "thread_appended", thread, index - 1, now
-            )
-            hint = hashlib.sha256(f"mshint:{epoch}".encode()).hexdigest()[:16]
-            assert PG.notify is not None
-            await self._fetch(conn, PG.notify, CHANNEL, hint)
 
 
 PG_MEDIAN = (
