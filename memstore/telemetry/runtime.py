@@ -1,0 +1,84 @@
+"""The trace context across threads, connection permits, and the change feed's waiters."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+from memstore.telemetry._state import otel_module, tracer
+from memstore.telemetry.instruments import instruments
+from memstore.telemetry.spans import event, span
+
+__all__ = ["acquire_permit", "carried", "release_permit", "waiter_added", "woken"]
+
+T = TypeVar("T")
+
+
+def carried(coro: Coroutine[Any, Any, T]) -> Coroutine[Any, Any, T]:
+    """``coro`` to run on another thread's loop under this thread's current span
+    (the sync API's calls); ``coro`` itself when tracing is off."""
+    if tracer() is None:
+        return coro
+    context = otel_module("opentelemetry.context")
+    captured = context.get_current()
+
+    async def run() -> T:
+        token = context.attach(captured)
+        try:
+            return await coro
+        finally:
+            context.detach(token)
+
+    return run()
+
+
+async def acquire_permit(gate: asyncio.Semaphore | asyncio.Lock, backend: str) -> bool:
+    """Take ``gate`` (a connection or write permit); a wait for it is a span. True when
+    the permit was counted as a used connection (hand it to :func:`release_permit`)."""
+    metrics = instruments()
+    waits = gate.locked()
+    if waits and metrics is not None:
+        metrics.add("db.client.connection.pending_requests", 1, {"db.system.name": backend})
+    try:
+        if waits and tracer() is not None:
+            with span("memstore.pool.wait", {"db.system.name": backend}):
+                await gate.acquire()
+        else:
+            await gate.acquire()
+    finally:
+        if waits and metrics is not None:
+            metrics.add("db.client.connection.pending_requests", -1, {"db.system.name": backend})
+    counted = metrics is not None and isinstance(gate, asyncio.Semaphore)
+    if metrics is not None and counted:
+        metrics.add("db.client.connection.count", 1, _used(backend))
+    return counted
+
+
+def release_permit(gate: asyncio.Semaphore | asyncio.Lock, backend: str, counted: bool) -> None:
+    gate.release()
+    metrics = instruments()
+    if counted and metrics is not None:
+        metrics.add("db.client.connection.count", -1, _used(backend))
+
+
+def _used(backend: str) -> dict[str, str]:
+    return {"db.system.name": backend, "db.client.connection.state": "used"}
+
+
+def waiter_added(delta: int) -> None:
+    """A change-feed or thread waiter started (+1) or ended (-1)."""
+    metrics = instruments()
+    if metrics is not None:
+        metrics.add("memstore.changes.waiters", delta, {})
+
+
+def woken(count: int) -> None:
+    """``count`` waiters were woken by a change (an event on the span of the commit
+    that woke them, when this process made it)."""
+    if count <= 0:
+        return
+    metrics = instruments()
+    if metrics is not None:
+        metrics.add("memstore.changes.wakeups", count, {})
+    event("memstore.wakeup", {"memstore.woken": count})
