@@ -16,7 +16,7 @@ from opentelemetry.trace import StatusCode
 from otel_sdk import Captured, installed, metric_points
 
 from memstore import MemoryStore
-from memstore.errors import InvalidInput
+from memstore.errors import InvalidInput, NotFound
 from memstore.rerankers import HTTPReranker
 from memstore.sync import SyncMemoryStore
 from memstore.types import Episode, Fact
@@ -28,7 +28,8 @@ QUERY = "zebra narwhal-query-4410"
 FACT_VALUE = "quokka-fact-value-5521"
 TENANT = "tenant-pangolin-9034"
 PAYLOAD = "wombat-payload-1123"
-SECRETS = [EPISODE_TEXT, "narwhal-query-4410", FACT_VALUE, TENANT, PAYLOAD, *key_parts(KEY)]
+THREAD = "thread-ibis-2291"
+SECRETS = [EPISODE_TEXT, "narwhal-query-4410", FACT_VALUE, TENANT, PAYLOAD, THREAD, *key_parts(KEY)]
 
 
 @pytest.fixture
@@ -69,7 +70,7 @@ async def _turn(store: MemoryStore, user_id: str = "alice") -> None:
     )
     await store.recall(QUERY, user_id=user_id)
     await store.threads.append(
-        "t1", {"text": PAYLOAD}, from_id="agent", to_id="user", user_id=user_id
+        THREAD, {"text": PAYLOAD}, from_id="agent", to_id="user", user_id=user_id
     )
 
 
@@ -224,10 +225,8 @@ async def test_no_attribute_or_event_carries_user_data_or_a_key(
             await store.recall(QUERY, user_id=TENANT)
         with pytest.raises(InvalidInput):  # its message quotes the bad value
             await store.recall(QUERY, user_id=TENANT, limit=-1)
-        with pytest.raises(InvalidInput):
-            await store.threads.append(
-                "t1", {"text": PAYLOAD}, from_id="a\x00" + PAYLOAD, to_id="b", user_id=TENANT
-            )
+        with pytest.raises(NotFound):  # its message quotes the thread id
+            await store.threads.get_slot(THREAD, 999, user_id=TENANT)
     texts = _exported_texts(otel)
     assert any(t.startswith("memstore.") for t in texts)  # the scan saw the export
     assert any(s.attributes.get("memstore.tenant.hash") for s in otel.finished())

@@ -15,8 +15,6 @@ from contextlib import AbstractAsyncContextManager
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, Self, TypeVar
 
-from memstore.telemetry import carried
-
 __all__ = ["LoopThread", "SyncProxy", "SyncStore", "public_members"]
 
 T = TypeVar("T")
@@ -53,8 +51,7 @@ class LoopThread:
                 "SyncMemoryStore was called from its own event-loop thread; "
                 "use the async MemoryStore (store.async_store) there"
             )
-        # The call runs under the caller's current span, though on another thread.
-        future = asyncio.run_coroutine_threadsafe(carried(coro), self.loop)
+        future = asyncio.run_coroutine_threadsafe(coro, self.loop)
         try:
             return future.result()
         except BaseException:

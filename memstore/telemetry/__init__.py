@@ -13,7 +13,6 @@ from memstore.telemetry.models import model_call, retried, tokens_used
 from memstore.telemetry.names import METRICS
 from memstore.telemetry.runtime import (
     acquire_permit,
-    carried,
     release_permit,
     waiter_added,
     woken,
@@ -28,7 +27,6 @@ from memstore.telemetry.statements import (
 __all__ = [
     "METRICS",
     "acquire_permit",
-    "carried",
     "configure",
     "event",
     "install_statement_spans",

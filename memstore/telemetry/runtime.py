@@ -1,36 +1,14 @@
-"""The trace context across threads, connection permits, and the change feed's waiters."""
+"""Connection permits and the change feed's waiters."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine
-from typing import Any, TypeVar
 
-from memstore.telemetry._state import otel_module, tracer
+from memstore.telemetry._state import tracer
 from memstore.telemetry.instruments import instruments
 from memstore.telemetry.spans import event, span
 
-__all__ = ["acquire_permit", "carried", "release_permit", "waiter_added", "woken"]
-
-T = TypeVar("T")
-
-
-def carried(coro: Coroutine[Any, Any, T]) -> Coroutine[Any, Any, T]:
-    """``coro`` to run on another thread's loop under this thread's current span
-    (the sync API's calls); ``coro`` itself when tracing is off."""
-    if tracer() is None:
-        return coro
-    context = otel_module("opentelemetry.context")
-    captured = context.get_current()
-
-    async def run() -> T:
-        token = context.attach(captured)
-        try:
-            return await coro
-        finally:
-            context.detach(token)
-
-    return run()
+__all__ = ["acquire_permit", "release_permit", "waiter_added", "woken"]
 
 
 async def acquire_permit(gate: asyncio.Semaphore | asyncio.Lock, backend: str) -> bool:
