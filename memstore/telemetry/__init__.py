@@ -13,6 +13,9 @@ from memstore.telemetry.models import model_call, retried, tokens_used
 from memstore.telemetry.names import METRICS
 from memstore.telemetry.runtime import (
     acquire_permit,
+    backlog,
+    consolidated,
+    metrics_on,
     release_permit,
     waiter_added,
     woken,
@@ -27,9 +30,12 @@ from memstore.telemetry.statements import (
 __all__ = [
     "METRICS",
     "acquire_permit",
+    "backlog",
     "configure",
+    "consolidated",
     "event",
     "install_statement_spans",
+    "metrics_on",
     "model_call",
     "release_permit",
     "retried",

@@ -1,4 +1,4 @@
-"""Connection permits and the change feed's waiters."""
+"""Connection permits, the change feed's waiters and the consolidation queue."""
 
 from __future__ import annotations
 
@@ -8,7 +8,15 @@ from memstore.telemetry._state import tracer
 from memstore.telemetry.instruments import instruments
 from memstore.telemetry.spans import event, span
 
-__all__ = ["acquire_permit", "release_permit", "waiter_added", "woken"]
+__all__ = [
+    "acquire_permit",
+    "backlog",
+    "consolidated",
+    "metrics_on",
+    "release_permit",
+    "waiter_added",
+    "woken",
+]
 
 
 async def acquire_permit(gate: asyncio.Semaphore | asyncio.Lock, backend: str) -> bool:
@@ -60,3 +68,22 @@ def woken(count: int) -> None:
     if metrics is not None:
         metrics.add("memstore.changes.wakeups", count, {})
     event("memstore.wakeup", {"memstore.woken": count})
+
+
+def metrics_on() -> bool:
+    """Whether an SDK meter provider listens (work done only to be measured can skip)."""
+    return instruments() is not None
+
+
+def consolidated(episodes: int) -> None:
+    """A consolidation batch committed ``episodes`` episodes."""
+    metrics = instruments()
+    if metrics is not None and episodes:
+        metrics.add("memstore.consolidation.episodes", episodes, {})
+
+
+def backlog(episodes: int) -> None:
+    """Every tenant's episodes still waiting for consolidation, counted now."""
+    metrics = instruments()
+    if metrics is not None:
+        metrics.set("memstore.consolidation.backlog", episodes, {})
