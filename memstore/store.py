@@ -167,7 +167,7 @@ class MemoryStore:
         # The agent layer (context, prefetch, tools) works through the services.
         services = (self._episodes, self._facts, self._blocks, self._tenants, self._access)
         self._agent = AgentService(db=db, memory=AgentMemory(db, *services))
-        for traced in (self, self.threads):
+        for traced in (self, self.threads, self._langgraph):
             configure(traced, backend=db.dialect, trace_tenant=config.trace_tenant)
 
     def now(self) -> datetime:

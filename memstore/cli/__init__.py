@@ -22,6 +22,7 @@ import sys
 from collections.abc import Sequence
 
 from memstore.errors import MemstoreError
+from memstore.telemetry.spans import span
 from memstore.version import __version__
 
 __all__ = ["main"]
@@ -101,7 +102,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         for extra in getattr(args, "extras", ()):
             for module in sorted(EXTRA_MODULES[extra]):
                 importlib.import_module(module)
-        return int(args.handler(args))
+        # The command's span: the root of its trace when an SDK is configured
+        # (e.g. under opentelemetry-instrument), its error recorded by class.
+        with span(f"memstore.cli.{args.command}"):
+            return int(args.handler(args))
     except MemstoreError as error:
         print(f"memstore {args.command}: {type(error).__name__}: {error}", file=sys.stderr)
         return 1

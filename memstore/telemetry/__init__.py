@@ -21,11 +21,7 @@ from memstore.telemetry.runtime import (
     woken,
 )
 from memstore.telemetry.spans import event, set_attributes, span
-from memstore.telemetry.statements import (
-    install_statement_spans,
-    statement_observed,
-    statement_start,
-)
+from memstore.telemetry.statements import statement_observed, statement_start
 
 __all__ = [
     "METRICS",
@@ -34,7 +30,6 @@ __all__ = [
     "configure",
     "consolidated",
     "event",
-    "install_statement_spans",
     "metrics_on",
     "model_call",
     "release_permit",

@@ -116,7 +116,7 @@ def _tenant_position(method: Callable[..., Any]) -> int | None:
     except (TypeError, ValueError):
         return None
     for index, parameter in enumerate(parameters):
-        if parameter.name == "user_id" and parameter.kind in (
+        if parameter.name in ("user_id", "user") and parameter.kind in (
             parameter.POSITIONAL_ONLY,
             parameter.POSITIONAL_OR_KEYWORD,
         ):
@@ -125,8 +125,9 @@ def _tenant_position(method: Callable[..., Any]) -> int | None:
 
 
 def _tenant_of(where: int | None, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> object:
-    if "user_id" in kwargs:
-        return kwargs["user_id"]
+    for name in ("user_id", "user"):
+        if name in kwargs:
+            return kwargs[name]
     if where is not None and where < len(args):
         return args[where]
     # remember(episode), assert_fact(fact): the tenant is the record's.

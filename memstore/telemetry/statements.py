@@ -5,17 +5,14 @@ SQL text, the backend, start and end on the ``time.perf_counter_ns`` clock, the 
 if it failed) and, while an SDK listens, makes a ``db.client`` span with explicit
 times under the current span and counts it. The SQL text is read for its first
 keyword only (``db.operation.name``): neither text nor parameters are exported, they
-hold users' data. :func:`install_statement_spans` feeds it from SQLAlchemy's engine
-events; a driver-level path that bypasses them calls it directly.
+hold users' data. :mod:`memstore.telemetry.engine_events` feeds it from SQLAlchemy's
+engine events; a driver-level path that bypasses them calls it directly.
 """
 
 from __future__ import annotations
 
 import time
 from typing import Any
-
-from sqlalchemy import event
-from sqlalchemy.ext.asyncio import AsyncEngine
 
 from memstore.telemetry._state import otel_module, tracer
 from memstore.telemetry.instruments import instruments
@@ -29,10 +26,8 @@ from memstore.telemetry.names import (
 )
 from memstore.telemetry.spans import mark_error, with_operation
 
-__all__ = ["install_statement_spans", "operation_name", "statement_observed", "statement_start"]
+__all__ = ["operation_name", "statement_observed", "statement_start"]
 
-# The attribute an execution context carries its start under (perf_counter_ns).
-_START = "_memstore_telemetry_start"
 _KEYWORDS = frozenset(
     {
         "SELECT",
@@ -122,39 +117,3 @@ def statement_observed(
     if error is not None:
         mark_error(current, error)
     current.end(end_time=end_ns + offset)
-
-
-def install_statement_spans(engine: AsyncEngine, backend: str) -> None:
-    """Feed :func:`statement_observed` from ``engine``'s cursor events."""
-
-    @event.listens_for(engine.sync_engine, "before_cursor_execute")
-    def before(
-        _conn: Any, _cursor: Any, _statement: str, _params: Any, context: Any, _many: bool
-    ) -> None:
-        if context is not None:
-            start = statement_start()
-            if start is not None:
-                setattr(context, _START, start)
-
-    @event.listens_for(engine.sync_engine, "after_cursor_execute")
-    def after(
-        _conn: Any, cursor: Any, statement: str, _params: Any, context: Any, _many: bool
-    ) -> None:
-        start = getattr(context, _START, None)
-        if start is not None:
-            delattr(context, _START)
-            rows = getattr(cursor, "rowcount", None)
-            statement_observed(statement, backend=backend, start_ns=start, rows=rows)
-
-    @event.listens_for(engine.sync_engine, "handle_error")
-    def failed(context: Any) -> None:
-        execution = context.execution_context
-        start = getattr(execution, _START, None)
-        if start is not None:
-            delattr(execution, _START)
-            statement_observed(
-                context.statement or "",
-                backend=backend,
-                start_ns=start,
-                error=context.original_exception,
-            )
