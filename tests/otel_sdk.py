@@ -15,7 +15,7 @@ from typing import Any
 from opentelemetry import metrics, trace
 from opentelemetry.metrics import _internal as metrics_internal
 from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader, MetricReader
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -52,12 +52,13 @@ def _reset_globals() -> None:
 
 
 @contextmanager
-def installed() -> Iterator[Captured]:
+def installed(*readers: MetricReader) -> Iterator[Captured]:
+    """The SDK with in-memory exporters (and ``readers``, e.g. a Prometheus one, too)."""
     spans = InMemorySpanExporter()
     tracer_provider = TracerProvider()
     tracer_provider.add_span_processor(SimpleSpanProcessor(spans))
     reader = InMemoryMetricReader()
-    meter_provider = MeterProvider(metric_readers=[reader])
+    meter_provider = MeterProvider(metric_readers=[reader, *readers])
     _reset_globals()
     trace.set_tracer_provider(tracer_provider)
     metrics.set_meter_provider(meter_provider)

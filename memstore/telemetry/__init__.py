@@ -9,7 +9,7 @@ docs/operations.md for the spans, attributes and instruments.
 from __future__ import annotations
 
 from memstore.telemetry.facade import configure, traced_operations
-from memstore.telemetry.models import model_call, retried, tokens_used
+from memstore.telemetry.models import model_call, retried
 from memstore.telemetry.names import METRICS
 from memstore.telemetry.runtime import (
     acquire_permit,
@@ -38,7 +38,6 @@ __all__ = [
     "span",
     "statement_observed",
     "statement_start",
-    "tokens_used",
     "traced_operations",
     "waiter_added",
     "woken",

@@ -12,14 +12,13 @@ from memstore.telemetry._state import tracer
 from memstore.telemetry.instruments import instruments
 from memstore.telemetry.names import (
     ERROR_TYPE,
-    GEN_AI_INPUT_TOKENS,
     GEN_AI_MODEL,
     GEN_AI_OPERATION,
     error_type,
 )
 from memstore.telemetry.spans import event, traced_span, with_operation
 
-__all__ = ["model_call", "model_name", "retried", "tokens_used"]
+__all__ = ["model_call", "model_name", "retried"]
 
 _OFF: AbstractContextManager[None] = nullcontext()
 
@@ -66,18 +65,6 @@ def _call(kind: str, name: str, inputs: int) -> Iterator[None]:
             metrics.add("memstore.model.calls", 1, counted)
             elapsed = time.perf_counter() - started
             metrics.record("gen_ai.client.operation.duration", elapsed, counted)
-
-
-def tokens_used(kind: str, model: object, tokens: int) -> None:
-    """The endpoint reported ``tokens`` input tokens for the current call."""
-    event("gen_ai.usage", {GEN_AI_INPUT_TOKENS: tokens})
-    metrics = instruments()
-    if metrics is not None:
-        metrics.record(
-            "gen_ai.client.token.usage",
-            tokens,
-            {GEN_AI_OPERATION: kind, GEN_AI_MODEL: model_name(model), "gen_ai.token.type": "input"},
-        )
 
 
 def retried(kind: str, model: object, attempt: int, failure: BaseException) -> None:
