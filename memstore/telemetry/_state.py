@@ -61,7 +61,7 @@ def tracer() -> Tracer | None:
     trace = sys.modules.get("opentelemetry.trace")
     if trace is None:
         return None
-    provider = getattr(trace, "_TRACER_PROVIDER", _UNKNOWN)
+    provider: Any = getattr(trace, "_TRACER_PROVIDER", _UNKNOWN)
     if provider is None:
         return None  # none set: the API's proxy, which records nothing
     if provider is _UNKNOWN:
@@ -80,7 +80,7 @@ def meter() -> Meter | None:
     if metrics is None:
         return None
     internal = sys.modules.get("opentelemetry.metrics._internal")
-    provider = getattr(internal, "_METER_PROVIDER", _UNKNOWN)
+    provider: Any = getattr(internal, "_METER_PROVIDER", _UNKNOWN)
     if provider is None:
         return None
     if provider is _UNKNOWN:
