@@ -10,7 +10,9 @@ temporary git worktree removed at the end); ``off``, this tree with the OpenTele
 imported and no SDK; ``on``, this tree with the SDK, an in-memory span exporter and an
 in-memory metric reader. Each round asks every worker in turn (the order rotates) for
 --calls calls of ``recall``, ``facts`` and ``threads.append``; the first round is a warm-up.
-Per-call p50 and p90 over the other rounds, and the ratios to ``base``.
+Per-call p50 and p90 over the other rounds; the ratios to ``base`` are the median over
+rounds of each round's ratio of medians (paired within a round, so drift in the machine's
+load between rounds cancels).
 """
 
 from __future__ import annotations
@@ -88,6 +90,8 @@ def _git(*args: str) -> str:
 def measure(backend: str, urls: dict[str, str], trees: dict[str, Path], args: Any) -> list[str]:
     workers = {mode: Worker(mode, trees[mode], urls[mode]) for mode in MODES}
     times: dict[tuple[str, str], list[int]] = {(m, o): [] for m in MODES for o in OPS}
+    # Per round and op, each side's median: the ratios paired within a round.
+    rounds: dict[tuple[str, str], list[float]] = {(m, o): [] for m in MODES for o in OPS}
     spans: dict[str, int] = dict.fromkeys(OPS, 0)
     try:
         for round_ in range(args.rounds + 1):
@@ -97,6 +101,7 @@ def measure(backend: str, urls: dict[str, str], trees: dict[str, Path], args: An
                     answer = workers[mode].run(op, args.calls)
                     if round_ > 0:  # round 0 warms up
                         times[mode, op] += answer["times"]
+                        rounds[mode, op].append(statistics.median(answer["times"]))
                         if mode == "on":
                             spans[op] += answer["spans"]
     finally:
@@ -107,9 +112,15 @@ def measure(backend: str, urls: dict[str, str], trees: dict[str, Path], args: An
         p50 = {m: statistics.median(times[m, op]) / 1000 for m in MODES}
         p90 = {m: statistics.quantiles(times[m, op], n=10)[-1] / 1000 for m in MODES}
         per_call = spans[op] / len(times["on", op])
+        paired = {
+            m: statistics.median(
+                a / b for a, b in zip(rounds[m, op], rounds["base", op], strict=True)
+            )
+            for m in ("off", "on")
+        }
         rows.append(
-            f"| {backend} | {op} | {p50['base']:.0f} | {p50['off']:.0f} | "
-            f"{p50['off'] / p50['base']:.3f}x | {p50['on']:.0f} | {p50['on'] / p50['base']:.3f}x | "
+            f"| {backend} | {op} | {p50['base']:.0f} | {p50['off']:.0f} | {p50['on']:.0f} | "
+            f"{paired['off']:.3f}x | {paired['on']:.3f}x | "
             f"{p90['base']:.0f} | {p90['off']:.0f} | {p90['on']:.0f} | {per_call:.1f} |"
         )
     return rows
@@ -150,7 +161,7 @@ def main() -> None:
     print(f"rounds {args.rounds} x {args.calls} calls per operation and side (after a warm-up)")
     print()
     print(
-        "| backend | call | base p50 µs | off p50 µs | off / base | on p50 µs | on / base "
+        "| backend | call | base p50 µs | off p50 µs | on p50 µs | off / base | on / base "
         "| base p90 µs | off p90 µs | on p90 µs | spans per call (on) |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|---|")
