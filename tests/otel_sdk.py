@@ -16,8 +16,9 @@ from opentelemetry import metrics, trace
 from opentelemetry.metrics import _internal as metrics_internal
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader, MetricReader
+from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.util._once import Once
 
@@ -52,11 +53,16 @@ def _reset_globals() -> None:
 
 
 @contextmanager
-def installed(*readers: MetricReader) -> Iterator[Captured]:
-    """The SDK with in-memory exporters (and ``readers``, e.g. a Prometheus one, too)."""
+def installed(
+    *readers: MetricReader, exporter: SpanExporter | None = None, resource: Resource | None = None
+) -> Iterator[Captured]:
+    """The SDK with in-memory exporters (and ``readers``, e.g. a Prometheus one, and a span
+    ``exporter``, e.g. OTLP's, too)."""
     spans = InMemorySpanExporter()
-    tracer_provider = TracerProvider()
+    tracer_provider = TracerProvider(resource=resource or Resource.create())
     tracer_provider.add_span_processor(SimpleSpanProcessor(spans))
+    if exporter is not None:
+        tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
     reader = InMemoryMetricReader()
     meter_provider = MeterProvider(metric_readers=[reader, *readers])
     _reset_globals()
