@@ -152,6 +152,19 @@ async def test_a_wait_for_a_connection_is_a_span(db_url: str, otel: Captured) ->
     assert [p.value for p in used] == [0]  # every permit taken was given back
 
 
+async def test_a_wait_for_sqlites_write_lock_is_a_span(
+    store: MemoryStore, otel: Captured, backend: str
+) -> None:
+    if backend != "sqlite":
+        pytest.skip("Postgres writers take no process-wide write lock")
+    episodes = [Episode(user_id="alice", session_id="s", input=f"n {n}") for n in range(4)]
+    await asyncio.gather(*(store.remember(e) for e in episodes))
+    waits = otel.named("memstore.write_lock.wait")
+    assert waits
+    remembers = {s.context.span_id for s in otel.named("memstore.remember")}
+    assert {_parent(w) for w in waits} <= remembers
+
+
 @pytest.fixture
 async def reranked_store(
     db_url: str, hostile: HostileServer, monkeypatch: pytest.MonkeyPatch

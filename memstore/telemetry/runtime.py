@@ -20,25 +20,27 @@ __all__ = [
 
 
 async def acquire_permit(gate: asyncio.Semaphore | asyncio.Lock, backend: str) -> bool:
-    """Take ``gate`` (a connection or write permit); a wait for it is a span. True when
-    the permit was counted as a used connection (hand it to :func:`release_permit`)."""
-    metrics = instruments()
+    """Take ``gate``: a connection permit (a semaphore) or SQLite's write lock; a wait for
+    it is a span (``memstore.pool.wait`` / ``memstore.write_lock.wait``). True when the
+    permit was counted as a used connection (hand it to :func:`release_permit`)."""
+    pool = isinstance(gate, asyncio.Semaphore)
+    metrics = instruments() if pool else None
     waits = gate.locked()
     if waits and metrics is not None:
         metrics.add("db.client.connection.pending_requests", 1, {"db.system.name": backend})
     try:
         if waits and tracer() is not None:
-            with span("memstore.pool.wait", {"db.system.name": backend}):
+            name = "memstore.pool.wait" if pool else "memstore.write_lock.wait"
+            with span(name, {"db.system.name": backend}):
                 await gate.acquire()
         else:
             await gate.acquire()
     finally:
         if waits and metrics is not None:
             metrics.add("db.client.connection.pending_requests", -1, {"db.system.name": backend})
-    counted = metrics is not None and isinstance(gate, asyncio.Semaphore)
-    if metrics is not None and counted:
+    if metrics is not None:
         metrics.add("db.client.connection.count", 1, _used(backend))
-    return counted
+    return metrics is not None
 
 
 def release_permit(gate: asyncio.Semaphore | asyncio.Lock, backend: str, counted: bool) -> None:
