@@ -51,3 +51,18 @@ async def test_langgraph_store_operations_are_spans(db_url: str, otel: Captured)
     assert put.attributes is not None
     assert put.attributes["db.system.name"] in {"sqlite", "postgresql"}
     assert otel.named("memstore.langgraph.get")
+
+
+async def test_an_agents_session_calls_are_thread_spans(db_url: str, otel: Captured) -> None:
+    pytest.importorskip("agents", reason="needs the openai-agents extra")
+    from memstore.integrations.openai_agents import MemstoreSession
+
+    async with MemoryStore.open(db_url) as store:
+        session = MemstoreSession("chat-1", store, user_id="alice")
+        with trace.get_tracer("app").start_as_current_span("agent.run") as run:
+            await session.add_items([{"role": "user", "content": "hello"}])
+            assert len(await session.get_items()) == 1
+    run_id = run.get_span_context().span_id
+    for name in ("memstore.threads.append", "memstore.threads.get_thread"):
+        (span,) = otel.named(name)
+        assert span.parent is not None and span.parent.span_id == run_id, name
