@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -154,6 +155,7 @@ def main() -> None:
     finally:
         databases.close()
         _git("worktree", "remove", "--force", str(base_tree))
+        shutil.rmtree(scratch, ignore_errors=True)
     load_end = os.getloadavg()
     print(f"command: python scripts/bench_otel.py {' '.join(sys.argv[1:])}".rstrip())
     print(f"memstore: git {head}{dirty}; base (no instrumentation): git {base_rev[:7]}")
