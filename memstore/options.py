@@ -35,6 +35,8 @@ class StoreConfig:
     ``rerank_candidates`` rows (a ``ModelSpec``'s ``candidates`` when it names them)
     of every recall that does not say otherwise
     (``recall(..., rerank=False)``), the agent's context and tools included.
+    ``trace_tenant=True`` gives each operation's span the tenant, hashed
+    (``memstore.tenant.hash``); off by default, a tenant id can be personal data.
     """
 
     block_char_limit: int = DEFAULT_BLOCK_CHAR_LIMIT
@@ -50,6 +52,7 @@ class StoreConfig:
     allow_embedder_change: bool = False
     reranker: Reranker | ModelSpec | str | None = None
     rerank_candidates: int = DEFAULT_RERANK_CANDIDATES
+    trace_tenant: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)

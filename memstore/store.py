@@ -56,6 +56,7 @@ from memstore.services.limits import (
 from memstore.services.threads import (
     ThreadBuffer,
 )
+from memstore.telemetry import configure, traced_operations
 from memstore.tenant import TenantMemory
 
 __all__ = [
@@ -80,6 +81,7 @@ class SharedParts:
     episode_search: EpisodeSearchBackend | None = None
 
 
+@traced_operations("memstore")
 @forwards_owned
 class MemoryStore:
     """Durable agent memory over SQLite or Postgres.
@@ -165,6 +167,8 @@ class MemoryStore:
         # The agent layer (context, prefetch, tools) works through the services.
         services = (self._episodes, self._facts, self._blocks, self._tenants, self._access)
         self._agent = AgentService(db=db, memory=AgentMemory(db, *services))
+        for traced in (self, self.threads, self._langgraph):
+            configure(traced, backend=db.dialect, trace_tenant=config.trace_tenant)
 
     def now(self) -> datetime:
         """The store's clock (timezone-aware UTC)."""

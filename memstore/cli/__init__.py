@@ -20,8 +20,10 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from contextlib import nullcontext
 
 from memstore.errors import MemstoreError
+from memstore.telemetry.spans import span
 from memstore.version import __version__
 
 __all__ = ["main"]
@@ -55,6 +57,8 @@ EXTRA_MODULES = {
 # Exit status of a command whose extra is not installed (as for any failure that
 # is not a usage error: argparse's usage errors exit 2).
 EXIT_MISSING_EXTRA = 1
+# Commands that serve requests until stopped: no span for the whole run.
+SERVERS = frozenset({"mcp", "inspect"})
 
 
 def command_module(argv: Sequence[str]) -> str | None:
@@ -101,7 +105,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         for extra in getattr(args, "extras", ()):
             for module in sorted(EXTRA_MODULES[extra]):
                 importlib.import_module(module)
-        return int(args.handler(args))
+        # The command's span: the root of its trace when an SDK is configured
+        # (e.g. under opentelemetry-instrument), its error recorded by class. Not for
+        # the servers: their requests are traces of their own.
+        served = args.command in SERVERS
+        with nullcontext() if served else span(f"memstore.cli.{args.command}"):
+            return int(args.handler(args))
     except MemstoreError as error:
         print(f"memstore {args.command}: {type(error).__name__}: {error}", file=sys.stderr)
         return 1

@@ -14,6 +14,7 @@ from sqlalchemy.pool import QueuePool
 from memstore.db.slowlog import check_threshold, install_slow_query_log, slow_query_ms_from_env
 from memstore.dialects import Dialect, EngineOptions, backend_name, dialect_of_url, dialects
 from memstore.errors import ConfigurationError, NotFound
+from memstore.telemetry.engine_events import install_statement_spans
 
 __all__ = [
     "DEFAULT_URL",
@@ -175,6 +176,7 @@ def create_engine(
         ) from exc
     if slow_query_ms is not None:
         install_slow_query_log(engine, slow_query_ms)
+    install_statement_spans(engine, engine.dialect.name)
     return engine
 
 

@@ -23,6 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from memstore.dialects import dialect_for
 from memstore.errors import Unavailable
+from memstore.telemetry import span, waiter_added, woken
 
 __all__ = [
     "CHANNEL",
@@ -71,18 +72,29 @@ class Waiter:
     def wake(self) -> None:
         if not self._event.is_set():
             self._signal.wakeups += 1
+            woken(1)
         self._event.set()
 
     async def wait(self, seconds: float | None) -> bool:
         """Sleep until woken (True) or ``seconds`` pass (False, None: never); clears the wake."""
         self._signal.sleeping += 1
+        waiter_added(1)
         try:
-            async with asyncio.timeout(seconds):
-                await self._event.wait()
-        except TimeoutError:
-            return False
+            with span("memstore.changes.wait") as current:
+                try:
+                    async with asyncio.timeout(seconds):
+                        await self._event.wait()
+                except TimeoutError:
+                    woke = False
+                else:
+                    woke = True
+                if current is not None:
+                    current.set_attribute("memstore.woken", woke)
+            if not woke:
+                return False
         finally:
             self._signal.sleeping -= 1
+            waiter_added(-1)
             self._event.clear()
         self._signal.check_open()
         return True

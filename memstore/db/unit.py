@@ -37,6 +37,7 @@ from memstore.db.errors import translated
 from memstore.db.signal import HINTS_KEY, ChangeSignal
 from memstore.dialects import dialect_for
 from memstore.errors import InvalidInput, Unsupported
+from memstore.telemetry import acquire_permit, release_permit
 from memstore.types import utcnow
 
 __all__ = ["Clock", "Database", "Reader"]
@@ -215,13 +216,13 @@ class Database:
             self.signal.notify_local(hints)
 
     def _permit(self) -> AbstractAsyncContextManager[None]:
-        return _held(self._permits, _HOLDS_PERMIT)
+        return _held(self._permits, _HOLDS_PERMIT, self.dialect)
 
     def _write_permit(self) -> AbstractAsyncContextManager[None]:
         # Taken after a connection permit, never before: a writer waiting here
         # must not keep the permit the lock holder needs. A nested write of the
         # holder goes straight on (and meets the file lock, as before).
-        return _held(self._writer, _HOLDS_WRITE)
+        return _held(self._writer, _HOLDS_WRITE, self.dialect)
 
     @asynccontextmanager
     async def _transaction(
@@ -319,13 +320,14 @@ async def _nothing() -> AsyncIterator[None]:
 
 @asynccontextmanager
 async def _held(
-    gate: asyncio.Semaphore | asyncio.Lock | None, holds: ContextVar[bool]
+    gate: asyncio.Semaphore | asyncio.Lock | None, holds: ContextVar[bool], backend: str
 ) -> AsyncIterator[None]:
     """Hold ``gate`` unless there is none or this task already holds it (``holds``)."""
     if gate is None or holds.get():
         yield
         return
-    async with gate:
+    counted = await acquire_permit(gate, backend)  # a wait is a span
+    try:
         holds.set(True)
         try:
             yield
@@ -333,3 +335,5 @@ async def _held(
             # Not reset(token): a transaction entered by one task may be left
             # by another (SyncMemoryStore runs each step as its own task).
             holds.set(False)
+    finally:
+        release_permit(gate, backend, counted)

@@ -10,6 +10,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memstore.errors import ConfigurationError, DimensionMismatch, InvalidInput
+from memstore.telemetry import model_call
 
 __all__ = [
     "DEFAULT_DIM",
@@ -174,7 +175,8 @@ async def passages_checked(
     out: list[npt.NDArray[np.float32] | None] = []
     for start in range(0, len(texts), EMBED_BATCH):
         chunk = list(texts[start : start + EMBED_BATCH])
-        found = list(await embedder.embed_passages(chunk))
+        with model_call("embeddings", embedder, len(chunk)):
+            found = list(await embedder.embed_passages(chunk))
         if len(found) != len(chunk):
             raise InvalidInput(
                 f"the embedder returned passages for {len(found)} of {len(chunk)} texts"
@@ -203,7 +205,8 @@ async def embed_with_passages_checked(
     passages: list[npt.NDArray[np.float32] | None] = []
     for start in range(0, len(texts), EMBED_BATCH):
         chunk = list(texts[start : start + EMBED_BATCH])
-        whole, found = await embedder.embed_with_passages(chunk)
+        with model_call("embeddings", embedder, len(chunk)):
+            whole, found = await embedder.embed_with_passages(chunk)
         vectors[start : start + len(chunk)] = _checked_block(whole, dim, len(chunk))
         found = list(found)
         if len(found) != len(chunk):
@@ -226,7 +229,9 @@ async def _checked(
     out = np.zeros((len(texts), dim), dtype=np.float32)
     for start in range(0, len(texts), EMBED_BATCH):
         chunk = list(texts[start : start + EMBED_BATCH])
-        block = _checked_block(await embed(chunk), dim, len(chunk))
+        # The model behind a bound method (embedder.embed / embed_queries).
+        with model_call("embeddings", getattr(embed, "__self__", embed), len(chunk)):
+            block = _checked_block(await embed(chunk), dim, len(chunk))
         out[start : start + len(chunk)] = block
     return normalized(out)
 

@@ -37,6 +37,7 @@ from memstore.embeddings.openai_answer import (
 from memstore.errors import DimensionMismatch, InvalidInput
 from memstore.outbound.retry import next_delay
 from memstore.outbound.secrets import Scrubber
+from memstore.telemetry import retried
 
 if TYPE_CHECKING:
     import openai
@@ -254,6 +255,7 @@ class OpenAIEmbedder(Fixed):
             if not outcome.retry or attempt + 1 == self._attempts:
                 break
             delay = next_delay(self._backoff, attempt, outcome.retry_after)
+            retried("embeddings", self, attempt + 1, outcome.error)
             log.warning(
                 "embeddings request %d of %d to %s failed (%s); retrying in %.2f s",
                 attempt + 1,

@@ -16,6 +16,7 @@ from typing import Protocol, runtime_checkable
 
 from memstore.core.validation import check_identifier
 from memstore.errors import InvalidInput, MemstoreError
+from memstore.telemetry import model_call
 
 __all__ = [
     "DEFAULT_RERANK_CANDIDATES",
@@ -97,9 +98,9 @@ async def scores_checked(reranker: Reranker, query: str, texts: Sequence[str]) -
     """
     scores: list[float] = []
     for start in range(0, len(texts), MAX_RERANK_CANDIDATES):
-        scores += await _checked(
-            reranker, query, list(texts[start : start + MAX_RERANK_CANDIDATES])
-        )
+        chunk = list(texts[start : start + MAX_RERANK_CANDIDATES])
+        with model_call("rerank", reranker, len(chunk)):
+            scores += await _checked(reranker, query, chunk)
     return scores
 
 

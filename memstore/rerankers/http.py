@@ -28,6 +28,7 @@ from memstore.errors import InvalidInput
 from memstore.outbound.retry import next_delay
 from memstore.outbound.secrets import ProviderFault, Scrubber
 from memstore.rerankers.base import MAX_RERANK_CANDIDATES, RerankerEndpointError
+from memstore.telemetry import retried
 
 __all__ = ["HTTPReranker"]
 
@@ -196,6 +197,7 @@ class HTTPReranker:
             if not retryable or attempt + 1 == attempts:
                 break
             wait = next_delay(self.backoff, attempt, retry_after)
+            retried("rerank", self, attempt + 1, failed)
             log.warning(
                 "rerank attempt %d of %d failed (%s); retrying in %.2f s",
                 attempt + 1,

@@ -19,6 +19,7 @@ from memstore.embeddings.base import Embedder, embed_checked, queries_checked
 from memstore.repositories.langgraph import LangGraphRepository
 from memstore.search.settings import EmbedderGuard
 from memstore.services.base import Service
+from memstore.telemetry import traced_operations
 
 if TYPE_CHECKING:
     from memstore.models import LangGraphItemRow
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
 __all__ = ["LangGraphItems"]
 
 
+@traced_operations("memstore.langgraph")
 class LangGraphItems(Service):
     """Items of the LangGraph store on one database, embedded with one embedder."""
 

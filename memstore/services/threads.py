@@ -43,6 +43,7 @@ from memstore.repositories.changes import ChangeEntry, ChangeLogRepository
 from memstore.repositories.threads import ThreadRepository
 from memstore.services.limits import check_positive_seconds
 from memstore.services.thread_watch import ThreadWatch
+from memstore.telemetry import traced_operations
 from memstore.types import ChangeKind, Slot, ThreadInfo, new_id
 
 __all__ = ["DEFAULT_MAX_SLOTS_PER_THREAD", "DEFAULT_MAX_THREADS", "MAX_LIMIT", "ThreadBuffer"]
@@ -68,6 +69,7 @@ def _encode_payload(payload: Any) -> tuple[str, Any]:
     return type_name, check_json("payload", payload)
 
 
+@traced_operations("memstore.threads")
 @forwards_owned
 class ThreadBuffer:
     """Thread-scoped, append-only message slots; every method takes ``user_id``.

@@ -21,6 +21,7 @@ from memstore.services.agent.context import (
 from memstore.services.agent.memory import AgentMemory
 from memstore.services.agent.ranking import merge_by_score
 from memstore.services.agent.tokens import CounterLike, as_counter
+from memstore.telemetry import set_attributes, span
 from memstore.types import Episode, EpisodeMatch, Fact, FactMatch, MemoryBlock, Message
 
 __all__ = [
@@ -163,7 +164,7 @@ async def _build_context(
     # Gathering candidates is not "using" them: only what is packed is counted.
     # The reads are independent, so they run concurrently (each on its own
     # connection); the tasks inherit the unrecorded-reads setting.
-    with memory.reads_unrecorded():
+    with memory.reads_unrecorded(), span("memstore.context.gather"):
         blocks, facts, matches, messages = await asyncio.gather(
             memory.blocks.working(user_id=user_id),
             memory.facts.recall_facts_scored(
@@ -199,12 +200,14 @@ async def _build_context(
             fact_limit=fact_limit,
             episode_limit=episode_limit,
         )
-        context = pack(
-            first + recalled + last,
-            max_tokens,
-            counter=counter,
-            message_overhead=message_overhead,
-        )
+        candidates = first + recalled + last
+        with span("memstore.context.pack", {"memstore.candidates": len(candidates)}):
+            context = pack(
+                candidates,
+                max_tokens,
+                counter=counter,
+                message_overhead=message_overhead,
+            )
         # Without a count limit, a kind whose last recalled item still fitted may
         # have more that fit: recall twice as many and pack again.
         packed = set(context.ids)
@@ -236,6 +239,14 @@ async def _build_context(
         memory.access.record_access(
             str(kind), [i.id.split(":", 1)[1] for i in context.of_kind(kind)], user_id=user_id
         )
+    set_attributes(
+        {
+            "memstore.candidates": len(candidates),
+            "memstore.context.items": len(context.items),
+            "memstore.context.budget_tokens": max_tokens,
+            "memstore.context.used_tokens": context.used_tokens,
+        }
+    )
     return context
 
 

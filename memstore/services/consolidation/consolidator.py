@@ -52,6 +52,7 @@ from memstore.services.consolidation.types import (
     CandidateFact,
     Extractor,
 )
+from memstore.telemetry import backlog, consolidated, metrics_on, span
 from memstore.types import (
     AssertOutcome,
     BatchResult,
@@ -139,7 +140,10 @@ class Consolidator:
         """Episodes still waiting: of ``user_id``, or of every tenant when None."""
         user = None if user_id is None else storage_user_id(user_id)
         async with self._parts.db.write() as session:
-            return await ConsolidationRepository(session=session).count_pending(user)
+            count = await ConsolidationRepository(session=session).count_pending(user)
+        if user is None:
+            backlog(count)
+        return count
 
     async def run(
         self,
@@ -161,6 +165,29 @@ class Consolidator:
         ):
             raise InvalidInput("limit must be a non-negative integer or None")
         user = None if user_id is None else storage_user_id(user_id)
+        with span("memstore.consolidation.run") as current:
+            result = await self._run(user, limit, max_seconds, on_batch, should_stop)
+            if current is not None:
+                current.set_attributes(
+                    {
+                        "memstore.consolidation.processed": result.processed,
+                        "memstore.consolidation.batches": result.batches,
+                    }
+                )
+        if user is None and metrics_on():
+            # The backlog every tenant has left: a cross-tenant count, so only after a
+            # run that was cross-tenant itself.
+            await self.pending()
+        return result
+
+    async def _run(
+        self,
+        user: TenantId | None,
+        limit: int | None,
+        max_seconds: float | None,
+        on_batch: BatchHook | None,
+        should_stop: Callable[[], bool] | None,
+    ) -> ConsolidationResult:
         result = ConsolidationResult()
         started = time.monotonic()
         try:
@@ -189,7 +216,10 @@ class Consolidator:
         """One batch of one tenant (stored id ``user`` if given); None when nothing is free."""
         started = time.monotonic()
         try:
-            batch = await self._batch(size, user)
+            with span("memstore.consolidation.batch") as current:
+                batch = await self._batch(size, user)
+                if current is not None and batch is not None:
+                    current.set_attribute("memstore.consolidation.processed", batch.processed)
         except Exception as error:
             logger.warning(
                 "consolidation batch failed after %.3f s (worker %s, extractor %s): %s: %s; "
@@ -202,6 +232,7 @@ class Consolidator:
             )
             raise
         if batch is not None:
+            consolidated(batch.processed)
             logger.info(
                 "consolidation batch committed: tenant=%r processed=%d added=%d reinforced=%d "
                 "superseded=%d unchanged=%d in %.3f s (worker %s, extractor %s)",
