@@ -14,6 +14,10 @@ __all__ = ["install_statement_spans"]
 
 # The attribute an execution context carries its start under (perf_counter_ns).
 _START = "_memstore_telemetry_start"
+# Statements announced without an execution context (several sent to the driver in
+# one call, announced before it and after it in reverse order): their starts stack
+# on the connection.
+_ANNOUNCED = "memstore_telemetry_announced"
 
 
 def install_statement_spans(engine: AsyncEngine, backend: str) -> None:
@@ -21,20 +25,27 @@ def install_statement_spans(engine: AsyncEngine, backend: str) -> None:
 
     @event.listens_for(engine.sync_engine, "before_cursor_execute")
     def before(
-        _conn: Any, _cursor: Any, _statement: str, _params: Any, context: Any, _many: bool
+        conn: Any, _cursor: Any, _statement: str, _params: Any, context: Any, _many: bool
     ) -> None:
+        start = statement_start()
         if context is not None:
-            start = statement_start()
             if start is not None:
                 setattr(context, _START, start)
+        else:
+            conn.info.setdefault(_ANNOUNCED, []).append(start)
 
     @event.listens_for(engine.sync_engine, "after_cursor_execute")
     def after(
-        _conn: Any, cursor: Any, statement: str, _params: Any, context: Any, _many: bool
+        conn: Any, cursor: Any, statement: str, _params: Any, context: Any, _many: bool
     ) -> None:
-        start = getattr(context, _START, None)
+        if context is None:
+            announced = conn.info.get(_ANNOUNCED)
+            start = announced.pop() if announced else None
+        else:
+            start = getattr(context, _START, None)
+            if start is not None:
+                delattr(context, _START)
         if start is not None:
-            delattr(context, _START)
             rows = getattr(cursor, "rowcount", None)
             statement_observed(statement, backend=backend, start_ns=start, rows=rows)
 

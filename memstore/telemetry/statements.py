@@ -11,7 +11,9 @@ engine events; a driver-level path that bypasses them calls it directly.
 
 from __future__ import annotations
 
+import re
 import time
+from functools import lru_cache
 from typing import Any
 
 from memstore.telemetry._state import otel_module, tracer
@@ -56,10 +58,19 @@ _KEYWORDS = frozenset(
 )
 
 
+# The operations a WITH query's parts can be: the semantic conventions name a
+# statement by the first operation found in it, and a CTE's is its first part's.
+_FIRST_OPERATION = re.compile(r"\b(SELECT|INSERT|UPDATE|DELETE)\b", re.IGNORECASE)
+
+
+@lru_cache(maxsize=1024)
 def operation_name(sql: str) -> str:
-    """The statement's first keyword if it is a known one, else ``OTHER``: nothing of a
+    """The statement's first operation if it is a known one, else ``OTHER``: nothing of a
     statement's text but a fixed vocabulary reaches a trace."""
     word = sql.lstrip(" \t\r\n(").split(None, 1)[0].upper() if sql.strip() else ""
+    if word == "WITH":
+        found = _FIRST_OPERATION.search(sql)
+        return found.group(1).upper() if found else word
     return word if word in _KEYWORDS else "OTHER"
 
 
