@@ -1,9 +1,10 @@
 """One-statement reads (store.facts, fact_history, exact recall on Postgres): no transaction.
 
 What the server (or SQLite) is sent is observed on the real connections: SQLite
-statements through SQLAlchemy's cursor events (memstore's BEGIN goes through
-them), Postgres through asyncpg's query loggers, which see the simple-protocol
-queries (BEGIN, COMMIT, the pool's RESET) but not prepared statements.
+statements through sqlite3's trace callback, Postgres through asyncpg's query
+loggers, which see the queries asyncpg's connection runs itself (BEGIN, COMMIT, the
+pool's RESET, memstore's per-call reads) but not those SQLAlchemy runs as
+prepared statements.
 """
 
 from __future__ import annotations
@@ -13,8 +14,10 @@ from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import aiosqlite
 import pytest
 from sqlalchemy import event, text
+from sqlalchemy.util import await_
 
 from memstore import Fact, MemoryStore
 from memstore.repositories.fact_reads import FACT_COLUMNS, fact_from_columns
@@ -25,26 +28,27 @@ MARCH = datetime(2026, 3, 1, tzinfo=UTC)
 
 
 class Sent:
-    """Records every statement memstore's engine sends, for the life of the store."""
+    """Records every statement memstore's engine sends, for the life of the store.
+
+    On the drivers' own connections, whatever path a statement took to them:
+    asyncpg's query loggers, SQLite's trace callback (which also sees BEGIN).
+    """
 
     def __init__(self, parts: StoreParts) -> None:
         self.log: list[str] = []
         self._drivers: set[int] = set()
-        engine = parts.engine.sync_engine
-        if engine.dialect.name == "sqlite":
-            event.listen(engine, "before_cursor_execute", self._on_execute)
-        else:
-            # Runs after memstore's own checkout hook: a RESET it sends is
-            # logged from the second checkout of a connection on.
-            event.listen(engine, "checkout", self._on_checkout)
-
-    def _on_execute(self, *args: Any) -> None:
-        self.log.append(str(args[2]))
+        # Runs after memstore's own checkout hook: a RESET it sends is
+        # logged from the second checkout of a connection on.
+        event.listen(parts.engine.sync_engine, "checkout", self._on_checkout)
 
     def _on_checkout(self, dbapi_connection: Any, *_: Any) -> None:
         driver = dbapi_connection.driver_connection
-        if id(driver) not in self._drivers:
-            self._drivers.add(id(driver))
+        if id(driver) in self._drivers:
+            return
+        self._drivers.add(id(driver))
+        if isinstance(driver, aiosqlite.Connection):
+            await_(driver.set_trace_callback(self.log.append))
+        else:
             driver.add_query_logger(lambda record: self.log.append(record.query))
 
     @contextmanager
@@ -104,7 +108,7 @@ async def test_reads_of_one_statement_send_only_that_statement(db_url: str) -> N
                 await read()
             # No BEGIN / COMMIT around it, and on Postgres no RESET of the
             # tenant setting: the connection's last user was memstore itself.
-            assert _queries(seen) == ([] if postgres else ["SELECT"]), seen
+            assert _queries(seen) == ["SELECT"], seen
 
 
 async def test_a_connection_used_by_application_sql_is_still_reset(db_url: str) -> None:
@@ -120,7 +124,7 @@ async def test_a_connection_used_by_application_sql_is_still_reset(db_url: str) 
             await conn.commit()
         with sent.during() as seen:
             assert len(await store.fact_history(user_id="alice")) == 3
-        expected = ["SELECT"] if store.backend == "sqlite" else ["RESET"]
+        expected = ["SELECT"] if store.backend == "sqlite" else ["RESET", "SELECT"]
         assert _queries(seen) == expected, seen
 
 
@@ -140,7 +144,7 @@ async def test_an_idle_connection_is_reset_even_after_memstores_own_use(
         monkeypatch.setattr(connections, "LIVENESS_IDLE_S", 0.0)
         with sent.during() as seen:
             assert len(await store.fact_history(user_id="alice")) == 3
-        expected = ["SELECT"] if store.backend == "sqlite" else ["RESET"]
+        expected = ["SELECT"] if store.backend == "sqlite" else ["RESET", "SELECT"]
         assert _queries(seen) == expected, seen
 
 
@@ -216,7 +220,7 @@ async def test_postgres_recall_of_a_small_tenant_is_one_statement(db_url: str) -
         assert len(hits) == 3
         if postgres:
             assert _queries(first)[:1] == ["BEGIN"] and "COMMIT" in _queries(first)
-            assert _queries(second) == [], second
+            assert _queries(second) == ["WITH"], second
         else:
             # SQLite reads the search version and ranks in one snapshot.
             assert _queries(second)[0] == "BEGIN", second
