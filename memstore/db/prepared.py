@@ -193,7 +193,8 @@ async def fetch(
             records = await driver.execute_fetchall(prepared.sql, values)
     except Exception as error:
         failed = True
-        raise await _dbapi_error(error, conn, adapter, prepared.sql, values) from error
+        wrapped, cause = await _dbapi_error(error, conn, adapter, prepared.sql, values)
+        raise wrapped from cause
     finally:
         if record is not None:
             done = _finished(record, time.perf_counter() - started, failed)
@@ -224,19 +225,22 @@ def _finished(record: Executed, elapsed: float, failed: bool) -> Executed:
 
 async def _dbapi_error(
     error: Exception, conn: AsyncConnection, adapter: Any, sql: str, values: tuple[Any, ...]
-) -> Exception:
-    """``error`` as the DBAPIError SQLAlchemy would raise; a lost connection is invalidated."""
+) -> tuple[Exception, Exception]:
+    """``error`` as SQLAlchemy raises it (a DBAPIError from the adapted error), and its cause.
+
+    A lost connection is invalidated, so the pool replaces it, as SQLAlchemy does.
+    """
     dialect = conn.dialect
     dbapi_error = dialect.loaded_dbapi.Error
     try:
         adapter._handle_exception(error)  # noqa: SLF001  (raises the adapted DBAPI error)
     except Exception as adapted:
         if not isinstance(adapted, dbapi_error):
-            return adapted
+            return adapted, error
         lost = dialect.is_disconnect(adapted, adapter, None)
         if lost:
             await conn.invalidate()
-        return sa_exc.DBAPIError.instance(
+        wrapped = sa_exc.DBAPIError.instance(
             sql,
             values,
             adapted,
@@ -244,4 +248,5 @@ async def _dbapi_error(
             connection_invalidated=lost,
             dialect=dialect,
         )
-    return error
+        return wrapped, adapted
+    return error, error
