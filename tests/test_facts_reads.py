@@ -9,8 +9,9 @@ prepared statements.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -51,13 +52,17 @@ class Sent:
         else:
             driver.add_query_logger(lambda record: self.log.append(record.query))
 
-    @contextmanager
-    def during(self) -> Iterator[list[str]]:
+    @asynccontextmanager
+    async def during(self) -> AsyncIterator[list[str]]:
+        # asyncpg calls its query loggers at the loop's next turn: what ran before
+        # is logged before the start, what runs inside before the end
+        await asyncio.sleep(0)
         start = len(self.log)
         seen: list[str] = []
         try:
             yield seen
         finally:
+            await asyncio.sleep(0)
             seen += self.log[start:]
 
 
@@ -92,7 +97,7 @@ async def test_reads_of_one_statement_send_only_that_statement(db_url: str) -> N
         store = parts.store
         sent = Sent(parts)
         await _two_versions(store)
-        with sent.during() as seen:
+        async with sent.during() as seen:
             await _two_versions(store)  # unchanged, still one transaction each
         # The loggers see transactions: a write has its BEGIN and COMMIT.
         # (asyncpg's logger shows only executemany among the statements: on Postgres the
@@ -104,7 +109,7 @@ async def test_reads_of_one_statement_send_only_that_statement(db_url: str) -> N
             lambda: store.fact_history(user_id="alice", subject="alice"),
             lambda: store.fact_history(user_id="alice", fact_id="no-such-fact"),
         ):
-            with sent.during() as seen:
+            async with sent.during() as seen:
                 await read()
             # No BEGIN / COMMIT around it, and on Postgres no RESET of the
             # tenant setting: the connection's last user was memstore itself.
@@ -122,7 +127,7 @@ async def test_a_connection_used_by_application_sql_is_still_reset(db_url: str) 
         async with parts.engine.connect() as conn:
             await conn.execute(text("SELECT 1"))
             await conn.commit()
-        with sent.during() as seen:
+        async with sent.during() as seen:
             assert len(await store.fact_history(user_id="alice")) == 3
         expected = ["SELECT"] if store.backend == "sqlite" else ["RESET", "SELECT"]
         assert _queries(seen) == expected, seen
@@ -142,7 +147,7 @@ async def test_an_idle_connection_is_reset_even_after_memstores_own_use(
         await store.fact_history(user_id="alice")
         # Every connection counts as idle: the next checkout must round-trip.
         monkeypatch.setattr(connections, "LIVENESS_IDLE_S", 0.0)
-        with sent.during() as seen:
+        async with sent.during() as seen:
             assert len(await store.fact_history(user_id="alice")) == 3
         expected = ["SELECT"] if store.backend == "sqlite" else ["RESET", "SELECT"]
         assert _queries(seen) == expected, seen
@@ -213,9 +218,9 @@ async def test_postgres_recall_of_a_small_tenant_is_one_statement(db_url: str) -
                 for i in range(5)
             ]
         )
-        with sent.during() as first:
+        async with sent.during() as first:
             assert await store.recall("boats", user_id="alice", limit=3)
-        with sent.during() as second:
+        async with sent.during() as second:
             hits = await store.recall("boats", user_id="alice", limit=3)
         assert len(hits) == 3
         if postgres:

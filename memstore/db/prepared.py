@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import time
 from collections import namedtuple
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -37,14 +37,17 @@ from typing import Any
 
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Dialect
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.pool import PoolProxiedConnection
 from sqlalchemy.sql import sqltypes
 from sqlalchemy.sql.base import Executable
 from sqlalchemy.sql.compiler import Compiled
 
 from memstore.db.connections import OWN_CONNECTION
 from memstore.db.crosstenant import CROSS_TENANT_OPTION
+from memstore.db.driver import DriverReader
 from memstore.db.observers import Executed, observers
+from memstore.db.unit import Reader
 
 __all__ = ["fetch", "through_sqlalchemy"]
 
@@ -90,6 +93,7 @@ class _Prepared:
     defaults: Mapping[str, Any]  # values bound in the statement itself
     results: tuple[_Processor, ...]
     row: Any  # the named tuple class of its rows
+    postgres: bool  # sent with asyncpg (else aiosqlite)
     cross_tenant: str | None
     compiled: Compiled
 
@@ -106,7 +110,7 @@ def _prepare(stmt: Executable, dialect: Dialect) -> _Prepared | None:
         return _COMPILED[key]
     except KeyError:
         pass
-    compiled: Any = stmt.compile(dialect=dialect)
+    compiled: Any = stmt.compile(dialect=dialect)  # type: ignore[attr-defined]
     prepared: _Prepared | None = None
     columns = getattr(compiled, "_result_columns", None)
     if (
@@ -128,7 +132,8 @@ def _prepare(stmt: Executable, dialect: Dialect) -> _Prepared | None:
                 if not bind.required
             },
             results=tuple(_result_processor(c.type, dialect) for c in columns),
-            row=namedtuple("Row", keys, rename=True),  # type: ignore[misc]
+            row=namedtuple("Row", keys, rename=True),
+            postgres=dialect.name == "postgresql",
             cross_tenant=stmt.get_execution_options().get(CROSS_TENANT_OPTION),
             compiled=compiled,
         )
@@ -138,27 +143,32 @@ def _prepare(stmt: Executable, dialect: Dialect) -> _Prepared | None:
     return prepared
 
 
-async def fetch(
-    reader: AsyncConnection | AsyncSession, stmt: Executable, params: Mapping[str, Any]
-) -> Sequence[Any]:
+async def fetch(reader: Reader, stmt: Executable, params: Mapping[str, Any]) -> Sequence[Any]:
     """The rows of ``stmt`` with ``params`` on ``reader``'s connection, as named tuples."""
     if _BYPASSED.get():
         return (await reader.execute(stmt, params)).all()
-    conn = await reader.connection() if isinstance(reader, AsyncSession) else reader
-    sync_conn = conn.sync_connection
-    options = sync_conn.get_execution_options() if sync_conn is not None else {}
-    if not options.get(OWN_CONNECTION) or sync_conn is None:
-        return (await reader.execute(stmt, params)).all()
-    dialect = sync_conn.dialect
-    prepared = _prepare(stmt, dialect)
+    if isinstance(reader, DriverReader):
+        pooled, options, engine = reader.pooled, reader.options, reader.engine.sync_engine
+        invalidate = reader.invalidate
+    else:
+        conn = await reader.connection() if isinstance(reader, AsyncSession) else reader
+        sync_conn = conn.sync_connection
+        options = sync_conn.get_execution_options() if sync_conn is not None else {}
+        if not options.get(OWN_CONNECTION) or sync_conn is None:
+            return (await reader.execute(stmt, params)).all()
+        pooled, engine, invalidate = (
+            await conn.get_raw_connection(),
+            conn.sync_engine,
+            conn.invalidate,
+        )
+        adapter: Any = pooled.dbapi_connection
+        if engine.dialect.name == "postgresql" and (
+            adapter.isolation_level != "autocommit" and adapter._transaction is None  # noqa: SLF001
+        ):
+            # SQLAlchemy has begun a transaction it has not yet sent: its execute does.
+            return (await reader.execute(stmt, params)).all()
+    prepared = _prepare(stmt, engine.dialect)
     if prepared is None:
-        return (await reader.execute(stmt, params)).all()
-    raw = await conn.get_raw_connection()
-    adapter: Any = raw.dbapi_connection
-    if dialect.name == "postgresql" and (
-        adapter.isolation_level != "autocommit" and adapter._transaction is None  # noqa: SLF001
-    ):
-        # SQLAlchemy has begun a transaction it has not yet sent: its execute does.
         return (await reader.execute(stmt, params)).all()
     defaults = prepared.defaults
     values = tuple(
@@ -175,8 +185,8 @@ async def fetch(
         record = Executed(
             sql=prepared.sql,
             parameters=values,
-            dialect=dialect.name,
-            engine=conn.sync_engine,
+            dialect=engine.dialect.name,
+            engine=engine,
             cross_tenant=prepared.cross_tenant or options.get(CROSS_TENANT_OPTION),
             compiled=prepared.compiled,
         )
@@ -185,15 +195,17 @@ async def fetch(
                 before(record)
     started = time.perf_counter()
     failed = False
-    driver: Any = raw.driver_connection
+    driver: Any = pooled.driver_connection
     try:
-        if dialect.name == "postgresql":
+        if prepared.postgres:
             records = await driver.fetch(prepared.sql, *values)
         else:
             records = await driver.execute_fetchall(prepared.sql, values)
     except Exception as error:
         failed = True
-        wrapped, cause = await _dbapi_error(error, conn, adapter, prepared.sql, values)
+        wrapped, cause = await _dbapi_error(
+            error, engine.dialect, pooled, invalidate, prepared, values
+        )
         raise wrapped from cause
     finally:
         if record is not None:
@@ -224,13 +236,18 @@ def _finished(record: Executed, elapsed: float, failed: bool) -> Executed:
 
 
 async def _dbapi_error(
-    error: Exception, conn: AsyncConnection, adapter: Any, sql: str, values: tuple[Any, ...]
+    error: Exception,
+    dialect: Dialect,
+    pooled: PoolProxiedConnection,
+    invalidate: Callable[[], Awaitable[None]],
+    prepared: _Prepared,
+    values: tuple[Any, ...],
 ) -> tuple[Exception, Exception]:
     """``error`` as SQLAlchemy raises it (a DBAPIError from the adapted error), and its cause.
 
     A lost connection is invalidated, so the pool replaces it, as SQLAlchemy does.
     """
-    dialect = conn.dialect
+    adapter: Any = pooled.dbapi_connection
     dbapi_error = dialect.loaded_dbapi.Error
     try:
         adapter._handle_exception(error)  # noqa: SLF001  (raises the adapted DBAPI error)
@@ -239,9 +256,9 @@ async def _dbapi_error(
             return adapted, error
         lost = dialect.is_disconnect(adapted, adapter, None)
         if lost:
-            await conn.invalidate()
+            await invalidate()
         wrapped = sa_exc.DBAPIError.instance(
-            sql,
+            prepared.sql,
             values,
             adapted,
             dbapi_error,

@@ -20,6 +20,9 @@ def create_sqlite_engine(url: URL, options: EngineOptions) -> AsyncEngine:
     kwargs = dict(options.engine_kwargs)
     connect_args = dict(kwargs.pop("connect_args", None) or {})
     connect_args.setdefault("async_creator_fn", connect_sqlite)
+    # Returned connections are rolled back only when a transaction is open
+    # (configure_sqlite's reset hook), not always.
+    kwargs.setdefault("pool_reset_on_return", None)
     engine = create_async_engine(url, connect_args=connect_args, **kwargs)
     configure_sqlite(engine, busy_timeout_ms=options.busy_timeout_ms)
     return engine
