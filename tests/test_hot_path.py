@@ -17,8 +17,9 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import bindparam, select, text
+from sqlalchemy import bindparam, event, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.util import greenlet_spawn
 
 from memstore import Fact, MemoryStore
 from memstore.db.engine import create_engine
@@ -30,6 +31,7 @@ from memstore.recall import RecallTuning
 from memstore.repositories import fact_reads
 from memstore.repositories.fact_reads import FACT_COLUMNS
 from tests.conftest import is_postgres
+from tests.store_parts import store_with_parts
 from tests.tenant_audit import TenantAudit
 from tests.test_recall_statement import T0, FixedEmbedder, episodes
 
@@ -90,6 +92,16 @@ async def _both_paths(store: MemoryStore) -> None:
         assert fast == slow, label
         assert hot and not any(e.failed for e in hot), f"{label}: not on the driver"
         assert none == [], f"{label}: through_sqlalchemy still used the driver"
+    for label, read in OTHER_READS:
+        fast = await read(store)
+        with through_sqlalchemy():
+            assert fast and fast == await read(store), label
+
+
+# Reads on the same checkout that run through SQLAlchemy (no statement of the driver's).
+OTHER_READS: list[tuple[str, Read]] = [
+    ("recall_facts(empty query)", lambda s: s.recall_facts("", user_id="alice")),
+]
 
 
 @pytest.mark.parametrize("tuning", ["hybrid", "dense-only"])
@@ -243,3 +255,60 @@ async def test_the_slow_statement_log_sees_the_driver_reads(
     assert len(hot) == 1
     assert any(" ".join(hot[0].sql.split())[:200] in m for m in logged), logged
     assert not any("alice" in m for m in logged)  # the SQL, never the values
+
+
+async def test_a_sqlite_read_of_one_statement_is_one_thread_hop(db_url: str, backend: str) -> None:
+    """aiosqlite runs each call on its thread; the read needs only the statement's."""
+    if backend != "sqlite":
+        pytest.skip("aiosqlite's thread hops")
+    hops: list[str] = []
+    async with store_with_parts(db_url) as parts:
+        store = parts.store
+        await _seed(store)
+
+        def count(dbapi_connection: Any, *_: Any) -> None:
+            driver = dbapi_connection.driver_connection
+            if getattr(driver, "_counted", False):
+                return
+            run = driver._execute  # noqa: SLF001  (aiosqlite runs every call through it)
+
+            async def counted(fn: Any, *args: Any, **kwargs: Any) -> Any:
+                hops.append(getattr(fn, "__name__", repr(fn)))
+                return await run(fn, *args, **kwargs)
+
+            driver._execute, driver._counted = counted, True  # noqa: SLF001
+
+        event.listen(parts.engine.sync_engine, "checkout", count)
+        for read in (
+            lambda: store.facts(user_id="alice", subject="alice"),
+            lambda: store.fact_history(user_id="alice"),
+        ):
+            await read()  # every pooled connection counted from here on
+            hops.clear()
+            assert await read()
+            assert len(hops) == 1, hops
+
+
+async def test_sqlite_connections_returned_inside_a_transaction_are_rolled_back(
+    db_url: str, backend: str
+) -> None:
+    """Returned connections are rolled back only when a transaction is open: then they are."""
+    if backend != "sqlite":
+        pytest.skip("the SQLite pool's reset")
+    engine = create_engine(db_url, pool_size=1, max_overflow=0)
+    other = create_engine(db_url, sqlite_busy_timeout_ms=0)
+    try:
+        pooled = await greenlet_spawn(engine.sync_engine.pool.connect)
+        driver = pooled.driver_connection
+        await driver.execute("BEGIN IMMEDIATE")
+        assert driver.in_transaction
+        await greenlet_spawn(pooled.close)
+        again = await greenlet_spawn(engine.sync_engine.pool.connect)
+        assert again.driver_connection is driver
+        assert not again.driver_connection.in_transaction
+        await greenlet_spawn(again.close)
+        async with other.begin() as conn:  # the write lock was released
+            await conn.execute(text("CREATE TABLE scratch (x)"))
+    finally:
+        await engine.dispose()
+        await other.dispose()
