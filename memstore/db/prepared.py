@@ -91,7 +91,7 @@ class _Prepared:
     names: tuple[str, ...]  # the parameters in the driver's order
     binds: tuple[_Processor, ...]
     defaults: Mapping[str, Any]  # values bound in the statement itself
-    results: tuple[_Processor, ...]
+    decoded: tuple[tuple[int, Callable[[Any], Any]], ...]  # (column, its result processor)
     row: Any  # the named tuple class of its rows
     postgres: bool  # sent with asyncpg (else aiosqlite)
     cross_tenant: str | None
@@ -131,7 +131,11 @@ def _prepare(stmt: Executable, dialect: Dialect) -> _Prepared | None:
                 for name, bind in compiled.binds.items()
                 if not bind.required
             },
-            results=tuple(_result_processor(c.type, dialect) for c in columns),
+            decoded=tuple(
+                (i, processor)
+                for i, c in enumerate(columns)
+                if (processor := _result_processor(c.type, dialect)) is not None
+            ),
             row=namedtuple("Row", keys, rename=True),
             postgres=dialect.name == "postgresql",
             cross_tenant=stmt.get_execution_options().get(CROSS_TENANT_OPTION),
@@ -214,12 +218,15 @@ async def fetch(reader: Reader, stmt: Executable, params: Mapping[str, Any]) -> 
                 if after is not None:
                     after(done)
     make = prepared.row._make
-    results = prepared.results
-    if not any(p is not None for p in results):
+    if not prepared.decoded:
         return [make(r) for r in records]
-    return [
-        make([v if p is None else p(v) for p, v in zip(results, r, strict=True)]) for r in records
-    ]
+    rows = []
+    for record in records:
+        values = list(record)
+        for i, decode in prepared.decoded:
+            values[i] = decode(values[i])
+        rows.append(make(values))
+    return rows
 
 
 def _finished(record: Executed, elapsed: float, failed: bool) -> Executed:
