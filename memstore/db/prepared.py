@@ -33,6 +33,7 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import exc as sa_exc
@@ -47,6 +48,7 @@ from memstore.db.connections import OWN_CONNECTION
 from memstore.db.crosstenant import CROSS_TENANT_OPTION
 from memstore.db.driver import DriverReader
 from memstore.db.observers import Executed, observers
+from memstore.db.types import UTCDateTime
 from memstore.db.unit import Reader
 
 __all__ = ["fetch", "through_sqlalchemy"]
@@ -70,15 +72,25 @@ def through_sqlalchemy() -> Iterator[None]:
         _BYPASSED.reset(token)
 
 
-def _as_float(value: Any) -> Any:
-    return value if value is None or type(value) is float else float(value)
+def _utc_from_text(value: str | None) -> datetime | None:
+    # SQLite keeps UTCDateTime as naive UTC text in SQLAlchemy's ISO format.
+    return None if value is None else datetime.fromisoformat(value).replace(tzinfo=UTC)
 
 
 def _result_processor(type_: Any, dialect: Dialect) -> _Processor:
-    # asyncpg's numeric processors are chosen by the column's type OID, which
-    # fetch does not report; Float (asdecimal=False) only ever asks for a float.
-    if dialect.name == "postgresql" and isinstance(type_, sqltypes.Float) and not type_.asdecimal:
-        return _as_float
+    """What turns the driver's value of a ``type_`` column into what SQLAlchemy returns.
+
+    Per row and column, so the common cases are spared the general processors:
+    asyncpg already returns ``timestamptz`` as UTC datetimes and ``float8`` as
+    floats (Float's numeric processor, chosen by a type OID that ``fetch`` does
+    not report, would only convert a float to a float), and SQLite's UTC text
+    becomes a datetime in one call.
+    """
+    postgres = dialect.name == "postgresql"
+    if isinstance(type_, UTCDateTime):
+        return None if postgres else _utc_from_text
+    if postgres and isinstance(type_, sqltypes.Float) and not type_.asdecimal:
+        return None
     processor: _Processor = type_._cached_result_processor(dialect, None)  # noqa: SLF001
     return processor
 
@@ -221,11 +233,11 @@ async def fetch(reader: Reader, stmt: Executable, params: Mapping[str, Any]) -> 
     if not prepared.decoded:
         return [make(r) for r in records]
     rows = []
-    for record in records:
-        values = list(record)
+    for found in records:
+        row = list(found)
         for i, decode in prepared.decoded:
-            values[i] = decode(values[i])
-        rows.append(make(values))
+            row[i] = decode(row[i])
+        rows.append(make(row))
     return rows
 
 
