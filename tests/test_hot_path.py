@@ -14,17 +14,20 @@ import logging
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import bindparam, event, select, text
+from sqlalchemy import bindparam, event, make_url, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.util import greenlet_spawn
 
 from memstore import Fact, MemoryStore
 from memstore.db.engine import create_engine
+from memstore.db.errors import translated
 from memstore.db.observers import Executed, observe
 from memstore.db.prepared import through_sqlalchemy
+from memstore.db.unit import Database
 from memstore.errors import MemstoreError, Unavailable
 from memstore.models import FactRow
 from memstore.recall import RecallTuning
@@ -312,3 +315,27 @@ async def test_sqlite_connections_returned_inside_a_transaction_are_rolled_back(
     finally:
         await engine.dispose()
         await other.dispose()
+
+
+async def test_a_failed_checkout_raises_what_sqlalchemys_would(
+    db_url: str, backend: str, tmp_path: Path
+) -> None:
+    """The pool cannot connect (no such database; a file that is not one): same error."""
+    if is_postgres(backend):
+        url = make_url(db_url).set(database="memstore_no_such_database")
+    else:
+        garbage = tmp_path / "not-a-database.db"
+        garbage.write_bytes(b"this is not a SQLite file, " * 100)
+        url = make_url(f"sqlite+aiosqlite:///{garbage}")
+    engine = create_engine(url.render_as_string(hide_password=False))
+    try:
+        with pytest.raises(MemstoreError) as on_driver:
+            async with Database(engine).statement("alice"):
+                pass
+        with pytest.raises(MemstoreError) as through_core, translated("read"):
+            async with engine.connect():
+                pass
+    finally:
+        await engine.dispose()
+    assert type(on_driver.value) is type(through_core.value), (on_driver.value, through_core.value)
+    assert str(on_driver.value) == str(through_core.value)

@@ -96,20 +96,26 @@ class DriverReader:
 
 
 @asynccontextmanager
-async def driver_checkout(engine: AsyncEngine) -> AsyncIterator[DriverReader | AsyncConnection]:
+async def driver_checkout(engine: AsyncEngine) -> AsyncIterator[DriverReader]:
     """A :class:`DriverReader` on a connection of ``engine``'s pool, returned at the end.
 
-    When the pool cannot give one (the server is down, the pool is exhausted),
-    the checkout is made again through ``engine.connect()``, which raises what
-    SQLAlchemy raises for it (so errors translate as they always did), or
-    yields its connection if the second attempt succeeds.
+    A failed checkout raises what ``engine.connect()`` raises for it, so it
+    translates as it always did.
     """
+    sync_engine = engine.sync_engine
+    dialect = sync_engine.dialect
     try:
-        pooled = await greenlet_spawn(engine.sync_engine.pool.connect)
-    except Exception:
-        async with engine.connect() as connection:
-            yield connection
-        return
+        pooled = await greenlet_spawn(sync_engine.pool.connect)
+    except dialect.loaded_dbapi.Error as error:
+        # As Connection() does when the pool cannot give it a connection: wrap
+        # the driver's error (and invalidate the pool on a disconnect).
+        await greenlet_spawn(
+            Connection._handle_dbapi_exception_noconnection,  # noqa: SLF001
+            error,
+            dialect,
+            sync_engine,
+        )
+        raise
     # As ``engine_connect`` marks the unit of work's own connections: statements
     # on it leave no session-level setting behind (memstore.backends' checkout hooks).
     pooled.info[FOREIGN_USE] = False
