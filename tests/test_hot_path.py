@@ -51,6 +51,7 @@ READS: list[tuple[str, Read]] = [
     ("recall", lambda s: s.recall("v42", user_id="alice", limit=5)),
     ("recall_facts_scored", lambda s: s.recall_facts_scored("lives city", user_id="alice")),
     ("recall_facts", lambda s: s.recall_facts("works", user_id="alice", limit=2)),
+    ("working", lambda s: s.working(user_id="alice")),
 ]
 
 
@@ -72,6 +73,9 @@ async def _seed(store: MemoryStore) -> None:
         Fact(user_id="alice", subject="alice", predicate="works_at", object="the works")
     )
     await store.add_fact(Fact(user_id="bob", subject="bob", predicate="lives_in", object="Rome"))
+    await store.update_block("persona", "likes tea", user_id="alice")
+    await store.update_block("goals", "learn Greek", user_id="alice")
+    await store.update_block("persona", "likes coffee", user_id="bob")
 
 
 @contextmanager
