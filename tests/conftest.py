@@ -32,6 +32,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from memstore import MemoryStore
 from memstore.backends.postgresql.citus import apply_citus
 from memstore.db.engine import create_engine
+from memstore.db.observers import observe
 from memstore.models import ConfigRow
 from memstore.models.config import EMBEDDER_KEY
 from memstore.repositories.tenants import tenant_tables
@@ -71,9 +72,12 @@ def tenant_audit() -> Iterator[TenantAudit]:
     library creates inside MemoryStore.open, migrations, RLS and the CLI.
     """
     event.listen(Engine, "before_cursor_execute", _AUDIT)
+    # The per-call reads memstore sends to the driver, past the Engine's events.
+    unobserve = observe(before=_AUDIT.hot_path)
     try:
         yield _AUDIT
     finally:
+        unobserve()
         event.remove(Engine, "before_cursor_execute", _AUDIT)
 
 

@@ -21,6 +21,8 @@ a real cluster with EXPLAIN.
 
 ``TenantAudit`` is the engine hook: installed on SQLAlchemy's ``Engine`` class
 (so every engine, including those the library creates internally, is covered),
+and as an observer of the statements memstore sends to the driver directly
+(:mod:`memstore.db.observers`, the hot path of :mod:`memstore.db.prepared`),
 it judges each statement (verdicts cached per SQL text) and records the
 violations of statements that come from the library — the caller is taken from
 the stack, and statements that test code issues itself (fixture wipes,
@@ -46,6 +48,7 @@ from sqlglot import exp
 
 import memstore
 from memstore.db.crosstenant import CROSS_TENANT_OPERATIONS, CROSS_TENANT_OPTION
+from memstore.db.observers import Executed
 from memstore.repositories.tenants import tenant_tables
 
 __all__ = ["TenantAudit", "Violation", "find_violations", "tenant_table_names"]
@@ -530,6 +533,8 @@ def find_violations(
 _PACKAGE = str(Path(memstore.__file__).resolve().parent) + "/"
 _TESTS = str(Path(__file__).resolve().parent) + "/"
 _SELF = str(Path(__file__).resolve())
+# memstore's own modules that run statements for others: the caller is further up.
+_PLUMBING = ("/db/engine.py", "/db/prepared.py")
 
 
 def _origin() -> str:
@@ -551,7 +556,7 @@ def _origin() -> str:
                 continue
             if filename.startswith(_TESTS):
                 return "tests"
-            if filename.startswith(_PACKAGE) and not filename.endswith("/db/engine.py"):
+            if filename.startswith(_PACKAGE) and not filename.endswith(_PLUMBING):
                 rel = filename[len(_PACKAGE) :]
                 return f"library:memstore/{rel}:{frame.f_lineno}"
             frame = frame.f_back
@@ -601,13 +606,23 @@ class TenantAudit:
             # What the audit costs the run, reported in the terminal summary.
             self.seconds += time.perf_counter() - started
 
+    def hot_path(self, executed: Executed) -> None:
+        """The observer of memstore.db.observers: statements sent past SQLAlchemy."""
+        started = time.perf_counter()
+        try:
+            self._judge_text(executed.sql, executed.dialect, executed.cross_tenant)
+        finally:
+            self.seconds += time.perf_counter() - started
+
     def _judge(self, conn: Any, statement: str, context: Any) -> None:
+        options = context.execution_options if context is not None else {}
+        self._judge_text(statement, conn.dialect.name, options.get(CROSS_TENANT_OPTION))
+
+    def _judge_text(self, statement: str, dialect: str, operation: str | None) -> None:
         self.statements += 1
-        problems = find_violations(statement, conn.dialect.name, self.tenant)
+        problems = find_violations(statement, dialect, self.tenant)
         if not problems:
             return
-        options = context.execution_options if context is not None else {}
-        operation = options.get(CROSS_TENANT_OPTION)
         if operation is not None:
             if operation in self.allowed_operations:
                 self.allowed[operation] += 1

@@ -1,7 +1,8 @@
 """Routing on a real Citus cluster: every single-tenant public call goes to one shard.
 
 Every statement the library issues during a public call is captured (SQLAlchemy's
-``before_cursor_execute`` on the store's engine, with its bound values) and EXPLAINed
+``before_cursor_execute`` on the store's engine and memstore's hot-path observers,
+with its bound values) and EXPLAINed
 on the coordinator with the same values. A statement that touches a tenant table
 must have a *router* plan: one Citus Adaptive scan with ``Task Count: 1``, no
 distributed subplans, no ``INSERT … SELECT`` through the coordinator. The
@@ -22,8 +23,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import event, text
-from sqlalchemy.engine import Engine
+from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 
 from memstore import Episode, Fact, MemoryStore
@@ -31,6 +31,7 @@ from memstore.backends.postgresql.append import APPEND_SQL
 from memstore.db.engine import create_engine
 from tests.citus_cluster import SHARD_COUNT
 from tests.conftest import CITUS_ENABLED
+from tests.sent_sql import every_statement
 from tests.store_parts import own_engine
 from tests.tenant_audit import tenant_table_names
 
@@ -57,11 +58,7 @@ class Captured:
     label: str = ""
     statements: list[tuple[str, str, Any]] = field(default_factory=list)
 
-    def __call__(
-        self, conn: Any, cursor: Any, sql: str, params: Any, context: Any, many: bool
-    ) -> None:
-        if many and isinstance(params, list | tuple) and params:
-            params = params[0]
+    def record(self, sql: str, params: Any) -> None:
         if _DML.match(sql) and _TENANT_TABLE.search(sql):
             self.statements.append((self.label, sql, params))
 
@@ -243,13 +240,10 @@ CROSS_TENANT_CALLS: list[tuple[str, Call]] = [
 async def _run(store: MemoryStore, calls: list[tuple[str, Call]]) -> Captured:
     captured = Captured()
     # Every engine of the process: the store's is the only one open meanwhile.
-    event.listen(Engine, "before_cursor_execute", captured)
-    try:
+    with every_statement(captured.record):
         for label, call in calls:
             captured.label = label
             await call(store)
-    finally:
-        event.remove(Engine, "before_cursor_execute", captured)
     return captured
 
 

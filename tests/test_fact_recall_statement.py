@@ -35,7 +35,7 @@ async def test_fact_recall_is_one_ranked_statement(db_url: str) -> None:
         store = parts.store
         await _facts(store)
         sent = Sent(parts)
-        with sent.during() as seen:
+        async with sent.during() as seen:
             found = await store.recall_facts("where does alice live", user_id="alice", limit=2)
         assert len(found) == 2
         queries = _queries(seen)

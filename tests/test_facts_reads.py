@@ -1,20 +1,24 @@
 """One-statement reads (store.facts, fact_history, exact recall on Postgres): no transaction.
 
 What the server (or SQLite) is sent is observed on the real connections: SQLite
-statements through SQLAlchemy's cursor events (memstore's BEGIN goes through
-them), Postgres through asyncpg's query loggers, which see the simple-protocol
-queries (BEGIN, COMMIT, the pool's RESET) but not prepared statements.
+statements through sqlite3's trace callback, Postgres through asyncpg's query
+loggers, which see the queries asyncpg's connection runs itself (BEGIN, COMMIT, the
+pool's RESET, memstore's per-call reads) but not those SQLAlchemy runs as
+prepared statements.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import aiosqlite
 import pytest
 from sqlalchemy import event, text
+from sqlalchemy.util import await_
 
 from memstore import Fact, MemoryStore
 from memstore.repositories.fact_reads import FACT_COLUMNS, fact_from_columns
@@ -25,35 +29,40 @@ MARCH = datetime(2026, 3, 1, tzinfo=UTC)
 
 
 class Sent:
-    """Records every statement memstore's engine sends, for the life of the store."""
+    """Records every statement memstore's engine sends, for the life of the store.
+
+    On the drivers' own connections, whatever path a statement took to them:
+    asyncpg's query loggers, SQLite's trace callback (which also sees BEGIN).
+    """
 
     def __init__(self, parts: StoreParts) -> None:
         self.log: list[str] = []
         self._drivers: set[int] = set()
-        engine = parts.engine.sync_engine
-        if engine.dialect.name == "sqlite":
-            event.listen(engine, "before_cursor_execute", self._on_execute)
-        else:
-            # Runs after memstore's own checkout hook: a RESET it sends is
-            # logged from the second checkout of a connection on.
-            event.listen(engine, "checkout", self._on_checkout)
-
-    def _on_execute(self, *args: Any) -> None:
-        self.log.append(str(args[2]))
+        # Runs after memstore's own checkout hook: a RESET it sends is
+        # logged from the second checkout of a connection on.
+        event.listen(parts.engine.sync_engine, "checkout", self._on_checkout)
 
     def _on_checkout(self, dbapi_connection: Any, *_: Any) -> None:
         driver = dbapi_connection.driver_connection
-        if id(driver) not in self._drivers:
-            self._drivers.add(id(driver))
+        if id(driver) in self._drivers:
+            return
+        self._drivers.add(id(driver))
+        if isinstance(driver, aiosqlite.Connection):
+            await_(driver.set_trace_callback(self.log.append))
+        else:
             driver.add_query_logger(lambda record: self.log.append(record.query))
 
-    @contextmanager
-    def during(self) -> Iterator[list[str]]:
+    @asynccontextmanager
+    async def during(self) -> AsyncIterator[list[str]]:
+        # asyncpg calls its query loggers at the loop's next turn: what ran before
+        # is logged before the start, what runs inside before the end
+        await asyncio.sleep(0)
         start = len(self.log)
         seen: list[str] = []
         try:
             yield seen
         finally:
+            await asyncio.sleep(0)
             seen += self.log[start:]
 
 
@@ -88,7 +97,7 @@ async def test_reads_of_one_statement_send_only_that_statement(db_url: str) -> N
         store = parts.store
         sent = Sent(parts)
         await _two_versions(store)
-        with sent.during() as seen:
+        async with sent.during() as seen:
             await _two_versions(store)  # unchanged, still one transaction each
         # The loggers see transactions: a write has its BEGIN and COMMIT.
         # (asyncpg's logger shows only executemany among the statements: on Postgres the
@@ -100,11 +109,11 @@ async def test_reads_of_one_statement_send_only_that_statement(db_url: str) -> N
             lambda: store.fact_history(user_id="alice", subject="alice"),
             lambda: store.fact_history(user_id="alice", fact_id="no-such-fact"),
         ):
-            with sent.during() as seen:
+            async with sent.during() as seen:
                 await read()
             # No BEGIN / COMMIT around it, and on Postgres no RESET of the
             # tenant setting: the connection's last user was memstore itself.
-            assert _queries(seen) == ([] if postgres else ["SELECT"]), seen
+            assert _queries(seen) == ["SELECT"], seen
 
 
 async def test_a_connection_used_by_application_sql_is_still_reset(db_url: str) -> None:
@@ -118,9 +127,9 @@ async def test_a_connection_used_by_application_sql_is_still_reset(db_url: str) 
         async with parts.engine.connect() as conn:
             await conn.execute(text("SELECT 1"))
             await conn.commit()
-        with sent.during() as seen:
+        async with sent.during() as seen:
             assert len(await store.fact_history(user_id="alice")) == 3
-        expected = ["SELECT"] if store.backend == "sqlite" else ["RESET"]
+        expected = ["SELECT"] if store.backend == "sqlite" else ["RESET", "SELECT"]
         assert _queries(seen) == expected, seen
 
 
@@ -138,9 +147,9 @@ async def test_an_idle_connection_is_reset_even_after_memstores_own_use(
         await store.fact_history(user_id="alice")
         # Every connection counts as idle: the next checkout must round-trip.
         monkeypatch.setattr(connections, "LIVENESS_IDLE_S", 0.0)
-        with sent.during() as seen:
+        async with sent.during() as seen:
             assert len(await store.fact_history(user_id="alice")) == 3
-        expected = ["SELECT"] if store.backend == "sqlite" else ["RESET"]
+        expected = ["SELECT"] if store.backend == "sqlite" else ["RESET", "SELECT"]
         assert _queries(seen) == expected, seen
 
 
@@ -209,14 +218,14 @@ async def test_postgres_recall_of_a_small_tenant_is_one_statement(db_url: str) -
                 for i in range(5)
             ]
         )
-        with sent.during() as first:
+        async with sent.during() as first:
             assert await store.recall("boats", user_id="alice", limit=3)
-        with sent.during() as second:
+        async with sent.during() as second:
             hits = await store.recall("boats", user_id="alice", limit=3)
         assert len(hits) == 3
         if postgres:
             assert _queries(first)[:1] == ["BEGIN"] and "COMMIT" in _queries(first)
-            assert _queries(second) == [], second
+            assert _queries(second) == ["WITH"], second
         else:
             # SQLite reads the search version and ranks in one snapshot.
             assert _queries(second)[0] == "BEGIN", second

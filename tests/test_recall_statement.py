@@ -9,14 +9,14 @@ from typing import Any
 
 import numpy as np
 import pytest
-from sqlalchemy import event, text
-from sqlalchemy.engine import Engine
+from sqlalchemy import text
 
 from memstore import Episode, MemoryStore
 from memstore.embeddings import HashingEmbedder
 from memstore.recall import RecallTuning
 from memstore.schema.migrate import upgrade
 from tests.conftest import is_postgres
+from tests.sent_sql import every_statement
 from tests.store_parts import own_engine
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -58,14 +58,8 @@ def statements() -> Iterator[list[str]]:
     """The statements every engine of the process sends meanwhile (the store's only)."""
     seen: list[str] = []
 
-    def record(conn: object, cursor: object, sql: str, *args: object) -> None:
-        seen.append(sql)
-
-    event.listen(Engine, "before_cursor_execute", record)
-    try:
+    with every_statement(lambda sql, _params: seen.append(sql)):
         yield seen
-    finally:
-        event.remove(Engine, "before_cursor_execute", record)
 
 
 async def test_recall_reads_rows_in_one_statement(db_url: str) -> None:
@@ -184,15 +178,12 @@ async def test_postgres_plan_of_a_tenant_written_since_the_last_analyze(
 
         captured: list[tuple[str, Any]] = []
 
-        def record(conn: object, cursor: object, sql: str, params: Any, *args: object) -> None:
+        def record(sql: str, params: Any) -> None:
             if "WITH dense" in sql:
                 captured.append((sql, params))
 
-        event.listen(Engine, "before_cursor_execute", record)
-        try:
+        with every_statement(record):
             found = await store.recall_scored("k5 t7", user_id="late", limit=10)
-        finally:
-            event.remove(Engine, "before_cursor_execute", record)
         assert len(found) == 10 and len(captured) == 1
         sql, params = captured[0]
         async with engine.connect() as conn:

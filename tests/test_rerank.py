@@ -15,12 +15,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from sqlalchemy import event
-from sqlalchemy.engine import Engine
 
 from memstore import Episode, Fact, InvalidInput, MemoryStore
 from memstore.recall.rerank import episode_rerank_text
 from memstore.rerankers import MAX_RERANK_CANDIDATES, reranker_identity
+from tests.sent_sql import every_statement
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 TEXTS = [
@@ -133,14 +132,8 @@ def _capture() -> Iterator[list[tuple[str, Any]]]:
     """Statements of every engine of the process meanwhile (the store's only)."""
     seen: list[tuple[str, Any]] = []
 
-    def record(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
-        seen.append((statement, repr(parameters)))
-
-    event.listen(Engine, "before_cursor_execute", record)
-    try:
+    with every_statement(lambda sql, params: seen.append((sql, repr(params)))):
         yield seen
-    finally:
-        event.remove(Engine, "before_cursor_execute", record)
 
 
 def _masked(params: str, ids: list[str]) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["ONE_STATEMENT", "OWN_CONNECTION", "READ_ONLY", "TENANT_SETTING"]
+__all__ = ["FOREIGN_USE", "ONE_STATEMENT", "OWN_CONNECTION", "READ_ONLY", "TENANT_SETTING"]
 
 # The setting the row-level security policies compare user_id with
 # (memstore.schema.rls); reset whenever a pooled connection is checked out.
@@ -17,3 +17,7 @@ ONE_STATEMENT = "memstore_one_statement"
 # their statements never leave a session-level tenant setting behind, so the
 # next checkout of the same server connection need not RESET it.
 OWN_CONNECTION = "memstore_own_connection"
+# Connection-record flag (``PoolProxiedConnection.info``): True while a checkout
+# is not known to be the unit of work's own; the Postgres checkout hook then
+# RESETs the tenant setting at the next checkout. Set False for own checkouts.
+FOREIGN_USE = "memstore_foreign_use"

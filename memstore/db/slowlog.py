@@ -11,6 +11,7 @@ import logging
 import math
 import os
 import time
+import weakref
 from collections.abc import Mapping
 from typing import Any
 
@@ -18,6 +19,7 @@ from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from memstore.core.validation import is_number
+from memstore.db.observers import Executed, observe
 from memstore.dialects import dialect_for
 from memstore.errors import InvalidInput
 
@@ -84,17 +86,24 @@ def install_slow_query_log(engine: AsyncEngine, threshold_ms: float) -> None:
             return
         elapsed = time.perf_counter() - starts.pop()
         if elapsed >= threshold:
-            sql = " ".join(statement.split())
-            if len(sql) > MAX_LOGGED_SQL_CHARS:
-                sql = sql[:MAX_LOGGED_SQL_CHARS] + "…"
-            logger.warning(
-                "slow statement: %.1f ms (threshold %g ms, %s%s): %s",
-                elapsed * 1000,
-                threshold_ms,
-                dialect_for(engine).name,
-                ", executemany" if executemany else "",
-                sql,
-            )
+            _log(statement, elapsed, threshold_ms, dialect_for(engine).name, executemany)
+
+    # The statements memstore sends to the driver directly, past the events above.
+    pool = weakref.ref(engine.sync_engine.pool)
+
+    def hot(executed: Executed) -> None:
+        mine = pool()
+        if mine is None:  # the engine is gone: so is its log
+            unobserve()
+            return
+        if (
+            executed.engine.pool is mine
+            and executed.elapsed is not None
+            and executed.elapsed >= threshold
+        ):
+            _log(executed.sql, executed.elapsed, threshold_ms, executed.dialect, False)
+
+    unobserve = observe(after=hot)
 
     @event.listens_for(engine.sync_engine, "handle_error")
     def failed(context: Any) -> None:
@@ -102,3 +111,17 @@ def install_slow_query_log(engine: AsyncEngine, threshold_ms: float) -> None:
         conn = context.connection
         if conn is not None and conn.info.get(_STARTS):
             conn.info[_STARTS].pop()
+
+
+def _log(statement: str, elapsed: float, threshold_ms: float, dialect: str, many: bool) -> None:
+    sql = " ".join(statement.split())
+    if len(sql) > MAX_LOGGED_SQL_CHARS:
+        sql = sql[:MAX_LOGGED_SQL_CHARS] + "…"
+    logger.warning(
+        "slow statement: %.1f ms (threshold %g ms, %s%s): %s",
+        elapsed * 1000,
+        threshold_ms,
+        dialect,
+        ", executemany" if many else "",
+        sql,
+    )

@@ -32,6 +32,7 @@ from memstore.db.connections import (
     READ_ONLY,
     TENANT_SETTING,
 )
+from memstore.db.driver import DriverReader, driver_checkout
 from memstore.db.engine import pool_capacity
 from memstore.db.errors import translated
 from memstore.db.signal import HINTS_KEY, ChangeSignal
@@ -44,9 +45,11 @@ __all__ = ["Clock", "Database", "Reader"]
 
 Clock = Callable[[], datetime]
 
-# What :meth:`Database.statement` yields: a Core connection, or the session of
-# the transaction the statement has to join. Both run Core statements alike.
-Reader = AsyncSession | AsyncConnection
+# What :meth:`Database.statement` yields: a pooled connection for the driver
+# (memstore.db.driver), or the session of the transaction the statement has to
+# join. All run Core statements alike; memstore.db.prepared.fetch sends the
+# per-call reads to the driver.
+Reader = DriverReader | AsyncSession | AsyncConnection
 
 # Set while this task holds one of the Database's connection permits: a nested
 # transaction of the same task must not wait for a permit it is itself holding.
@@ -173,8 +176,9 @@ class Database:
         """Where a read that is exactly one statement runs.
 
         One statement is atomic and sees one snapshot by itself, so it needs no
-        explicit transaction: a Core connection in autocommit (no BEGIN /
-        COMMIT round trips on Postgres, no BEGIN on SQLite) and no ORM session.
+        explicit transaction: a pooled connection in autocommit (no BEGIN /
+        COMMIT round trips on Postgres, no BEGIN on SQLite), no ORM session and
+        no Core ``Connection`` unless a statement other than the driver's asks.
         When the statement must share a transaction, with the row-level
         security tenant setting (``rls=True``) or with the caller's own
         (:meth:`joined`), it runs in :meth:`read`'s session instead.
@@ -185,7 +189,7 @@ class Database:
             return
         async with self._permit():
             with translated("read"):
-                async with self._statements.connect() as connection:
+                async with driver_checkout(self._statements) as connection:
                     yield connection
 
     @asynccontextmanager

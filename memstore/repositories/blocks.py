@@ -2,26 +2,43 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy import bindparam, delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from memstore.core.tenancy import TenantId
+from memstore.db.prepared import fetch
+from memstore.db.unit import Reader
 from memstore.errors import Conflict, LimitExceeded
 from memstore.models import BlockRow, BlockVersionRow
 from memstore.repositories.rows import by_key, from_row
 from memstore.types import BlockVersion, MemoryBlock
 
-__all__ = ["BlockRepository"]
+__all__ = ["BlockRepository", "blocks_in_order"]
 
 # A compare-and-swap that keeps losing means heavy contention on one block;
 # give up with Conflict rather than spin.
 _MAX_ATTEMPTS = 8
 
 
-def _block(row: BlockRow) -> MemoryBlock:
+def _block(row: Any) -> MemoryBlock:
+    """A block from a ``BlockRow``, or from a row of the table's columns."""
     return from_row(MemoryBlock, row)
+
+
+# The tenant's blocks in pinned order: one statement of table columns, built once.
+_IN_ORDER = (
+    select(*BlockRow.__table__.c)
+    .where(BlockRow.user_id == bindparam("user_id"))
+    .order_by(BlockRow.pinned_order, BlockRow.name)
+)
+
+
+async def blocks_in_order(reader: Reader, user_id: TenantId) -> list[MemoryBlock]:
+    """The user's pinned blocks, ordered by ``pinned_order`` (one statement, on the driver)."""
+    return [_block(r) for r in await fetch(reader, _IN_ORDER, {"user_id": user_id})]
 
 
 class BlockRepository:
@@ -29,14 +46,6 @@ class BlockRepository:
 
     def __init__(self, *, session: AsyncSession) -> None:
         self._session = session
-
-    async def in_order(self, user_id: TenantId) -> list[MemoryBlock]:
-        stmt = (
-            select(BlockRow)
-            .where(BlockRow.user_id == user_id)
-            .order_by(BlockRow.pinned_order, BlockRow.name)
-        )
-        return [_block(r) for r in (await self._session.scalars(stmt)).all()]
 
     async def get(self, user_id: TenantId, name: str) -> MemoryBlock | None:
         return await by_key(self._session, BlockRow, (user_id, name), _block)

@@ -14,6 +14,7 @@ from sqlalchemy import Select, bindparam, or_, select
 from sqlalchemy.sql.elements import BindParameter, ColumnElement
 
 from memstore.core.tenancy import public_user_id
+from memstore.db.prepared import fetch
 from memstore.db.unit import Reader
 from memstore.models import FactRow
 from memstore.models.facts import subject_key
@@ -151,7 +152,7 @@ class FactReads:
         params = {"user_id": user_id, **_subject_predicate_params(subject, predicate)}
         if fact_id is not None:
             params["fact_id"] = fact_id
-        return [fact_from_columns(r) for r in (await self._reader.execute(stmt, params)).all()]
+        return [fact_from_columns(r) for r in await fetch(self._reader, stmt, params)]
 
     async def believed(
         self,
@@ -172,4 +173,4 @@ class FactReads:
             "limit": limit,
             **_subject_predicate_params(subject, predicate),
         }
-        return [fact_from_columns(r) for r in (await self._reader.execute(stmt, params)).all()]
+        return [fact_from_columns(r) for r in await fetch(self._reader, stmt, params)]

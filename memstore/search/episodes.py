@@ -27,6 +27,7 @@ from typing import Any
 
 from sqlalchemy import Float, TextualSelect, column, text
 
+from memstore.db.prepared import fetch
 from memstore.db.unit import Reader
 from memstore.models import EpisodeRow
 from memstore.repositories.episodes import episode_from_columns
@@ -329,7 +330,7 @@ async def ranked(
         values.update(keyword[0], corpus_docs=float(corpus[0]), corpus_chars=corpus[1])
         types.update(keyword[1], corpus_docs=Float(), corpus_chars=Float())
     stmt = episode_statement(dialect, types, request, dense_only=only_dense)
-    return hits(await session.execute(stmt, values), recency=bool(request.recency_weight))
+    return hits(await fetch(session, stmt, values), recency=bool(request.recency_weight))
 
 
 def hits(rows: Any, *, recency: bool) -> list[RecallHit]:

@@ -26,6 +26,7 @@ from sqlalchemy import (
     text,
 )
 
+from memstore.db.prepared import fetch
 from memstore.db.types import Vector
 from memstore.db.unit import Reader
 from memstore.models import FactRow
@@ -140,7 +141,7 @@ class FactSearch:
         if keywords:
             values.update(backend.keyword_params(request.terms)[0])
         stmt = _statement(backend, keywords, request.depth)
-        rows = (await session.execute(stmt, values)).all()
+        rows = await fetch(session, stmt, values)
         width = len(FACT_COLUMNS)
         return [
             FactHit(

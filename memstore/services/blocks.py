@@ -11,7 +11,7 @@ from memstore.core.forwarding import takes_options
 from memstore.core.tenancy import TenantId, storage_user_id
 from memstore.core.validation import MAX_TEXT_CHARS, check_identifier, check_text
 from memstore.errors import InvalidInput, NotFound
-from memstore.repositories.blocks import BlockRepository
+from memstore.repositories.blocks import BlockRepository, blocks_in_order
 from memstore.repositories.changes import ChangeEntry, ChangeLogRepository
 from memstore.services.base import Service
 from memstore.types import BlockVersion, ChangeKind, MemoryBlock
@@ -91,8 +91,8 @@ class BlockService(Service):
     async def working(self, *, user_id: str | None = None) -> list[MemoryBlock]:
         """The user's pinned blocks, ordered by ``pinned_order``."""
         user = storage_user_id(user_id)
-        async with self.db.read(user) as session:
-            return await BlockRepository(session=session).in_order(user)
+        async with self.db.statement(user) as reader:
+            return await blocks_in_order(reader, user)
 
     async def block_history(self, name: str, *, user_id: str | None = None) -> list[BlockVersion]:
         """The stored versions of a block, oldest first."""

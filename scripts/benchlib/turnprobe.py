@@ -12,6 +12,8 @@ from typing import Any
 
 from sqlalchemy import event
 
+from memstore.db.observers import Executed, observe
+
 from .words import TOPICS, sentence
 
 __all__ = [
@@ -131,10 +133,19 @@ def statement_log(engine: Any) -> Iterator[list[tuple[str, Any, Any]]]:
     def before(_conn: Any, _cursor: Any, sql: str, params: Any, context: Any, _many: bool) -> None:
         log.append((sql, params, getattr(context, "compiled", None)))
 
+    pool = engine.sync_engine.pool
+
+    def sent_to_driver(executed: Executed) -> None:
+        # memstore's per-call reads, which go to the driver past the cursor events
+        if executed.engine.pool is pool:
+            log.append((executed.sql, executed.parameters, executed.compiled))
+
     event.listen(engine.sync_engine, "before_cursor_execute", before)
+    unobserve = observe(before=sent_to_driver)
     try:
         yield log
     finally:
+        unobserve()
         event.remove(engine.sync_engine, "before_cursor_execute", before)
 
 

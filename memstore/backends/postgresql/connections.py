@@ -15,7 +15,7 @@ from sqlalchemy import event
 from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from memstore.db.connections import OWN_CONNECTION, TENANT_SETTING
+from memstore.db.connections import FOREIGN_USE, OWN_CONNECTION, TENANT_SETTING
 
 __all__ = [
     "LIVENESS_IDLE_S",
@@ -27,7 +27,7 @@ __all__ = [
 ]
 
 # Connection-record flag: the current (or last) checkout was not one of ours.
-_FOREIGN = "memstore_foreign_use"
+_FOREIGN = FOREIGN_USE
 # Connection-record entry: when the connection last went back to the pool.
 _CHECKED_IN = "memstore_checked_in"
 # A pooled Postgres connection idle longer than this gets the checkout RESET even

@@ -36,6 +36,18 @@ def configure_sqlite(engine: AsyncEngine, *, busy_timeout_ms: int) -> None:
         _ensure_math_functions(dbapi_connection, cursor)
         cursor.close()
 
+    @event.listens_for(engine.sync_engine, "reset")
+    def on_reset(dbapi_connection: Any, _record: Any, state: Any) -> None:
+        # Instead of the pool's rollback on return (off, create_sqlite_engine), which
+        # costs a thread hop on every return, also of the many connections that
+        # ran a read of one statement and hold no transaction.
+        if (
+            state.asyncio_safe
+            and not state.transaction_was_reset
+            and dbapi_connection.driver_connection.in_transaction
+        ):
+            dbapi_connection.rollback()
+
     @event.listens_for(engine.sync_engine, "begin")
     def on_begin(connection: Any) -> None:
         # A deferred transaction that reads and then writes fails with

@@ -21,11 +21,15 @@ def create_sqlite_engine(url: URL, options: EngineOptions) -> AsyncEngine:
     kwargs = dict(options.engine_kwargs)
     connect_args = dict(kwargs.pop("connect_args", None) or {})
     connect_args.setdefault("async_creator_fn", connect_sqlite)
-    if "pool" not in kwargs and _file_database(url):
-        # As SQLAlchemy's own pool for a file (5 kept, up to 15 at once), but the
-        # 10 extra connections stay while the store is busy (memstore.db.pool).
-        # An in-memory database keeps SQLAlchemy's single static connection.
-        kwargs.setdefault("poolclass", KeepingPool)
+    if "pool" not in kwargs:
+        if _file_database(url):
+            # As SQLAlchemy's own pool for a file (5 kept, up to 15 at once), but the
+            # 10 extra connections stay while the store is busy (memstore.db.pool).
+            # An in-memory database keeps SQLAlchemy's single static connection.
+            kwargs.setdefault("poolclass", KeepingPool)
+        # Returned connections are rolled back only when a transaction is open
+        # (configure_sqlite's reset hook), not always.
+        kwargs.setdefault("pool_reset_on_return", None)
     engine = create_async_engine(url, connect_args=connect_args, **kwargs)
     configure_sqlite(engine, busy_timeout_ms=options.busy_timeout_ms)
     return engine
