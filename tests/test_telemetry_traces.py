@@ -114,6 +114,23 @@ async def test_one_turn_is_a_tree_under_the_callers_span(
     assert embedding.kind == trace.SpanKind.CLIENT
 
 
+async def test_reads_sent_to_the_driver_are_statement_spans(
+    store: MemoryStore, otel: Captured, backend: str
+) -> None:
+    # store.facts and fact_history run on the driver connection, past SQLAlchemy's events.
+    await store.add_fact(Fact(user_id="alice", subject="alice", predicate="city", object="x"))
+    await store.facts(user_id="alice", subject="alice")
+    await store.fact_history(user_id="alice", subject="alice", predicate="city")
+    spans = otel.finished()
+    for name in ("memstore.facts", "memstore.fact_history"):
+        statements = [
+            s for s in _descendants(spans, otel.one(name)) if s.kind == trace.SpanKind.CLIENT
+        ]
+        assert [s.attributes["db.operation.name"] for s in statements] == ["SELECT"], name
+    points = metric_points(otel.metrics)["memstore.db.statements"]
+    assert any(p.attributes.get("memstore.operation") == "memstore.facts" for p in points)
+
+
 async def test_an_error_is_recorded_with_its_memstore_class(
     store: MemoryStore, otel: Captured
 ) -> None:

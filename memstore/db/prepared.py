@@ -50,6 +50,7 @@ from memstore.db.driver import DriverReader
 from memstore.db.observers import Executed, observers
 from memstore.db.types import UTCDateTime
 from memstore.db.unit import Reader
+from memstore.telemetry.statements import statement_observed, statement_start
 
 __all__ = ["fetch", "through_sqlalchemy"]
 
@@ -209,6 +210,7 @@ async def fetch(reader: Reader, stmt: Executable, params: Mapping[str, Any]) -> 
         for before, _ in seen:
             if before is not None:
                 before(record)
+    traced = statement_start()
     started = time.perf_counter()
     failed = False
     driver: Any = pooled.driver_connection
@@ -222,6 +224,10 @@ async def fetch(reader: Reader, stmt: Executable, params: Mapping[str, Any]) -> 
         wrapped, cause = await _dbapi_error(
             error, engine.dialect, pooled, invalidate, prepared, values
         )
+        if traced is not None:
+            statement_observed(
+                prepared.sql, backend=engine.dialect.name, start_ns=traced, error=wrapped
+            )
         raise wrapped from cause
     finally:
         if record is not None:
@@ -229,6 +235,10 @@ async def fetch(reader: Reader, stmt: Executable, params: Mapping[str, Any]) -> 
             for _, after in seen:
                 if after is not None:
                     after(done)
+    if traced is not None:
+        statement_observed(
+            prepared.sql, backend=engine.dialect.name, start_ns=traced, rows=len(records)
+        )
     make = prepared.row._make
     if not prepared.decoded:
         return [make(r) for r in records]

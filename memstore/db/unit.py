@@ -193,7 +193,9 @@ class Database:
                     yield connection
 
     @asynccontextmanager
-    async def single_write(self, tenant: str | None = None) -> AsyncIterator[Reader]:
+    async def single_write(
+        self, tenant: str | None = None
+    ) -> AsyncIterator[AsyncSession | AsyncConnection]:
         """Where a write that is one call to the database runs (Dialect.append_slot).
 
         A connection with no transaction begun by SQLAlchemy: on Postgres the
