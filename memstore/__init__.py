@@ -7,6 +7,7 @@ from memstore.core.tenancy import ANONYMOUS
 from memstore.errors import (
     ConfigurationError,
     Conflict,
+    DatabaseError,
     DimensionMismatch,
     EmbedderError,
     EmbedderFormsDropped,
@@ -85,6 +86,7 @@ __all__ = [
     "ConsolidationResult",
     "Context",
     "ContextItem",
+    "DatabaseError",
     "DimensionMismatch",
     "EmbedderError",
     "EmbedderFormsDropped",

@@ -11,6 +11,7 @@ import asyncio
 __all__ = [
     "ConfigurationError",
     "Conflict",
+    "DatabaseError",
     "DimensionMismatch",
     "EmbedderError",
     "EmbedderFormsDropped",
@@ -164,6 +165,16 @@ class EmbedderUnavailable(EmbedderError):
 
 class SchemaOutOfDate(MemstoreError):
     """The database schema is older than this version of memstore expects."""
+
+
+class DatabaseError(MemstoreError):
+    """The database refused a statement for a reason no other class names (an operator's
+    trigger or rule, say); the message carries the database's own words and ``sqlstate``
+    its code (None on SQLite). Whether a retry helps depends on that reason."""
+
+    def __init__(self, message: str, *, sqlstate: str | None = None) -> None:
+        super().__init__(message)
+        self.sqlstate = sqlstate
 
 
 class Unavailable(MemstoreError):

@@ -6,9 +6,19 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
+from store_parts import own_engine
 
-from memstore import Conflict, Episode, InvalidInput, MemoryStore
+from memstore import (
+    Conflict,
+    DatabaseError,
+    Episode,
+    Fact,
+    InvalidInput,
+    MemoryStore,
+    SchemaOutOfDate,
+)
 from memstore.db.errors import translated
 from memstore.models import FactRow
 
@@ -69,3 +79,47 @@ async def test_a_missing_required_value_is_invalid_input(
                     )
                 )
     assert caught.value.table == "facts"
+
+
+async def test_a_missing_table_or_column_is_schema_out_of_date(
+    empty_db_url: str, backend: str
+) -> None:
+    # A database an operator changed by hand (or restored from an older dump) under a
+    # running store: the driver's "undefined" error says to migrate, it is no raw error.
+    async with MemoryStore.open(empty_db_url, auto_migrate=True) as store:
+        await store.add_fact(Fact(user_id="u", subject="u", predicate="city", object="Oslo"))
+        async with own_engine(empty_db_url) as engine, engine.begin() as conn:
+            await conn.execute(text("ALTER TABLE facts RENAME COLUMN object TO object_value"))
+        with pytest.raises(SchemaOutOfDate, match="memstore migrate"):
+            await store.facts(user_id="u", subject="u")
+        async with own_engine(empty_db_url) as engine, engine.begin() as conn:
+            await conn.execute(text("ALTER TABLE episodes RENAME TO episodes_old"))
+        with pytest.raises(SchemaOutOfDate, match="memstore migrate"):
+            await store.remember(Episode(user_id="u", session_id="s", input="hello"))
+
+
+async def test_a_refusal_no_class_names_is_a_database_error(
+    empty_db_url: str, backend: str
+) -> None:
+    # An operator's trigger refusing writes with its own SQLSTATE (PL/pgSQL; a trigger
+    # on a Citus table needs the cluster's unsafe-trigger setting).
+    if backend != "postgres":
+        pytest.skip("a PL/pgSQL trigger on a plain PostgreSQL table")
+    async with MemoryStore.open(empty_db_url, auto_migrate=True) as store:
+        async with own_engine(empty_db_url) as engine, engine.begin() as conn:
+            await conn.execute(
+                text(
+                    "CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS "
+                    "$$ BEGIN RAISE EXCEPTION 'writes are frozen' USING ERRCODE = 'P0001'; END $$"
+                )
+            )
+            await conn.execute(
+                text(
+                    "CREATE TRIGGER frozen BEFORE INSERT ON episodes "
+                    "FOR EACH ROW EXECUTE FUNCTION refuse()"
+                )
+            )
+        with pytest.raises(DatabaseError, match="writes are frozen") as caught:
+            await store.remember(Episode(user_id="u", session_id="s", input="hello"))
+        assert caught.value.sqlstate == "P0001"
+        assert await store.recall("hello", user_id="u") == []

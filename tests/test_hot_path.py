@@ -28,7 +28,7 @@ from memstore.db.errors import translated
 from memstore.db.observers import Executed, observe
 from memstore.db.prepared import through_sqlalchemy
 from memstore.db.unit import Database
-from memstore.errors import MemstoreError, Unavailable
+from memstore.errors import MemstoreError, SchemaOutOfDate, Unavailable
 from memstore.models import FactRow
 from memstore.recall import RecallTuning
 from memstore.repositories import fact_reads
@@ -227,8 +227,7 @@ async def test_a_driver_error_is_translated_as_before(db_url: str, backend: str)
     assert type(errors["driver"]) is type(errors["sqlalchemy"]), errors
     assert str(errors["driver"]).split(" [SQL")[0] == str(errors["sqlalchemy"]).split(" [SQL")[0]
     assert type(errors["driver"].__cause__) is type(errors["sqlalchemy"].__cause__)
-    if not is_postgres(backend):  # Postgres' undefined table is not translated on either path
-        assert isinstance(errors["driver"], Unavailable)
+    assert isinstance(errors["driver"], SchemaOutOfDate)
 
 
 async def test_the_audit_reports_an_unfiltered_statement_on_the_driver(

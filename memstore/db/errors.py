@@ -20,9 +20,11 @@ from memstore.dialects import dialects
 from memstore.errors import (
     ConfigurationError,
     Conflict,
+    DatabaseError,
     InvalidInput,
     MemstoreError,
     PermissionDenied,
+    SchemaOutOfDate,
     Unavailable,
 )
 
@@ -140,6 +142,10 @@ def _misconfiguration(error: sa_exc.DBAPIError) -> str | None:
     return None
 
 
+def _schema_missing(error: sa_exc.DBAPIError) -> bool:
+    return any(dialect.schema_missing(error) for dialect in dialects())
+
+
 def _unavailable_state(code: str | None) -> bool:
     # 08: connection exception; 57P01-03: admin/crash shutdown, cannot connect
     # now; 53: insufficient resources (too many connections, disk full);
@@ -230,6 +236,11 @@ def translated(what: str) -> Iterator[None]:
         misconfigured = _misconfiguration(error)
         if misconfigured is not None:  # no retry helps until someone fixes the URL or server
             raise ConfigurationError(f"{what}: {misconfigured}") from error
+        if _schema_missing(error):
+            raise SchemaOutOfDate(
+                f"{what}: the database lacks a table, column or function this memstore "
+                f"uses ({orig}); run `memstore migrate` against it"
+            ) from error
         if (
             isinstance(error, sa_exc.OperationalError | sa_exc.InterfaceError)
             or error.connection_invalidated
@@ -246,7 +257,9 @@ def translated(what: str) -> Iterator[None]:
             raise InvalidInput(f"{what}: a value is too large for the database ({orig})") from error
         if isinstance(error, sa_exc.DataError):
             raise InvalidInput(f"{what}: the database refused a value ({orig})") from error
-        raise
+        raise DatabaseError(
+            f"{what}: the database refused the statement ({orig})", sqlstate=code
+        ) from error
     except sa_exc.TimeoutError as error:  # no pooled connection became free in time
         # Not an outage: the server answers, but every pooled connection stayed
         # busy (held outside the unit of work's permits, or by slow statements).

@@ -192,6 +192,11 @@ class Dialect(ABC):
         succeed until someone changes the URL or the server; None otherwise."""
         return None
 
+    def schema_missing(self, error: Any) -> bool:
+        """Whether the driver's ``error`` (a DBAPIError) names a table, column, function
+        or type the database lacks: a schema older than this memstore."""
+        return False
+
     def vector_type(self, *, many: bool) -> TypeEngine[Any] | None:
         """The column type of a float32 vector (``many``: of a list of them); None:
         float32 bytes (``native_vectors`` says which)."""

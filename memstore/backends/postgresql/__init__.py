@@ -110,6 +110,12 @@ class PostgresDialect(Dialect):
         hint = _CONFIGURATION_STATES.get(sqlstate(error) or "")
         return None if hint is None else f"{error.orig}; {hint}"
 
+    def schema_missing(self, error: Any) -> bool:
+        from memstore.db.errors import sqlstate
+
+        # undefined table, column, function, object (a type such as pgvector's)
+        return sqlstate(error) in ("42P01", "42703", "42883", "42704")
+
     def vector_type(self, *, many: bool) -> TypeEngine[Any] | None:
         from memstore.backends.postgresql.types import PgVector, PgVectorArray
 

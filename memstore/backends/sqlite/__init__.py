@@ -103,6 +103,9 @@ class SqliteDialect(Dialect):
             )
         return None
 
+    def schema_missing(self, error: Any) -> bool:
+        return str(error.orig).startswith(("no such table: ", "no such column: "))
+
     def check_location(self, url: URL) -> None:
         from memstore.backends.sqlite.engine import check_directory
 
