@@ -4,7 +4,8 @@ The reference the equality tests hold :func:`memstore.services.agent.context.pac
 :class:`memstore.services.agent.tokens.ApproxTokenCounter` to: the same counts and the
 same packed context for every input. Copied verbatim from memstore at git fe8a80f
 (memstore/services/agent/context.py from ``render_tokens`` on, and tokens.py's
-``ApproxTokenCounter`` and ``as_counter``); only the imports are this module's own.
+``ApproxTokenCounter`` and ``as_counter``); only the imports and ``__all__`` are
+this module's own. The layout it renders with is memstore's (unchanged).
 """
 
 from __future__ import annotations

@@ -228,7 +228,7 @@ def pack(
             continue
         title = 0 if item.kind in opened else count.count(SECTION_TITLES[item.kind]) + newline
         room = max_tokens - used - title
-        # A clip leaves the item's group, so its header's cost, as it is.
+        # Clipping changes the text only: the group, so the header's cost, stays.
         header = header_cost(item)
         need = line_cost(item) + header
         short = need - room
