@@ -11,11 +11,11 @@ a counter whose counts do not add up across concatenation. How the text reads
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import overload
 
 from memstore.errors import InvalidInput, NotFound
-from memstore.services.agent.items import ContextItem, ItemKind
+from memstore.services.agent.items import ContextItem, ItemKind, evolve
 from memstore.services.agent.layout import (
     FOOTER,
     HEADER,
@@ -23,10 +23,9 @@ from memstore.services.agent.layout import (
     DateHeaders,
     assign_handles,
     group_key,
-    item_line,
     render_items,
 )
-from memstore.services.agent.tokens import CounterLike, TokenCounter, as_counter
+from memstore.services.agent.tokens import CounterLike, CountOnce, TokenCounter, as_counter
 
 __all__ = [
     "DEFAULT_MESSAGE_OVERHEAD",
@@ -141,19 +140,23 @@ def message_tokens(items: Sequence[ContextItem], counter: TokenCounter, overhead
     return total
 
 
-def _clip(item: ContextItem, room: int, cost: Callable[[ContextItem], int]) -> ContextItem | None:
-    """The longest prefix of ``item`` (plus a mark) whose cost fits in ``room``."""
+def _clip(
+    item: ContextItem, room: int, cost: Callable[[ContextItem, str], int], extra: int = 0
+) -> ContextItem | None:
+    """The longest prefix of ``item`` (plus a mark) whose cost, ``cost(item, text)`` +
+    ``extra``, fits in ``room``."""
     if room < MIN_CLIP_TOKENS:
         return None
-    lo, hi, best = 1, len(item.text) - 1, None
+    text = item.text
+    lo, hi, best = 1, len(text) - 1, None
     while lo <= hi:
         mid = (lo + hi) // 2
-        candidate = replace(item, text=item.text[:mid].rstrip() + CLIP_MARK, truncated=True)
-        if cost(candidate) <= room:
+        candidate = text[:mid].rstrip() + CLIP_MARK
+        if cost(item, candidate) + extra <= room:
             best, lo = candidate, mid + 1
         else:
             hi = mid - 1
-    return best
+    return None if best is None else evolve(item, text=best, truncated=True)
 
 
 def pack(
@@ -179,8 +182,8 @@ def pack(
     ``max_tokens`` is carried whole but for the clipped ends of its longest
     turns, unless the budget is too small for the frame.
     """
-    count = as_counter(counter)
-    ordered = [replace(c, priority=n, handle="") for n, c in enumerate(candidates)]
+    count = CountOnce(as_counter(counter))
+    ordered = [evolve(c, priority=n, handle="") for n, c in enumerate(candidates)]
     # Costed with the widest handle this context can give, so the real ones never cost more.
     widest = "m" + "9" * len(str(max(1, len(ordered))))
     newline = count.count("\n")
@@ -189,22 +192,23 @@ def pack(
     groups: set[tuple[str, str]] = set()
     headers = DateHeaders(count.count, newline)
 
-    def line_cost(item: ContextItem) -> int:
-        # Upper bound of what the item adds to either rendering: its line (and
-        # the newline) in the text, or its content plus overhead as a message.
-        line = count.count(item_line(item, widest)) + newline
+    def text_cost(item: ContextItem, text: str) -> int:
+        # Upper bound of what the item (with ``text``) adds to either rendering: its
+        # line (and the newline) in the text, or its content plus overhead as a message.
+        head = f"{widest} " if item.role is None else f"{widest} {item.role}: "
+        line = count.count(head + text) + newline
         if item.kind is ItemKind.MESSAGE:
-            return max(line, count.count(item.text) + message_overhead)
+            return max(line, count.count(text) + message_overhead)
         return line
+
+    def line_cost(item: ContextItem) -> int:
+        return text_cost(item, item.text)
 
     def header_cost(item: ContextItem) -> int:
         key = group_key(item)
         if key is None or key in groups or item.occurred_at is None:
             return 0
         return headers.added(item.occurred_at.date())
-
-    def cost(item: ContextItem) -> int:
-        return line_cost(item) + header_cost(item)
 
     fixed = count.count(HEADER) + count.count(FOOTER) + 2 * newline + message_overhead
     used = fixed
@@ -224,10 +228,12 @@ def pack(
             continue
         title = 0 if item.kind in opened else count.count(SECTION_TITLES[item.kind]) + newline
         room = max_tokens - used - title
-        need = cost(item)
+        # Clipping changes the text only: the group, so the header's cost, stays.
+        header = header_cost(item)
+        need = line_cost(item) + header
         short = need - room
         if item.kind is ItemKind.EPISODE and 0 < short <= credit + title:
-            made = _room_from_longest(chosen, lines, whole, line_cost(item), short, line_cost)
+            made = _room_from_longest(chosen, lines, whole, line_cost(item), short, text_cost)
             if made is not None:
                 freed = sum(chosen[n].tokens - c.tokens for n, c in made.items())
                 for n, c in made.items():
@@ -237,10 +243,10 @@ def pack(
                 room += freed
                 credit -= short
         if need > room and item.kind in _CLIPPABLE:
-            clipped = _clip(item, room, cost)
+            clipped = _clip(item, room, text_cost, header)
             if clipped is not None:
                 whole[item.priority] = item
-                item, need = clipped, cost(clipped)
+                item, need = clipped, line_cost(clipped) + header
         if need <= room:
             key = group_key(item)
             if key is not None and key not in groups and item.occurred_at is not None:
@@ -249,7 +255,7 @@ def pack(
             whole.setdefault(item.priority, item)
             if item.kind is ItemKind.EPISODE:
                 lines[len(chosen)] = line_cost(item)
-            chosen.append(replace(item, tokens=need))
+            chosen.append(evolve(item, tokens=need))
             used += need + title
             credit += title
             opened.add(item.kind)
@@ -260,27 +266,26 @@ def pack(
     # The sum of costs bounds the real total for a counter that is subadditive
     # over concatenation (both built-in ones are). For any other counter,
     # measure the final text and shed the lowest-priority items.
-    def fits(items: list[ContextItem]) -> bool:
+    def measure(items: list[ContextItem]) -> tuple[list[ContextItem], int]:
+        """The items with their handles, and the larger of both renderings' counts."""
+        if not items:
+            return [], 0
         shown = assign_handles(items)
-        return (
-            render_tokens(shown, count) <= max_tokens
-            and message_tokens(shown, count, message_overhead) <= max_tokens
-        )
+        tokens = max(render_tokens(shown, count), message_tokens(shown, count, message_overhead))
+        return shown, tokens
 
+    shown, measured = measure(chosen)
     shed = False
-    while chosen and not fits(chosen):
+    while chosen and measured > max_tokens:
         dropped.append(chosen.pop().id)
         shed = True
-    chosen = assign_handles(chosen)
-    if chosen:
-        measured = max(
-            render_tokens(chosen, count), message_tokens(chosen, count, message_overhead)
-        )
+        shown, measured = measure(chosen)
+    if shown:
         used_tokens = measured if shed else max(used, measured)
     else:
         used_tokens = 0
     return Context(
-        items=chosen,
+        items=shown,
         max_tokens=max_tokens,
         used_tokens=used_tokens,
         dropped=dropped,
@@ -294,12 +299,13 @@ def _room_from_longest(
     whole: dict[int, ContextItem],
     own: int,
     short: int,
-    line_cost: Callable[[ContextItem], int],
+    text_cost: Callable[[ContextItem, str], int],
 ) -> dict[int, ContextItem] | None:
     """``short`` tokens freed by clipping the longest packed episodes whose line costs
     more than ``own``, longest first, none below ``MIN_CLIP_TOKENS``: the clipped
     items by their index in ``chosen`` (``tokens`` updated), or None if they cannot
-    free as much. ``lines`` holds each packed episode's line cost by that index."""
+    free as much. ``lines`` holds each packed episode's line cost by that index;
+    ``text_cost`` is an item's line cost with a given text."""
     longer = sorted(
         ((line, n) for n, line in lines.items() if line > own),
         key=lambda t: (-t[0], -chosen[t[1]].priority),
@@ -309,11 +315,11 @@ def _room_from_longest(
         if short <= 0:
             break
         packed = chosen[n]
-        clipped = _clip(whole[packed.priority], max(line - short, MIN_CLIP_TOKENS), line_cost)
+        clipped = _clip(whole[packed.priority], max(line - short, MIN_CLIP_TOKENS), text_cost)
         if clipped is None:
             continue
-        freed = line - line_cost(clipped)
+        freed = line - text_cost(clipped, clipped.text)
         if freed > 0:
-            out[n] = replace(clipped, tokens=packed.tokens - freed)
+            out[n] = evolve(clipped, tokens=packed.tokens - freed)
             short -= freed
     return out if short <= 0 else None

@@ -19,6 +19,7 @@ __all__ = [
     "ApproxTokenCounter",
     "CallableTokenCounter",
     "CharTokenCounter",
+    "CountOnce",
     "CounterLike",
     "TokenCounter",
     "as_counter",
@@ -32,9 +33,11 @@ class TokenCounter(Protocol):
     def count(self, text: str) -> int: ...
 
 
-# Latin letter runs, digit runs, or any other single non-space character. Not
-# core.text.words: a token estimate must count punctuation, CJK and emoji, which words drop.
-_PIECE = re.compile(r"[A-Za-z]+|[0-9]+|[^\sA-Za-z0-9]")
+# One token each: a started four Latin letters, a started three digits, any other
+# non-space character. Not core.text.words: a token estimate must count punctuation,
+# CJK and emoji, which words drop. Matched only inside a whitespace-free word, where
+# ``\S`` is reached only by what is neither a letter nor a digit.
+_TOKEN = re.compile(r"[A-Za-z]{1,4}|[0-9]{1,3}|\S")
 
 
 class ApproxTokenCounter:
@@ -49,15 +52,15 @@ class ApproxTokenCounter:
     """
 
     def count(self, text: str) -> int:
+        # str.split() and the pattern's \s agree on what whitespace is, and no token
+        # spans it, so words are counted apart; most words are plain letters, which
+        # need no pattern match per four of them.
         total = 0
-        for piece in _PIECE.findall(text):
-            first = piece[0]
-            if first.isascii() and first.isalpha():
-                total += math.ceil(len(piece) / 4)
-            elif first.isascii() and first.isdigit():
-                total += math.ceil(len(piece) / 3)
+        for word in text.split():
+            if word.isalpha() and word.isascii():
+                total += (len(word) + 3) >> 2
             else:
-                total += 1
+                total += len(_TOKEN.findall(word))
         return total
 
 
@@ -89,6 +92,28 @@ class CallableTokenCounter:
 
 
 CounterLike: TypeAlias = TokenCounter | Callable[[str], int]
+
+
+class CountOnce:
+    """``counter``'s counts with each distinct text counted once: for one packing.
+
+    A packing asks for the same texts again and again (each item's line, the titles,
+    the date headers, the final renderings); a real tokenizer is the expensive part.
+    Kept for one call only: a cache across calls would grow with every text ever
+    packed. Like the budget itself, it takes a count to depend on the text alone.
+    """
+
+    __slots__ = ("_count", "_known")
+
+    def __init__(self, counter: TokenCounter) -> None:
+        self._count = counter.count
+        self._known: dict[str, int] = {}
+
+    def count(self, text: str) -> int:
+        known = self._known.get(text)
+        if known is None:
+            known = self._known[text] = self._count(text)
+        return known
 
 
 def as_counter(counter: CounterLike | None) -> TokenCounter:
