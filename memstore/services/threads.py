@@ -128,32 +128,21 @@ class ThreadBuffer:
         check_text("usage_instructions", usage_instructions, allow_empty=True)
         check_text("todo_nudge", todo_nudge, allow_empty=True)
         encoded = _encode_payload(payload)
+        metadata: dict[str, Any] = {
+            "from_id": from_id,
+            "to_id": to_id,
+            "own_name": own_name,
+            "is_self_call": is_self_call,
+            "usage_instructions": usage_instructions,
+            "todo_nudge": todo_nudge,
+        }
         if self._in_one_call:
-            done = await self._append_in_one_call(
-                user_id,
-                thread_id,
-                encoded,
-                from_id=from_id,
-                to_id=to_id,
-                own_name=own_name,
-                is_self_call=is_self_call,
-                usage_instructions=usage_instructions,
-                todo_nudge=todo_nudge,
-            )
+            done = await self._append_in_one_call(user_id, thread_id, encoded, **metadata)
             if done is not None:
                 return done
             self._in_one_call = False  # this database cannot (Citus): from now on, below
         slot = await self._append(
-            user_id,
-            thread_id,
-            lambda _log: encoded,
-            read_log=False,
-            from_id=from_id,
-            to_id=to_id,
-            own_name=own_name,
-            is_self_call=is_self_call,
-            usage_instructions=usage_instructions,
-            todo_nudge=todo_nudge,
+            user_id, thread_id, lambda _log: encoded, read_log=False, **metadata
         )
         assert slot is not None  # the payload is never None
         return slot

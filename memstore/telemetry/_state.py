@@ -61,16 +61,9 @@ def tracer() -> Tracer | None:
     trace = sys.modules.get("opentelemetry.trace")
     if trace is None:
         return None
-    provider: Any = getattr(trace, "_TRACER_PROVIDER", _UNKNOWN)
-    if provider is None:
-        return None  # none set: the API's proxy, which records nothing
-    if provider is _UNKNOWN:
-        provider = trace.get_tracer_provider()
-    if provider is not _TRACING.provider:
-        silent = type(provider).__name__ in _SILENT
-        _TRACING.made = None if silent else provider.get_tracer(SCOPE, __version__)
-        _TRACING.provider = provider
-    made: Tracer | None = _TRACING.made
+    made: Tracer | None = _made(
+        _TRACING, trace, "_TRACER_PROVIDER", trace.get_tracer_provider, "get_tracer"
+    )
     return made
 
 
@@ -80,14 +73,22 @@ def meter() -> Meter | None:
     if metrics is None:
         return None
     internal = sys.modules.get("opentelemetry.metrics._internal")
-    provider: Any = getattr(internal, "_METER_PROVIDER", _UNKNOWN)
+    made: Meter | None = _made(
+        _METRICS, internal, "_METER_PROVIDER", metrics.get_meter_provider, "get_meter"
+    )
+    return made
+
+
+def _made(cache: _Cached, holder: Any, name: str, get: Any, make: str) -> Any:
+    # The provider global of ``holder`` (None: none set, the API's proxy records
+    # nothing); what memstore made of it is cached until the provider changes.
+    provider: Any = getattr(holder, name, _UNKNOWN)
     if provider is None:
         return None
     if provider is _UNKNOWN:
-        provider = metrics.get_meter_provider()
-    if provider is not _METRICS.provider:
+        provider = get()
+    if provider is not cache.provider:
         silent = type(provider).__name__ in _SILENT
-        _METRICS.made = None if silent else provider.get_meter(SCOPE, __version__)
-        _METRICS.provider = provider
-    made: Meter | None = _METRICS.made
-    return made
+        cache.made = None if silent else getattr(provider, make)(SCOPE, __version__)
+        cache.provider = provider
+    return cache.made
