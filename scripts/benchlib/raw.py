@@ -76,7 +76,8 @@ class SqliteQueries:
     """Hand-written queries through aiosqlite, the driver memstore itself uses.
 
     An async application querying SQLite by hand would use the same driver, so
-    the per-query thread hop is part of both sides.
+    the per-query thread hop is part of both sides: one hop (``execute_fetchall``),
+    as memstore's reads on the driver take.
     """
 
     def __init__(self, url: str) -> None:
@@ -94,5 +95,4 @@ class SqliteQueries:
         await self.conn.close()
 
     async def fetch(self, sql: str, params: Any = ()) -> list[Any]:
-        async with self.conn.execute(sql, params) as cursor:
-            return list(await cursor.fetchall())
+        return list(await self.conn.execute_fetchall(sql, params))
