@@ -186,7 +186,9 @@ def run(url: str, n: int, interval: float, say: Callable[[str], None]) -> None:
         )
         previous = stage
     calls = [ret - call for call, ret in sent.values()]
+    held = [got[i]["8 slot held"] - sent[i][0] for i in got]
     say(f"A's append, call to return: p50 {_pct(calls, 50) * 1000:.2f} ms")
+    say(f"B holds the slot, from A's call: p50 {_pct(held, 50) * 1000:.2f} ms")
 
 
 def main() -> int:
