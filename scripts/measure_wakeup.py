@@ -9,6 +9,13 @@ reached it (Postgres: the NOTIFY read off the listening connection; SQLite: the
 inotify event, then the ``data_version`` read that showed the commit), when its
 waiting task resumed, and when its read of the slot started and ended. Printed:
 the median and p90 of each stage, in ms, from A's return.
+
+``--floor``: in one process with nothing else running, the median time of B's
+read of one slot as ``threads.wait`` makes it before and after a wake-up (a
+read transaction: the tenant's change head, then the slots), as it makes it
+now (the slots alone, one autocommit statement), a bare checkout of that
+connection, and the same slot query on the raw driver (asyncpg prepared once;
+aiosqlite's one call), so what the layers above the driver cost is in one run.
 """
 
 from __future__ import annotations
@@ -191,23 +198,98 @@ def run(url: str, n: int, interval: float, say: Callable[[str], None]) -> None:
     say(f"B holds the slot, from A's call: p50 {_pct(held, 50) * 1000:.2f} ms")
 
 
+async def _floor(url: str, raw_target: str, backend: str, say: Callable[[str], None]) -> None:
+    import statistics
+
+    from memstore import MemoryStore
+    from memstore.core.tenancy import storage_user_id
+    from memstore.db.unit import Database
+    from memstore.repositories.changes import ChangeLogRepository
+    from memstore.repositories.threads import SlotReads, ThreadRepository
+
+    async with MemoryStore.open(url) as store:
+        for i in range(5):
+            await store.threads.append(THREAD, {"i": i}, from_id="A", to_id="B", user_id=USER)
+        # The store's unit of work, to time B's read on its own.
+        db: Database = getattr(store, "_db")  # noqa: B009
+        user = storage_user_id(USER)
+
+        async def transaction() -> object:
+            async with db.read(user) as session:
+                await ChangeLogRepository(session=session).head(user)
+                return await ThreadRepository(session=session).slots(user, THREAD, start=4)
+
+        async def statement() -> object:
+            async with db.statement(user) as reader:
+                return await SlotReads(reader=reader).after(user, THREAD, start=4, limit=None)
+
+        async def checkout() -> object:
+            async with db.statement(user):
+                return None
+
+        sql = (
+            "SELECT * FROM slots WHERE user_id = {0} AND thread_id = {1} "
+            "AND slot_index >= {2} ORDER BY slot_index"
+        )
+        if backend == "postgres":
+            import asyncpg
+
+            conn = await asyncpg.connect(raw_target)
+            prepared = await conn.prepare(sql.format("$1", "$2", "$3"))
+
+            async def raw() -> object:
+                return await prepared.fetch(user, THREAD, 4)
+        else:
+            import aiosqlite
+
+            conn = await aiosqlite.connect(raw_target)
+            query = sql.format("?", "?", "?")
+
+            async def raw() -> object:
+                return await conn.execute_fetchall(query, (user, THREAD, 4))
+
+        try:
+            say("| B's read of one slot | median ms |")
+            say("|---|---|")
+            for name, call in (
+                ("read transaction: change head, then slots (ORM session)", transaction),
+                ("the slots alone, one autocommit statement (Core)", statement),
+                ("checkout and return of that connection, no statement", checkout),
+                ("the slot query on the raw driver", raw),
+            ):
+                times = []
+                for n in range(350):
+                    started = time.perf_counter()
+                    await call()
+                    if n >= 50:
+                        times.append(time.perf_counter() - started)
+                say(f"| {name} | {statistics.median(times) * 1000:.3f} |")
+        finally:
+            await conn.close()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backends", default="sqlite,postgres")
     parser.add_argument("--n", type=int, default=200)
     parser.add_argument("--interval", type=float, default=0.05)
+    parser.add_argument("--floor", action="store_true", help="B's read alone, in one process")
     args = parser.parse_args()
     dbs = Databases()
     try:
         for backend in args.backends.split(","):
-            url = (
-                dbs.sqlite_url("wake")
-                if backend == "sqlite"
-                else sqlalchemy_url(dbs.pg_dsn("wake"))
-            )
+            if backend == "sqlite":
+                url = dbs.sqlite_url("wake")
+                raw_target = url.removeprefix("sqlite+aiosqlite:///")
+            else:
+                raw_target = dbs.pg_dsn("wake")
+                url = sqlalchemy_url(raw_target)
             asyncio.run(upgrade(url))
             print(f"\n## {backend}\n")
-            run(url, args.n, args.interval, print)
+            if args.floor:
+                asyncio.run(_floor(url, raw_target, backend, print))
+            else:
+                run(url, args.n, args.interval, print)
     finally:
         dbs.close()
     return 0
