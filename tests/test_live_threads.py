@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import event, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from memstore import InvalidInput, NotFound, SyncMemoryStore
@@ -29,6 +29,36 @@ async def test_a_waiter_is_woken_by_an_append_committed_in_another_process(
     assert [(s.index, s.payload) for s in slots] == [(0, {"by": "worker"})]
     # Woken by the commit, not found by the last look at the (guard) timeout.
     assert parts.db.signal.wakeups > woken
+
+
+async def test_a_woken_waiter_holds_its_slot_after_one_statement(
+    parts: StoreParts, db_url: str
+) -> None:
+    store = parts.store
+    # alice has a change log, so her waiter sleeps on her hint alone.
+    await store.threads.append("t", {"n": 0}, from_id="a", to_id="b", user_id="alice")
+    waiter = asyncio.create_task(store.threads.wait("t", after=0, user_id="alice", timeout=GUARD_S))
+    await asleep(parts.db)
+    issued: list[str] = []
+
+    def record(_conn: object, _cursor: object, statement: str, *_args: object) -> None:
+        issued.append(statement)
+
+    # What the waiter sends once woken: the appender is another process.
+    sync_engine = parts.db.engine.sync_engine
+    event.listen(sync_engine, "before_cursor_execute", record)
+    try:
+        woken = parts.db.signal.wakeups
+        await in_other_process(db_url, "append", "alice", "t")
+        slots = await waiter
+    finally:
+        event.remove(sync_engine, "before_cursor_execute", record)
+    assert [s.index for s in slots] == [1]
+    assert parts.db.signal.wakeups > woken
+    # The slots, read by themselves: no transaction's BEGIN, no read of the change
+    # head (its hint matters only to a waiter that sleeps again).
+    assert len(issued) == 1, issued
+    assert "FROM slots" in issued[0]
 
 
 async def test_another_tenants_append_does_not_wake_and_returns_nothing(

@@ -22,12 +22,13 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from memstore.core.tenancy import TenantId
 from memstore.db.crosstenant import cross_tenant
 from memstore.db.signal import CHANNEL, HINTS_KEY, hint_of
+from memstore.db.unit import Reader
 from memstore.db.upsert import insert_for
 from memstore.dialects import dialect_for
 from memstore.models.changes import ChangeHeadRow, ChangeRow
 from memstore.types import ChangeKind, new_id
 
-__all__ = ["ChangeEntry", "ChangeHead", "ChangeLogRepository", "LoggedChange"]
+__all__ = ["ChangeEntry", "ChangeHead", "ChangeLogRepository", "LoggedChange", "read_head"]
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,15 @@ class LoggedChange:
     key: str
     slot_index: int | None
     created_at: datetime
+
+
+async def read_head(reader: Reader, user_id: TenantId) -> ChangeHead | None:
+    """The tenant's change-log head (None: no change recorded yet); one Core statement."""
+    stmt = select(ChangeHeadRow.epoch, ChangeHeadRow.last_seq, ChangeHeadRow.pruned_through).where(
+        ChangeHeadRow.user_id == user_id
+    )
+    row = (await reader.execute(stmt)).first()
+    return None if row is None else ChangeHead(str(row[0]), int(row[1]), int(row[2]))
 
 
 class ChangeLogRepository:
@@ -100,11 +110,7 @@ class ChangeLogRepository:
         self._session.info.setdefault(HINTS_KEY, set()).add(hint)
 
     async def head(self, user_id: TenantId) -> ChangeHead | None:
-        stmt = select(
-            ChangeHeadRow.epoch, ChangeHeadRow.last_seq, ChangeHeadRow.pruned_through
-        ).where(ChangeHeadRow.user_id == user_id)
-        row = (await self._session.execute(stmt)).first()
-        return None if row is None else ChangeHead(str(row[0]), int(row[1]), int(row[2]))
+        return await read_head(self._session, user_id)
 
     async def new_epoch(self, user_id: TenantId) -> None:
         """Give the tenant's log (restored by an import) an epoch of its own.

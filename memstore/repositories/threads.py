@@ -9,12 +9,13 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from memstore.core.tenancy import TenantId
 from memstore.db.crosstenant import cross_tenant
+from memstore.db.unit import Reader
 from memstore.db.upsert import insert_for
 from memstore.models import SlotRow, ThreadRow
 from memstore.repositories.rows import by_key, from_row
 from memstore.types import Slot, ThreadInfo
 
-__all__ = ["ThreadRepository", "slot_from_row"]
+__all__ = ["SlotReads", "ThreadRepository", "slot_from_row"]
 
 
 def slot_from_row(row: SlotRow) -> Slot:
@@ -186,3 +187,37 @@ class ThreadRepository:
         )
         stmt = cross_tenant(stmt, "gc-all-tenants")
         return [TenantId(u) for u in (await self._session.scalars(stmt)).all()]
+
+
+class SlotReads:
+    """A waiter's reads of a thread, one Core statement each: they run on a
+    :data:`~memstore.db.unit.Reader`, an autocommit connection with no ORM session."""
+
+    def __init__(self, *, reader: Reader) -> None:
+        self._reader = reader
+
+    async def count(self, user_id: TenantId, thread_id: str) -> int:
+        """How many slots the thread has handed out (0: no such thread)."""
+        stmt = select(ThreadRow.next_slot_index).where(
+            ThreadRow.user_id == user_id, ThreadRow.thread_id == thread_id
+        )
+        found = (await self._reader.execute(stmt)).scalar_one_or_none()
+        return 0 if found is None else int(found)
+
+    async def after(
+        self, user_id: TenantId, thread_id: str, *, start: int, limit: int | None
+    ) -> list[Slot]:
+        """The thread's slots with index >= ``start``, in order, at most ``limit``."""
+        stmt = (
+            select(*SlotRow.__table__.columns)
+            .where(
+                SlotRow.user_id == user_id,
+                SlotRow.thread_id == thread_id,
+                SlotRow.slot_index >= start,
+            )
+            .order_by(SlotRow.slot_index)
+        )
+        if limit is not None:
+            stmt = stmt.limit(limit)
+        rows = (await self._reader.execute(stmt)).all()
+        return [from_row(Slot, row, timestamp=row.created_at) for row in rows]

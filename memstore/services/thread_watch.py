@@ -16,15 +16,13 @@ from typing import TYPE_CHECKING
 from memstore.core.tenancy import TenantId, storage_user_id
 from memstore.core.validation import check_identifier
 from memstore.errors import InvalidInput
-from memstore.repositories.threads import ThreadRepository
+from memstore.repositories.threads import SlotReads
 from memstore.services.base import Service
 from memstore.services.watch import check_timeout, watching
 from memstore.types import Slot
 
 if TYPE_CHECKING:
-    from sqlalchemy.ext.asyncio import AsyncSession
-
-    from memstore.repositories.changes import ChangeHead
+    from memstore.db.unit import Reader
 
 __all__ = ["MAX_SLOT_INDEX", "ThreadWatch"]
 
@@ -53,15 +51,14 @@ class _Cursor:
     def __init__(self, user: TenantId, thread_id: str, after: int | None, limit: int | None):
         self.user, self.thread_id, self.after, self.limit = user, thread_id, after, limit
 
-    async def read(self, session: AsyncSession, _head: ChangeHead | None) -> list[Slot] | None:
-        repo = ThreadRepository(session=session)
+    async def find(self, reader: Reader) -> list[Slot] | None:
+        reads = SlotReads(reader=reader)
         if self.after is None:
             # "After the current last slot": the first read fixes it. The waiter is
             # registered already, so an append committed after this read wakes it.
-            info = await repo.info(self.user, self.thread_id)
-            self.after = (info.slot_count if info is not None else 0) - 1
+            self.after = await reads.count(self.user, self.thread_id) - 1
             return None
-        slots = await repo.slots(self.user, self.thread_id, start=self.after + 1, limit=self.limit)
+        slots = await reads.after(self.user, self.thread_id, start=self.after + 1, limit=self.limit)
         if not slots:
             return None
         self.after = slots[-1].index
@@ -94,7 +91,7 @@ class ThreadWatch(Service):
         cursor = _Cursor(user, thread_id, _check_after(after), None)
         seconds = check_timeout(timeout)
         async with watching(self.db, user, seconds, what="threads.wait") as watch:
-            return await watch.until(cursor.read) or []
+            return await watch.until_found(cursor.find) or []
 
     async def follow(
         self,
@@ -111,5 +108,5 @@ class ThreadWatch(Service):
         async with watching(self.db, user, None, what="threads.follow") as watch:
             while True:
                 # No deadline: until() returns only when there are slots.
-                for slot in await watch.until(cursor.read) or []:
+                for slot in await watch.until_found(cursor.find) or []:
                     yield slot

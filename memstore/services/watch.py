@@ -18,9 +18,9 @@ from typing import Any, TypeVar
 
 from memstore.core.tenancy import TenantId
 from memstore.db.signal import Waiter
-from memstore.db.unit import Database
+from memstore.db.unit import Database, Reader
 from memstore.errors import InvalidInput, Unavailable
-from memstore.repositories.changes import ChangeHead, ChangeLogRepository
+from memstore.repositories.changes import ChangeHead, ChangeLogRepository, read_head
 
 __all__ = ["MAX_WAIT_SECONDS", "TenantWatch", "check_timeout", "watching"]
 
@@ -33,6 +33,8 @@ _RETRY_S = 0.5
 
 # (the read transaction's session, the tenant's change-log head) -> result or None.
 Read = Callable[[Any, ChangeHead | None], Awaitable[R | None]]
+# A read that is single statements and needs no head: (reader) -> result or None.
+Find = Callable[[Reader], Awaitable[R | None]]
 
 
 def check_timeout(timeout: object) -> float | None:
@@ -61,12 +63,44 @@ class TenantWatch:
         return max(0.0, self._deadline - asyncio.get_running_loop().time())
 
     async def until(self, read: Read[R]) -> R | None:
-        """``read``'s first result that is not None, or None at the deadline."""
+        """``read``'s first result that is not None, or None at the deadline.
+
+        ``read`` runs in a read transaction after the tenant's change-log head.
+        """
+
+        async def attempt() -> tuple[R | None, ChangeHead | None]:
+            async with self._db.read(self._user) as session:
+                head = await ChangeLogRepository(session=session).head(self._user)
+                return await read(session, head), head
+
+        return await self._loop(attempt)
+
+    async def until_found(self, find: Find[R]) -> R | None:
+        """:meth:`until` for a ``find`` that needs no head and is single statements.
+
+        Each runs by itself on an autocommit connection (no BEGIN / COMMIT
+        round trips, no ORM session), and the head, needed only to narrow the
+        hints that wake this waiter, is read only when ``find`` found nothing:
+        a waiter woken for what it waits for holds it after one statement. The
+        head read after ``find`` is no less safe than before it: the waiter is
+        registered already, so a commit between the two wakes it.
+        """
+
+        async def attempt() -> tuple[R | None, ChangeHead | None]:
+            async with self._db.statement(self._user) as reader:
+                found = await find(reader)
+                if found is not None:
+                    return found, None
+                return None, await read_head(reader, self._user)
+
+        return await self._loop(attempt)
+
+    async def _loop(
+        self, attempt: Callable[[], Awaitable[tuple[R | None, ChangeHead | None]]]
+    ) -> R | None:
         while True:
             try:
-                async with self._db.read(self._user) as session:
-                    head = await ChangeLogRepository(session=session).head(self._user)
-                    result = await read(session, head)
+                result, head = await attempt()
             except Unavailable:
                 left = self._left()
                 if left == 0:
