@@ -5,13 +5,14 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from sqlalchemy import event, text
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from memstore import InvalidInput, NotFound, SyncMemoryStore
 from memstore.backends.postgresql.signal import LISTENER_APPLICATION_NAME
 from memstore.services.thread_watch import MAX_SLOT_INDEX
 from tests.live_support import GUARD_S, asleep, in_other_process, settled
+from tests.sent_sql import every_statement
 from tests.store_parts import StoreParts
 
 pytestmark = pytest.mark.slow
@@ -40,19 +41,11 @@ async def test_a_woken_waiter_holds_its_slot_after_one_statement(
     waiter = asyncio.create_task(store.threads.wait("t", after=0, user_id="alice", timeout=GUARD_S))
     await asleep(parts.db)
     issued: list[str] = []
-
-    def record(_conn: object, _cursor: object, statement: str, *_args: object) -> None:
-        issued.append(statement)
-
-    # What the waiter sends once woken: the appender is another process.
-    sync_engine = parts.db.engine.sync_engine
-    event.listen(sync_engine, "before_cursor_execute", record)
-    try:
+    # What the waiter sends once woken, by either path (the appender is another process).
+    with every_statement(lambda sql, _params: issued.append(sql)):
         woken = parts.db.signal.wakeups
         await in_other_process(db_url, "append", "alice", "t")
         slots = await waiter
-    finally:
-        event.remove(sync_engine, "before_cursor_execute", record)
     assert [s.index for s in slots] == [1]
     assert parts.db.signal.wakeups > woken
     # The slots, read by themselves: no transaction's BEGIN, no read of the change

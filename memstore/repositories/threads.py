@@ -4,11 +4,12 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, func, insert, or_, select
+from sqlalchemy import bindparam, delete, func, insert, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from memstore.core.tenancy import TenantId
 from memstore.db.crosstenant import cross_tenant
+from memstore.db.prepared import fetch
 from memstore.db.unit import Reader
 from memstore.db.upsert import insert_for
 from memstore.models import SlotRow, ThreadRow
@@ -189,8 +190,24 @@ class ThreadRepository:
         return [TenantId(u) for u in (await self._session.scalars(stmt)).all()]
 
 
+# A waiter's reads, built once: they run on the driver (memstore.db.prepared).
+_SLOT_COUNT = select(ThreadRow.next_slot_index).where(
+    ThreadRow.user_id == bindparam("user_id"), ThreadRow.thread_id == bindparam("thread_id")
+)
+_SLOTS_AFTER = (
+    select(*SlotRow.__table__.columns)
+    .where(
+        SlotRow.user_id == bindparam("user_id"),
+        SlotRow.thread_id == bindparam("thread_id"),
+        SlotRow.slot_index >= bindparam("start"),
+    )
+    .order_by(SlotRow.slot_index)
+)
+_SLOTS_AFTER_LIMITED = _SLOTS_AFTER.limit(bindparam("limit"))
+
+
 class SlotReads:
-    """A waiter's reads of a thread, one Core statement each: they run on a
+    """A waiter's reads of a thread, one statement each: they run on a
     :data:`~memstore.db.unit.Reader`, an autocommit connection with no ORM session."""
 
     def __init__(self, *, reader: Reader) -> None:
@@ -198,26 +215,17 @@ class SlotReads:
 
     async def count(self, user_id: TenantId, thread_id: str) -> int:
         """How many slots the thread has handed out (0: no such thread)."""
-        stmt = select(ThreadRow.next_slot_index).where(
-            ThreadRow.user_id == user_id, ThreadRow.thread_id == thread_id
-        )
-        found = (await self._reader.execute(stmt)).scalar_one_or_none()
-        return 0 if found is None else int(found)
+        params = {"user_id": user_id, "thread_id": thread_id}
+        found = await fetch(self._reader, _SLOT_COUNT, params)
+        return int(found[0][0]) if found else 0
 
     async def after(
         self, user_id: TenantId, thread_id: str, *, start: int, limit: int | None
     ) -> list[Slot]:
         """The thread's slots with index >= ``start``, in order, at most ``limit``."""
-        stmt = (
-            select(*SlotRow.__table__.columns)
-            .where(
-                SlotRow.user_id == user_id,
-                SlotRow.thread_id == thread_id,
-                SlotRow.slot_index >= start,
-            )
-            .order_by(SlotRow.slot_index)
-        )
+        params: dict[str, Any] = {"user_id": user_id, "thread_id": thread_id, "start": start}
+        stmt = _SLOTS_AFTER
         if limit is not None:
-            stmt = stmt.limit(limit)
-        rows = (await self._reader.execute(stmt)).all()
+            stmt, params["limit"] = _SLOTS_AFTER_LIMITED, limit
+        rows = await fetch(self._reader, stmt, params)
         return [from_row(Slot, row, timestamp=row.created_at) for row in rows]
