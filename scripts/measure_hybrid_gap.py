@@ -179,9 +179,9 @@ async def _run(dsn: str, url: str, tenant: int, runs: int, out_dir: Path) -> Non
                 got = dict(re.findall(r"(Planning|Execution) Time: ([\d.]+)", _text(rows)))
                 server[name].append((float(got["Planning"]), float(got["Execution"])))
         for name, pairs in server.items():
-            plan = statistics.median(p for p, _ in pairs)
-            run = statistics.median(e for _, e in pairs)
-            print(f"server p50: planning {plan:6.3f} ms, execution {run:6.3f} ms  {name}")
+            planning = statistics.median(p for p, _ in pairs)
+            execution = statistics.median(e for _, e in pairs)
+            print(f"server p50: planning {planning:6.3f} ms, execution {execution:6.3f} ms  {name}")
         times: dict[str, list[float]] = {k: [] for k in variants}
         names = list(variants)
         for i in range(runs):
