@@ -21,6 +21,7 @@ import numpy.typing as npt
 
 from memstore.errors import EmbedderError, EmbedderUnavailable
 from memstore.outbound.secrets import ProviderFault, Scrubber
+from memstore.telemetry import input_tokens
 
 __all__ = ["Failure", "answer_bytes", "failure_of", "shown", "vectors_of"]
 
@@ -31,6 +32,8 @@ _NUMBER_BYTES = 32
 _ITEM_BYTES = 512
 _ENVELOPE_BYTES = 64 * 1024
 _WIDEST = 65_536
+# More input tokens than any one request can carry: a usage figure past it is not believed.
+_MOST_TOKENS = 1_000_000_000
 
 
 def answer_bytes(texts: int, width: int | None) -> int:
@@ -134,6 +137,11 @@ def vectors_of(content: bytes, count: int, where: str) -> npt.NDArray[np.float32
     matrix = np.stack(found)
     if not np.isfinite(matrix).all():
         return Failure(EmbedderError(f"{said} answered NaN or infinite (or past float32) values"))
+    used = document.get("usage")
+    tokens = used.get("prompt_tokens") if isinstance(used, dict) else None
+    # What the endpoint says it counted goes to telemetry only, and only if plausible.
+    if isinstance(tokens, int) and not isinstance(tokens, bool) and 0 <= tokens <= _MOST_TOKENS:
+        input_tokens(tokens)
     return matrix
 
 

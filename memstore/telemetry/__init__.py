@@ -9,7 +9,7 @@ docs/operations.md for the spans, attributes and instruments.
 from __future__ import annotations
 
 from memstore.telemetry.facade import configure, traced_operations
-from memstore.telemetry.models import model_call, retried
+from memstore.telemetry.models import input_tokens, model_call, retried
 from memstore.telemetry.names import METRICS
 from memstore.telemetry.runtime import (
     acquire_permit,
@@ -30,6 +30,7 @@ __all__ = [
     "configure",
     "consolidated",
     "event",
+    "input_tokens",
     "metrics_on",
     "model_call",
     "release_permit",

@@ -6,21 +6,45 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextvars import ContextVar
 from typing import Any
 
 from memstore.telemetry._state import tracer
 from memstore.telemetry.instruments import instruments
 from memstore.telemetry.names import (
     ERROR_TYPE,
+    GEN_AI_INPUT_TOKENS,
     GEN_AI_MODEL,
     GEN_AI_OPERATION,
+    GEN_AI_TOKEN_TYPE,
     error_type,
 )
 from memstore.telemetry.spans import event, traced_span, with_operation
 
-__all__ = ["model_call", "model_name", "retried"]
+__all__ = ["input_tokens", "model_call", "model_name", "retried"]
 
 _OFF: AbstractContextManager[None] = nullcontext()
+
+
+class _Usage:
+    """What the endpoint of the call in progress said it used (None: it did not say)."""
+
+    __slots__ = ("tokens",)
+
+    def __init__(self) -> None:
+        self.tokens: int | None = None
+
+
+# The model call this task is inside, while telemetry is on.
+_CALL: ContextVar[_Usage | None] = ContextVar("memstore_model_call", default=None)
+
+
+def input_tokens(count: int) -> None:
+    """The endpoint of the current call reported ``count`` input tokens (a client that
+    reads its answer's usage calls this; nothing happens outside a recorded call)."""
+    usage = _CALL.get()
+    if usage is not None:
+        usage.tokens = count
 
 
 def model_name(model: object) -> str:
@@ -45,17 +69,22 @@ def _call(kind: str, name: str, inputs: int) -> Iterator[None]:
     started = time.perf_counter()
     error: BaseException | None = None
     made = tracer()
+    usage = _Usage()
+    token = _CALL.set(usage)
     try:
         if made is None:
             yield
         else:
             spanned = {**attributes, "memstore.model.inputs": inputs}
-            with traced_span(made, f"{kind} {name}", spanned, client=True):
+            with traced_span(made, f"{kind} {name}", spanned, client=True) as current:
                 yield
+                if usage.tokens is not None:
+                    current.set_attribute(GEN_AI_INPUT_TOKENS, usage.tokens)
     except BaseException as exc:
         error = exc
         raise
     finally:
+        _CALL.reset(token)
         metrics = instruments()
         if metrics is not None:
             counted = dict(attributes)
@@ -65,6 +94,9 @@ def _call(kind: str, name: str, inputs: int) -> Iterator[None]:
             metrics.add("memstore.model.calls", 1, counted)
             elapsed = time.perf_counter() - started
             metrics.record("gen_ai.client.operation.duration", elapsed, counted)
+            if usage.tokens is not None:
+                tokens = {**counted, GEN_AI_TOKEN_TYPE: "input"}
+                metrics.record("gen_ai.client.token.usage", usage.tokens, tokens)
 
 
 def retried(kind: str, model: object, attempt: int, failure: BaseException) -> None:

@@ -10,8 +10,10 @@ __all__ = [
     "DB_SYSTEM",
     "DB_SYSTEM_NAME",
     "ERROR_TYPE",
+    "GEN_AI_INPUT_TOKENS",
     "GEN_AI_MODEL",
     "GEN_AI_OPERATION",
+    "GEN_AI_TOKEN_TYPE",
     "METRICS",
     "OPERATION",
     "TENANT_HASH",
@@ -26,6 +28,8 @@ DB_OPERATION = "db.operation.name"
 ERROR_TYPE = "error.type"
 GEN_AI_OPERATION = "gen_ai.operation.name"
 GEN_AI_MODEL = "gen_ai.request.model"
+GEN_AI_TOKEN_TYPE = "gen_ai.token.type"
+GEN_AI_INPUT_TOKENS = "gen_ai.usage.input_tokens"
 OPERATION = "memstore.operation"
 TENANT_HASH = "memstore.tenant.hash"
 
@@ -46,6 +50,11 @@ METRICS: dict[str, tuple[str, str, str]] = {
         "Transactions waiting for a connection permit",
     ),
     "gen_ai.client.operation.duration": ("histogram", "s", "Duration of model calls"),
+    "gen_ai.client.token.usage": (
+        "histogram",
+        "{token}",
+        "Input tokens of embedding calls, as the endpoint reported them",
+    ),
     "memstore.model.calls": ("counter", "{call}", "Embedder and reranker calls"),
     "memstore.model.retries": ("counter", "{retry}", "Model endpoint attempts retried"),
     "memstore.consolidation.backlog": (
