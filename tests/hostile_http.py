@@ -77,7 +77,12 @@ def good_answer(
             f'{{"object": "embedding", "index": {i}, "embedding": [{_vector(mode, width)}]}}'
             for i in range(0 if empty else len(texts))
         ]
-        return f'{{"object": "list", "model": "m", "data": [{", ".join(items)}]}}'.encode()
+        # As OpenAI-compatible servers do, the tokens counted (a word a token, here).
+        used = sum(len(str(text).split()) for text in texts)
+        usage = f'{{"prompt_tokens": {used}, "total_tokens": {used}}}'
+        return (
+            f'{{"object": "list", "model": "m", "data": [{", ".join(items)}], "usage": {usage}}}'
+        ).encode()
     if path.endswith("/rerank"):
         texts = request.get("documents") or request.get("texts") or []
         items = [

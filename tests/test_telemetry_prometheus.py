@@ -18,6 +18,7 @@ from prometheus_client import CollectorRegistry, start_wsgi_server
 from prometheus_server import PROMETHEUS, prometheus_server
 
 from memstore import MemoryStore
+from memstore.embeddings import OpenAIEmbedder
 from memstore.errors import MemstoreError
 from memstore.rerankers import HTTPReranker
 from memstore.telemetry import METRICS
@@ -26,6 +27,8 @@ from memstore.types import Episode
 ROOT = Path(__file__).resolve().parents[1]
 DASHBOARD = ROOT / "docs" / "grafana" / "memstore-dashboard.json"
 KEY_ENV = "MEMSTORE_TEST_PROM_RERANK_KEY"
+# The vector width the test databases are migrated with.
+DATABASE_WIDTH = 384
 # PromQL's own words in the dashboard's queries (functions, aggregations, keywords).
 PROMQL_WORDS = {"sum", "max", "rate", "histogram_quantile", "by", "le"}
 
@@ -94,21 +97,37 @@ async def _workload(db_url: str, hostile: HostileServer, monkeypatch: pytest.Mon
     monkeypatch.setenv(KEY_ENV, "sk-prometheus-test-key-000")
     reranker = HTTPReranker("tiny", base_url=hostile.url, api_key_env=KEY_ENV, backoff=0.01)
     options = {"pool_size": 1, "max_overflow": 0}
-    async with MemoryStore.open(db_url, reranker=reranker, engine_options=options) as store:
-        for n in range(3):
-            await store.remember(Episode(user_id="alice", session_id="s", input=f"zebra {n}"))
-        hostile.requests = 0
-        hostile.mode = "retry-after:0"
-        await asyncio.gather(*(store.recall("zebra", user_id="alice") for _ in range(4)))
-        hostile.mode = "echo-401"
-        with pytest.raises(MemstoreError):
-            await store.recall("zebra", user_id="alice")
-        await store.consolidate_all_tenants(limit=1)
-        waiting = asyncio.create_task(store.threads.wait("t", timeout=60, user_id="alice"))
-        await asyncio.sleep(0.2)
-        await store.threads.append("t", {"n": 1}, from_id="a", to_id="b", user_id="alice")
-        await waiting
+    # Embeddings from an endpoint of their own that stays good and reports its tokens.
+    with hostile_server() as embeddings:
+        embeddings.width = DATABASE_WIDTH
+        embedder = OpenAIEmbedder(
+            "m",
+            base_url=embeddings.url + "/v1",
+            api_key="sk-prometheus-embed-000",
+            dimensions=DATABASE_WIDTH,
+        )
+        async with MemoryStore.open(
+            db_url, embedder=embedder, reranker=reranker, engine_options=options
+        ) as store:
+            await _calls(store, hostile)
     await reranker.aclose()
+
+
+async def _calls(store: MemoryStore, hostile: HostileServer) -> None:
+    """The workload itself: the reranker's endpoint (``hostile``) retries, then refuses."""
+    for n in range(3):
+        await store.remember(Episode(user_id="alice", session_id="s", input=f"zebra {n}"))
+    hostile.requests = 0
+    hostile.mode = "retry-after:0"
+    await asyncio.gather(*(store.recall("zebra", user_id="alice") for _ in range(4)))
+    hostile.mode = "echo-401"
+    with pytest.raises(MemstoreError):
+        await store.recall("zebra", user_id="alice")
+    await store.consolidate_all_tenants(limit=1)
+    waiting = asyncio.create_task(store.threads.wait("t", timeout=60, user_id="alice"))
+    await asyncio.sleep(0.2)
+    await store.threads.append("t", {"n": 1}, from_id="a", to_id="b", user_id="alice")
+    await waiting
 
 
 async def test_prometheus_scrapes_what_the_dashboard_queries(
