@@ -77,6 +77,8 @@ async def test_waiters_and_wake_ups(store: MemoryStore, otel: Captured) -> None:
     assert [s.index for s in slots] == [1]
     points = metric_points(otel.metrics)
     assert sum(p.value for p in points["memstore.changes.wakeups"]) >= 1
+    (lag,) = points["memstore.changes.lag"]
+    assert lag.count == 1 and lag.sum >= 0
     assert [p.value for p in _waiters(otel)] == [0]
     waits = otel.named("memstore.changes.wait")
     assert [w.attributes["memstore.woken"] for w in waits][-1] is True

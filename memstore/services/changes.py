@@ -24,6 +24,7 @@ from memstore.repositories.changes import ChangeHead, ChangeLogRepository
 from memstore.services.base import Service
 from memstore.services.change_position import change_position
 from memstore.services.watch import watching
+from memstore.telemetry import delivered
 from memstore.types import Change, ChangeKind
 
 if TYPE_CHECKING:
@@ -180,5 +181,8 @@ class ChangeService(Service):
         async with watching(self.db, user, None, what="changes") as watch:
             while True:
                 # No deadline: until() returns only when there is something to yield.
-                for change in await watch.until(feed.read) or []:
+                batch = await watch.until(feed.read) or []
+                if batch:
+                    delivered(batch[-1].at, self.db.now)
+                for change in batch:
                     yield change

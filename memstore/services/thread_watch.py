@@ -19,6 +19,7 @@ from memstore.errors import InvalidInput
 from memstore.repositories.threads import SlotReads
 from memstore.services.base import Service
 from memstore.services.watch import check_timeout, watching
+from memstore.telemetry import delivered
 from memstore.types import Slot
 
 if TYPE_CHECKING:
@@ -91,7 +92,10 @@ class ThreadWatch(Service):
         cursor = _Cursor(user, thread_id, _check_after(after), None)
         seconds = check_timeout(timeout)
         async with watching(self.db, user, seconds, what="threads.wait") as watch:
-            return await watch.until_found(cursor.find) or []
+            found = await watch.until_found(cursor.find) or []
+        if found:
+            delivered(found[-1].timestamp, self.db.now)
+        return found
 
     async def follow(
         self,
@@ -108,5 +112,8 @@ class ThreadWatch(Service):
         async with watching(self.db, user, None, what="threads.follow") as watch:
             while True:
                 # No deadline: until() returns only when there are slots.
-                for slot in await watch.until_found(cursor.find) or []:
+                found = await watch.until_found(cursor.find) or []
+                if found:
+                    delivered(found[-1].timestamp, self.db.now)
+                for slot in found:
                     yield slot

@@ -65,6 +65,11 @@ METRICS: dict[str, tuple[str, str, str]] = {
     "memstore.consolidation.episodes": ("counter", "{episode}", "Episodes consolidated"),
     "memstore.changes.waiters": ("updown", "{waiter}", "Live change-feed and thread waiters"),
     "memstore.changes.wakeups": ("counter", "{wakeup}", "Waiters woken by a change"),
+    "memstore.changes.lag": (
+        "histogram",
+        "s",
+        "From the commit of the newest change of a batch to its delivery to a live consumer",
+    ),
 }
 
 # The semantic conventions' values of db.system(.name).

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
+from datetime import datetime
 
 from memstore.telemetry._state import tracer
 from memstore.telemetry.instruments import instruments
@@ -12,6 +14,7 @@ __all__ = [
     "acquire_permit",
     "backlog",
     "consolidated",
+    "delivered",
     "metrics_on",
     "release_permit",
     "waiter_added",
@@ -70,6 +73,15 @@ def woken(count: int) -> None:
     if metrics is not None:
         metrics.add("memstore.changes.wakeups", count, {})
     event("memstore.wakeup", {"memstore.woken": count})
+
+
+def delivered(committed: datetime, now: Callable[[], datetime]) -> None:
+    """A live consumer (``threads.wait`` / ``follow``, ``changes()``) got a batch whose
+    newest item was committed at ``committed`` (the writer's clock): the feed's lag."""
+    metrics = instruments()
+    if metrics is not None:
+        lag = max(0.0, (now() - committed).total_seconds())
+        metrics.record("memstore.changes.lag", lag, {})
 
 
 def metrics_on() -> bool:
