@@ -8,6 +8,9 @@ recall with a time_range on tenant 0 (windows of half and a twentieth of its spa
 recall of a copy of tenant 2 inserted after the last ANALYZE (deleted again at the end).
 Then, on one raw asyncpg connection, compares each statement's rows under a custom and a
 generic plan and times it interleaved under the three modes (p50 and p90, client side).
+Statements captured without a time_range are timed a second time without the time filter's
+text (``t0 IS NULL OR occurred_at BETWEEN t0 AND t1``), the parameters kept typed in the
+dense CTE's select list: the generic plan's row estimates without that filter's guess.
 
     PYTHONPATH=$PWD python scripts/measure_plan_modes.py /tmp/plan-db --runs 150
 """
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import re
 import statistics
 import sys
 import time
@@ -38,6 +42,22 @@ ROWS = 50_000
 MODES = ("force_custom_plan", "auto", "force_generic_plan")
 FRESH = "fresh-after-analyze"
 Statement = tuple[str, tuple[Any, ...]]
+_TIMESTAMP = r"CAST\((\$\d+)::TIMESTAMP WITH TIME ZONE AS timestamptz\)"
+_TIME_FILTER = re.compile(
+    rf"AND \({_TIMESTAMP} IS NULL OR e\.occurred_at BETWEEN {_TIMESTAMP} AND {_TIMESTAMP}\)"
+)
+_DENSE_SELECT = "e.ctid AS rid FROM episodes AS e"
+
+
+def _without_time_filter(stmt: Statement) -> Statement:
+    sql, args = stmt
+    found = _TIME_FILTER.search(sql)
+    assert found is not None and _DENSE_SELECT in sql, "memstore's statement changed shape"
+    t0, t1 = found.group(1), found.group(3)
+    sql = _TIME_FILTER.sub("", sql)
+    kept = f"e.ctid AS rid, CAST({t0}::timestamptz AS timestamptz) AS t0_, "
+    kept += f"CAST({t1}::timestamptz AS timestamptz) AS t1_ FROM episodes AS e"
+    return sql.replace(_DENSE_SELECT, kept, 1), args
 
 
 def _queries(tenant: int, n: int) -> list[tuple[str, Any]]:
@@ -115,6 +135,8 @@ async def _run(dsn: str, url: str, runs: int) -> None:
         for tenant in (2, 1):
             stmts = await _capture(url, tenant_name(tenant), _queries(tenant, 20), dense_only=True)
             await _compare(conn, f"vector-only recall, tenant {tenant}", stmts, runs)
+            bare = [_without_time_filter(x) for x in stmts]
+            await _compare(conn, "  the same without the time filter's text", bare, runs)
         big = tenant_name(0)
         lo, hi = await conn.fetchrow(
             "SELECT min(occurred_at), max(occurred_at) FROM episodes WHERE user_id = $1", big
@@ -150,6 +172,8 @@ async def _run(dsn: str, url: str, runs: int) -> None:
             n = await conn.fetchval("SELECT count(*) FROM episodes WHERE user_id = $1", FRESH)
             stmts = await _capture(url, FRESH, _queries(2, 20))
             await _compare(conn, f"hybrid, {n}-row tenant written after ANALYZE", stmts, runs)
+            bare = [_without_time_filter(x) for x in stmts]
+            await _compare(conn, "  the same without the time filter's text", bare, runs)
         finally:
             await conn.execute("DELETE FROM episodes WHERE user_id = $1", FRESH)
     finally:
