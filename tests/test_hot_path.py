@@ -52,6 +52,7 @@ READS: list[tuple[str, Read]] = [
     ("recall_facts_scored", lambda s: s.recall_facts_scored("lives city", user_id="alice")),
     ("recall_facts", lambda s: s.recall_facts("works", user_id="alice", limit=2)),
     ("working", lambda s: s.working(user_id="alice")),
+    ("session_messages", lambda s: s.session_messages("s3", user_id="alice", limit=6)),
 ]
 
 

@@ -25,13 +25,20 @@ from sqlalchemy.sql.elements import TextClause
 from memstore.core.tenancy import TenantId
 from memstore.db.copy import copy_rows
 from memstore.db.crosstenant import cross_tenant
+from memstore.db.prepared import fetch
+from memstore.db.unit import Reader
 from memstore.db.upsert import insert_for
 from memstore.dialects import dialect_for
 from memstore.models import EpisodeRow, SessionTurnRow
 from memstore.repositories.rows import by_key, from_row
 from memstore.types import Episode
 
-__all__ = ["EpisodeRepository", "episode_from_columns", "episode_from_row"]
+__all__ = [
+    "EpisodeRepository",
+    "episode_from_columns",
+    "episode_from_row",
+    "latest_in_session",
+]
 
 
 # Turn reservation as one fixed statement whatever the batch: a multi-row
@@ -94,6 +101,37 @@ def episode_from_columns(row: Any) -> Episode:
 
 def episode_from_row(row: EpisodeRow) -> Episode:
     return _episode(row, row.meta)
+
+
+# A session's newest turns (context's messages), built once: it runs on the driver
+# (memstore.db.prepared); ``metadata`` under its SQL name, as episode_from_columns reads.
+_LATEST_IN_SESSION = (
+    select(
+        EpisodeRow.user_id,
+        EpisodeRow.id,
+        EpisodeRow.session_id,
+        EpisodeRow.input,
+        EpisodeRow.output,
+        EpisodeRow.tool_calls,
+        EpisodeRow.meta.label("metadata"),
+        EpisodeRow.occurred_at,
+    )
+    .where(
+        EpisodeRow.user_id == bindparam("user_id"),
+        EpisodeRow.session_id == bindparam("session_id"),
+    )
+    .order_by(EpisodeRow.occurred_at.desc(), EpisodeRow.id.desc())
+    .limit(bindparam("limit"))
+)
+
+
+async def latest_in_session(
+    reader: Reader, user_id: TenantId, session_id: str, limit: int
+) -> list[Episode]:
+    """The session's ``limit`` newest episodes, oldest first (one statement)."""
+    params = {"user_id": user_id, "session_id": session_id, "limit": limit}
+    rows = await fetch(reader, _LATEST_IN_SESSION, params)
+    return [episode_from_columns(r) for r in reversed(rows)]
 
 
 class EpisodeRepository:
@@ -219,18 +257,6 @@ class EpisodeRepository:
         stmt = stmt.order_by(EpisodeRow.occurred_at.desc(), EpisodeRow.id).limit(limit)
         rows = (await self._session.scalars(stmt)).all()
         return [episode_from_row(r) for r in rows]
-
-    async def latest_in_session(
-        self, user_id: TenantId, session_id: str, limit: int
-    ) -> list[Episode]:
-        stmt = (
-            select(EpisodeRow)
-            .where(EpisodeRow.user_id == user_id, EpisodeRow.session_id == session_id)
-            .order_by(EpisodeRow.occurred_at.desc(), EpisodeRow.id.desc())
-            .limit(limit)
-        )
-        rows = (await self._session.scalars(stmt)).all()
-        return [episode_from_row(r) for r in reversed(rows)]
 
     async def count(self, user_id: TenantId) -> int:
         stmt = select(func.count()).select_from(EpisodeRow).where(EpisodeRow.user_id == user_id)

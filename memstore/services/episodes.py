@@ -23,7 +23,7 @@ from memstore.core.validation import (
 from memstore.embeddings.base import Embedder, embed_with_passages_checked
 from memstore.errors import InvalidInput, NotFound
 from memstore.recall.hybrid import HybridRecall, RecallArgs
-from memstore.repositories.episodes import EpisodeRepository
+from memstore.repositories.episodes import EpisodeRepository, latest_in_session
 from memstore.rerankers.base import Reranker
 from memstore.search.settings import EmbedderGuard
 from memstore.services.access import AccessTracker
@@ -216,10 +216,8 @@ class EpisodeService(Service):
         user = storage_user_id(user_id)
         check_identifier("session_id", session_id)
         check_limit("limit", limit)
-        async with self.db.read(user) as session:
-            episodes = await EpisodeRepository(session=session).latest_in_session(
-                user, session_id, max(1, limit // 2)
-            )
+        async with self.db.statement(user) as reader:
+            episodes = await latest_in_session(reader, user, session_id, max(1, limit // 2))
         messages: list[Message] = []
         for ep in episodes:
             if ep.input:
