@@ -169,6 +169,10 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("embeddings/base.py", "pgvector"): "a message naming where the width bound comes from",
     ("embeddings/base.py", "HNSW"): "a message naming where the width bound comes from",
     **{("db/crosstenant.py", t): _PROSE for t in ("hnsw", "HNSW", "pgvector", "citus", "Citus")},
+    **{
+        ("telemetry/statements.py", t): "the fixed vocabulary of statement names a trace shows"
+        for t in ("PRAGMA", "NOTIFY", "LISTEN", "UNLISTEN")
+    },
     ("cli/__init__.py", "citus"): _COMMAND,
     ("cli/citus.py", "citus"): _COMMAND,
     ("schema/cluster.py", "citus"): _COMMAND,

@@ -12,7 +12,14 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.pool import QueuePool
 
 from memstore.db.slowlog import check_threshold, install_slow_query_log, slow_query_ms_from_env
-from memstore.dialects import Dialect, EngineOptions, backend_name, dialect_of_url, dialects
+from memstore.dialects import (
+    Dialect,
+    EngineOptions,
+    backend_name,
+    dialect_for,
+    dialect_of_url,
+    dialects,
+)
 from memstore.errors import ConfigurationError, NotFound
 from memstore.telemetry.engine_events import install_statement_spans
 
@@ -176,7 +183,7 @@ def create_engine(
         ) from exc
     if slow_query_ms is not None:
         install_slow_query_log(engine, slow_query_ms)
-    install_statement_spans(engine, engine.dialect.name)
+    install_statement_spans(engine, dialect_for(engine).name)
     return engine
 
 

@@ -178,8 +178,9 @@ def _unanswered(what: str, error: BaseException) -> Unavailable:
         return Unavailable(
             f"{what}: the database did not answer in time ({error!r}): connecting took longer "
             "than connect_timeout, or a statement ran past command_timeout (an overloaded "
-            "server, or a statement waiting on a lock, e.g. a write to a Citus shard that is "
-            "being moved); retry, or raise engine_options connect_timeout / command_timeout"
+            "server, or a statement waiting on a lock, e.g. a write to a shard of a "
+            "distributed table that is being moved); retry, or raise engine_options "
+            "connect_timeout / command_timeout"
         )
     return Unavailable(f"{what}: database unreachable ({error!r})")
 

@@ -33,14 +33,12 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.pool import PoolProxiedConnection
-from sqlalchemy.sql import sqltypes
 from sqlalchemy.sql.base import Executable
 from sqlalchemy.sql.compiler import Compiled
 
@@ -48,8 +46,9 @@ from memstore.db.connections import OWN_CONNECTION
 from memstore.db.crosstenant import CROSS_TENANT_OPTION
 from memstore.db.driver import DriverReader
 from memstore.db.observers import Executed, observers
-from memstore.db.types import UTCDateTime
 from memstore.db.unit import Reader
+from memstore.dialects import Dialect as Backend
+from memstore.dialects import dialect_for
 from memstore.telemetry.statements import statement_observed, statement_start
 
 __all__ = ["fetch", "through_sqlalchemy"]
@@ -73,29 +72,6 @@ def through_sqlalchemy() -> Iterator[None]:
         _BYPASSED.reset(token)
 
 
-def _utc_from_text(value: str | None) -> datetime | None:
-    # SQLite keeps UTCDateTime as naive UTC text in SQLAlchemy's ISO format.
-    return None if value is None else datetime.fromisoformat(value).replace(tzinfo=UTC)
-
-
-def _result_processor(type_: Any, dialect: Dialect) -> _Processor:
-    """What turns the driver's value of a ``type_`` column into what SQLAlchemy returns.
-
-    Per row and column, so the common cases are spared the general processors:
-    asyncpg already returns ``timestamptz`` as UTC datetimes and ``float8`` as
-    floats (Float's numeric processor, chosen by a type OID that ``fetch`` does
-    not report, would only convert a float to a float), and SQLite's UTC text
-    becomes a datetime in one call.
-    """
-    postgres = dialect.name == "postgresql"
-    if isinstance(type_, UTCDateTime):
-        return None if postgres else _utc_from_text
-    if postgres and isinstance(type_, sqltypes.Float) and not type_.asdecimal:
-        return None
-    processor: _Processor = type_._cached_result_processor(dialect, None)  # noqa: SLF001
-    return processor
-
-
 @dataclass(frozen=True, slots=True)
 class _Prepared:
     """One statement compiled for one dialect, with what turns values in and out."""
@@ -106,7 +82,7 @@ class _Prepared:
     defaults: Mapping[str, Any]  # values bound in the statement itself
     decoded: tuple[tuple[int, Callable[[Any], Any]], ...]  # (column, its result processor)
     row: Any  # the named tuple class of its rows
-    postgres: bool  # sent with asyncpg (else aiosqlite)
+    backend: Backend  # what sends it to the driver and names the database in records
     cross_tenant: str | None
     compiled: Compiled
 
@@ -123,6 +99,7 @@ def _prepare(stmt: Executable, dialect: Dialect) -> _Prepared | None:
         return _COMPILED[key]
     except KeyError:
         pass
+    backend = dialect_for(dialect)
     compiled: Any = stmt.compile(dialect=dialect)  # type: ignore[attr-defined]
     prepared: _Prepared | None = None
     columns = getattr(compiled, "_result_columns", None)
@@ -147,10 +124,10 @@ def _prepare(stmt: Executable, dialect: Dialect) -> _Prepared | None:
             decoded=tuple(
                 (i, processor)
                 for i, c in enumerate(columns)
-                if (processor := _result_processor(c.type, dialect)) is not None
+                if (processor := backend.driver_decoder(c.type, dialect)) is not None
             ),
             row=namedtuple("Row", keys, rename=True),
-            postgres=dialect.name == "postgresql",
+            backend=backend,
             cross_tenant=stmt.get_execution_options().get(CROSS_TENANT_OPTION),
             compiled=compiled,
         )
@@ -179,9 +156,7 @@ async def fetch(reader: Reader, stmt: Executable, params: Mapping[str, Any]) -> 
             conn.invalidate,
         )
         adapter: Any = pooled.dbapi_connection
-        if engine.dialect.name == "postgresql" and (
-            adapter.isolation_level != "autocommit" and adapter._transaction is None  # noqa: SLF001
-        ):
+        if dialect_for(engine).transaction_unsent(adapter):
             # SQLAlchemy has begun a transaction it has not yet sent: its execute does.
             return (await reader.execute(stmt, params)).all()
     prepared = _prepare(stmt, engine.dialect)
@@ -202,7 +177,7 @@ async def fetch(reader: Reader, stmt: Executable, params: Mapping[str, Any]) -> 
         record = Executed(
             sql=prepared.sql,
             parameters=values,
-            dialect=engine.dialect.name,
+            dialect=prepared.backend.name,
             engine=engine,
             cross_tenant=prepared.cross_tenant or options.get(CROSS_TENANT_OPTION),
             compiled=prepared.compiled,
@@ -215,10 +190,7 @@ async def fetch(reader: Reader, stmt: Executable, params: Mapping[str, Any]) -> 
     failed = False
     driver: Any = pooled.driver_connection
     try:
-        if prepared.postgres:
-            records = await driver.fetch(prepared.sql, *values)
-        else:
-            records = await driver.execute_fetchall(prepared.sql, values)
+        records = await prepared.backend.driver_fetch(driver, prepared.sql, values)
     except Exception as error:
         failed = True
         wrapped, cause = await _dbapi_error(
@@ -226,7 +198,7 @@ async def fetch(reader: Reader, stmt: Executable, params: Mapping[str, Any]) -> 
         )
         if traced is not None:
             statement_observed(
-                prepared.sql, backend=engine.dialect.name, start_ns=traced, error=wrapped
+                prepared.sql, backend=prepared.backend.name, start_ns=traced, error=wrapped
             )
         raise wrapped from cause
     finally:
@@ -237,7 +209,7 @@ async def fetch(reader: Reader, stmt: Executable, params: Mapping[str, Any]) -> 
                     after(done)
     if traced is not None:
         statement_observed(
-            prepared.sql, backend=engine.dialect.name, start_ns=traced, rows=len(records)
+            prepared.sql, backend=prepared.backend.name, start_ns=traced, rows=len(records)
         )
     make = prepared.row._make
     if not prepared.decoded:

@@ -10,7 +10,7 @@ with its own connection set-up, change signalling and search statements.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -191,6 +191,24 @@ class Dialect(ABC):
         """What to fix, when the driver's ``error`` (a DBAPIError) means no retry can
         succeed until someone changes the URL or the server; None otherwise."""
         return None
+
+    def driver_decoder(self, type_: Any, sql_dialect: Any) -> Callable[[Any], Any] | None:
+        """What turns the driver's own value of a ``type_`` column into what SQLAlchemy
+        would return (None: the value as it comes), for reads sent to the driver directly
+        (memstore.db.prepared); by default SQLAlchemy's own result processor."""
+        processor: Callable[[Any], Any] | None = type_._cached_result_processor(  # noqa: SLF001
+            sql_dialect, None
+        )
+        return processor
+
+    async def driver_fetch(self, driver: Any, sql: str, values: Sequence[Any]) -> Sequence[Any]:
+        """The rows of ``sql`` with its positional ``values`` on the driver's connection."""
+        raise NotImplementedError(f"{self.label} sends no statement to its driver directly")
+
+    def transaction_unsent(self, adapter: Any) -> bool:
+        """Whether SQLAlchemy has begun a transaction on the DBAPI ``adapter`` that it has
+        not sent yet (its own execute would send the BEGIN; the driver's would not)."""
+        return False
 
     def schema_missing(self, error: Any) -> bool:
         """Whether the driver's ``error`` (a DBAPIError) names a table, column, function

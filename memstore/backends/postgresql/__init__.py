@@ -7,6 +7,7 @@ import their modules when first called, so loading the dialect stays cheap.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -109,6 +110,29 @@ class PostgresDialect(Dialect):
 
         hint = _CONFIGURATION_STATES.get(sqlstate(error) or "")
         return None if hint is None else f"{error.orig}; {hint}"
+
+    def driver_decoder(self, type_: Any, sql_dialect: Any) -> Callable[[Any], Any] | None:
+        from sqlalchemy.sql import sqltypes
+
+        from memstore.db.types import UTCDateTime
+
+        # asyncpg already returns timestamptz as UTC datetimes and float8 as floats (Float's
+        # numeric processor, chosen by a type OID fetch() does not report, would only turn
+        # a float into a float).
+        if isinstance(type_, UTCDateTime):
+            return None
+        if isinstance(type_, sqltypes.Float) and not type_.asdecimal:
+            return None
+        return super().driver_decoder(type_, sql_dialect)
+
+    async def driver_fetch(self, driver: Any, sql: str, values: Sequence[Any]) -> Sequence[Any]:
+        rows: Sequence[Any] = await driver.fetch(sql, *values)
+        return rows
+
+    def transaction_unsent(self, adapter: Any) -> bool:
+        return bool(
+            adapter.isolation_level != "autocommit" and adapter._transaction is None  # noqa: SLF001
+        )
 
     def schema_missing(self, error: Any) -> bool:
         from memstore.db.errors import sqlstate

@@ -7,6 +7,8 @@ import their modules when first called, so loading the dialect stays cheap.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -103,6 +105,17 @@ class SqliteDialect(Dialect):
             )
         return None
 
+    def driver_decoder(self, type_: Any, sql_dialect: Any) -> Callable[[Any], Any] | None:
+        from memstore.db.types import UTCDateTime
+
+        if isinstance(type_, UTCDateTime):
+            return _utc_from_text  # SQLite's UTC text in one call
+        return super().driver_decoder(type_, sql_dialect)
+
+    async def driver_fetch(self, driver: Any, sql: str, values: Sequence[Any]) -> Sequence[Any]:
+        rows: Sequence[Any] = await driver.execute_fetchall(sql, values)  # one thread hop
+        return rows
+
     def schema_missing(self, error: Any) -> bool:
         return str(error.orig).startswith(("no such table: ", "no such column: "))
 
@@ -151,3 +164,8 @@ class SqliteDialect(Dialect):
 
 
 DIALECT = SqliteDialect()
+
+
+def _utc_from_text(value: str | None) -> datetime | None:
+    # UTCDateTime is kept as naive UTC text in SQLAlchemy's ISO format.
+    return None if value is None else datetime.fromisoformat(value).replace(tzinfo=UTC)
