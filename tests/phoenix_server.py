@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import time
 import urllib.error
@@ -20,16 +19,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from served import answers_http, free_port, stopped, wait_until_ready
+
 __all__ = ["PHOENIX_VENV", "Phoenix", "phoenix_server"]
 
 PHOENIX_VENV = os.environ.get("MEMSTORE_TEST_PHOENIX")
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 class Phoenix:
@@ -73,7 +67,7 @@ class Phoenix:
 @contextmanager
 def phoenix_server(root: Path) -> Iterator[Phoenix]:
     assert PHOENIX_VENV is not None
-    port, grpc_port = _free_port(), _free_port()
+    port, grpc_port = free_port(), free_port()
     env = {
         **os.environ,
         "PHOENIX_WORKING_DIR": str(root),
@@ -90,23 +84,8 @@ def phoenix_server(root: Path) -> Iterator[Phoenix]:
             env=env,
         )
     url = f"http://127.0.0.1:{port}"
-    try:
-        end = time.monotonic() + 300  # imports and migrations, on a loaded machine
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/healthz", timeout=2) as answer:
-                    if answer.status == 200:
-                        break
-            except OSError:
-                pass
-            if process.poll() is not None or time.monotonic() > end:
-                raise RuntimeError(f"phoenix did not start:\n{log.read_text()[-3000:]}")
-            time.sleep(0.5)
+    with stopped(process):
+        ready = answers_http(f"{url}/healthz")
+        # 300 s: its imports and migrations, on a loaded machine
+        wait_until_ready(process, ready, what="phoenix", log=log, seconds=300, poll=0.5)
         yield Phoenix(url)
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()

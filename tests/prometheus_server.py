@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import subprocess
 import time
 import urllib.parse
@@ -15,16 +14,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from served import answers_http, free_port, stopped, wait_until_ready
+
 __all__ = ["PROMETHEUS", "Prometheus", "prometheus_server"]
 
 PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 class Prometheus:
@@ -67,7 +61,7 @@ def prometheus_server(root: Path, target: str) -> Iterator[Prometheus]:
         "scrape_configs:\n  - job_name: memstore\n"
         f"    static_configs:\n      - targets: ['{target}']\n"
     )
-    port = _free_port()
+    port = free_port()
     log = root / "prometheus.log"
     with log.open("wb") as out:
         process = subprocess.Popen(
@@ -82,23 +76,7 @@ def prometheus_server(root: Path, target: str) -> Iterator[Prometheus]:
             stderr=subprocess.STDOUT,
         )
     url = f"http://127.0.0.1:{port}"
-    try:
-        end = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/-/ready", timeout=2) as answer:
-                    if answer.status == 200:
-                        break
-            except OSError:
-                pass
-            if process.poll() is not None or time.monotonic() > end:
-                raise RuntimeError(f"prometheus did not start:\n{log.read_text()[-3000:]}")
-            time.sleep(0.2)
+    with stopped(process):
+        ready = answers_http(f"{url}/-/ready")
+        wait_until_ready(process, ready, what="prometheus", log=log, seconds=60)
         yield Prometheus(url, process, log)
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()

@@ -5,11 +5,9 @@ stored it, and no user data or key in anything it stored."""
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +19,7 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from opentelemetry.sdk.resources import Resource
 from otel_sdk import installed
 from phoenix_server import PHOENIX_VENV, Phoenix, phoenix_server
+from served import free_port, listening, stopped, wait_until_ready
 from test_telemetry_traces import EPISODE_TEXT, SECRETS, _turn
 
 from memstore import MemoryStore
@@ -121,7 +120,7 @@ def traced_mcp(phoenix: Phoenix, db_url: str, tmp_path: Path) -> Iterator[tuple[
     pytest.importorskip("mcp", reason="needs the mcp extra")
     project = f"memstore-mcp-{uuid.uuid4().hex[:12]}"
     prelude = _SERVER_PRELUDE.format(project=project, endpoint=phoenix.traces_endpoint)
-    port = _free_port()
+    port = free_port()
     log = tmp_path / "mcp.log"
     args = ["mcp", "--transport", "http", "--url", db_url, "--port", str(port)]
     with log.open("w") as out:
@@ -133,16 +132,9 @@ def traced_mcp(phoenix: Phoenix, db_url: str, tmp_path: Path) -> Iterator[tuple[
             stdout=out,
             stderr=subprocess.STDOUT,
         )
-    try:
-        _wait_listening(server, port, log)
+    with stopped(server):
+        wait_until_ready(server, listening(port), what="the MCP server", log=log, seconds=120)
         yield f"http://127.0.0.1:{port}/mcp", project
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
 
 
 async def test_the_mcp_http_servers_tool_calls_reach_the_receiver(
@@ -173,23 +165,3 @@ async def test_the_mcp_http_servers_tool_calls_reach_the_receiver(
     assert statements and all(s["parent_id"] in ids for s in statements)
     texts = _texts(spans)
     assert sorted({s for s in SECRETS for t in texts if s in t}) == []
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _wait_listening(server: subprocess.Popen[bytes], port: int, log: Path) -> None:
-    deadline = time.monotonic() + 120
-    while True:
-        if server.poll() is not None:
-            raise RuntimeError(f"the MCP server exited: {log.read_text()}")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            return
-        except OSError:
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"the MCP server did not listen: {log.read_text()}") from None
-            time.sleep(0.1)
