@@ -19,17 +19,16 @@ import re
 import statistics
 import sys
 import time
-import warnings
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from benchlib.data import Workload, tenant_name
+from benchlib.data import tenant_name
+from benchlib.keptdb import kept_recall_database, recall_queries
 from benchlib.memapi import LookupEmbedder, open_store
 from benchlib.raw import pg_connect
 from benchlib.rawrecall import HYBRID, words
-from benchlib.scen_recall import tenant_sizes
 from benchlib.servers import sqlalchemy_url
 
 __all__ = ["main"]
@@ -39,10 +38,7 @@ TENANTS = {1: 2, 0: 1}  # tenant index -> the benchmark's query salt; 1 has 400 
 
 
 def _queries(tenant: int, n: int) -> list[tuple[str, Any]]:
-    big, mid, small = tenant_sizes(ROWS)
-    tenants = 2 + max(1, (ROWS - big - mid) // small)
-    work = Workload(ROWS, tenants, seed=21, leading=(big / ROWS, mid / ROWS))
-    return work.queries(tenant, n, salt=TENANTS[tenant])
+    return recall_queries(ROWS, tenant, n, salt=TENANTS[tenant])
 
 
 async def _capture(
@@ -203,19 +199,8 @@ def main() -> None:
     p.add_argument("--runs", type=int, default=200)
     p.add_argument("--tenant", type=int, choices=sorted(TENANTS), default=1)
     a = p.parse_args()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        import pgserver
-    server = pgserver.get_server(a.workdir / "pgdata", cleanup_mode="stop")
-    try:
-        names = server.psql("SELECT datname FROM pg_database WHERE datname LIKE 'recall%';")
-        database = next(ln.strip() for ln in names.splitlines() if ln.strip().startswith("recall"))
-        from sqlalchemy.engine import make_url
-
-        dsn = make_url(server.get_uri()).set(database=database).render_as_string(False)
+    with kept_recall_database(a.workdir) as dsn:
         asyncio.run(_run(dsn, sqlalchemy_url(dsn), a.tenant, a.runs, a.workdir))
-    finally:
-        server.cleanup()
 
 
 if __name__ == "__main__":
